@@ -1,0 +1,47 @@
+# ghost: top-level build. 'make deps' installs what the project needs, 'make'
+# builds userland (CMake) and ghost.ko (Kbuild, against the test VM's kernel),
+# 'make check' runs every test, 'make demo' shows the product at work.
+
+BUILD ?= build
+JOBS ?= $(shell nproc)
+# ghost.ko is built for the kernel the VM boots, never the running one.
+KREL = $(shell tests/vm/kernel-release)
+KDIR ?= /lib/modules/$(KREL)/build
+
+.PHONY: all userland kmod deps check demo clean lint format
+
+all: userland kmod
+
+userland:
+	@test -f $(BUILD)/kselftest/include/kselftest_harness.h || \
+		{ echo "kselftest headers missing: run 'make deps' first" >&2; exit 1; }
+	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+	cmake --build $(BUILD) -j $(JOBS)
+
+kmod:
+	$(MAKE) -C kmod KDIR=$(KDIR)
+
+deps:
+	GHOST_BUILD=$(abspath $(BUILD)) scripts/deps
+
+check: deps all
+	GHOST_BUILD=$(abspath $(BUILD)) tests/check
+
+demo: deps all
+	GHOST_BUILD=$(abspath $(BUILD)) scripts/demo
+
+# Kernel style of the module and the uapi header (checkpatch from linux-source).
+# compat.h exists to compare LINUX_VERSION_CODE, so that check is off there.
+CHECKPATCH = perl $(BUILD)/kernel-scripts/checkpatch.pl --no-tree --strict --terse \
+	--ignore FILE_PATH_CHANGES
+lint:
+	$(CHECKPATCH) -f $(filter-out %.mod.c kmod/compat.h,$(wildcard kmod/*.c kmod/*.h)) \
+		uapi/linux/ghost.h
+	$(CHECKPATCH) --ignore LINUX_VERSION_CODE,CONSTANT_COMPARISON -f kmod/compat.h
+
+format:
+	clang-format -i $$(git ls-files '*.cpp' '*.hpp')
+
+clean:
+	rm -rf $(BUILD)
+	-$(MAKE) -C kmod KDIR=$(KDIR) clean

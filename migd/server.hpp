@@ -1,0 +1,21 @@
+// migd's local control server: a Unix stream socket, peers authenticated by
+// their kernel-reported credentials (SO_PEERCRED).
+#pragma once
+
+#include <string>
+
+#include "control.hpp"
+#include "ghost/result.hpp"
+
+namespace migd {
+
+struct ServerConfig {
+    std::string socket_path;
+    Context ctx;
+};
+
+// Serves until SIGINT or SIGTERM, then removes the socket. Fails early (socket
+// in use, no permission) with a reason.
+ghost::Result<void> serve(const ServerConfig& cfg);
+
+} // namespace migd
