@@ -23,4 +23,20 @@
 #define GHOST_DEVNODE_CONST
 #endif
 
+/* 6.3 made vm_flags read-only behind helpers. */
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 3, 0)
+#define ghost_vm_flags_clear(vma, flags) vm_flags_clear(vma, flags)
+#else
+#define ghost_vm_flags_clear(vma, flags) ((vma)->vm_flags &= ~(flags))
+#endif
+
+/* 6.5 dropped the vmas argument of get_user_pages_remote(). */
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 5, 0)
+#define ghost_gup_remote(mm, start, nr, flags, pages) \
+	get_user_pages_remote(mm, start, nr, flags, pages, NULL)
+#else
+#define ghost_gup_remote(mm, start, nr, flags, pages) \
+	get_user_pages_remote(mm, start, nr, flags, pages, NULL, NULL)
+#endif
+
 #endif /* GHOST_COMPAT_H */

@@ -4,19 +4,81 @@
 #define GHOST_INTERNAL_H
 
 #include <linux/fs.h>
+#include <linux/mutex.h>
 #include <linux/types.h>
+
+struct ghost_plug;
+struct vm_area_struct;
 
 /* device.c: the /dev/ghost character device. */
 int ghost_device_init(void);
 void ghost_device_exit(void);
 
-/* ioctl.c: ioctl dispatch on /dev/ghost. */
+/* ioctl.c: ioctls on /dev/ghost. */
 long ghost_dev_ioctl(struct file *file, unsigned int cmd, unsigned long arg);
+bool ghost_all_zero(const __u64 *v, size_t n);
 
 /* uarg.c: size-extensible ioctl arguments (see uapi/linux/ghost.h). */
 int ghost_uarg_in(void *karg, size_t ksize, size_t min_size,
 		  const void __user *uarg, u32 *usize);
 int ghost_uarg_out(void __user *uarg, u32 usize, const void *karg,
 		   size_t ksize);
+
+/* resource.c: where an image goes to or comes from. */
+struct ghost_res;
+struct ghost_res_ops {
+	int (*write)(struct ghost_res *res, const void *buf, size_t len);
+	/* All @len bytes or an error; -ENODATA when the image ends early. */
+	int (*read)(struct ghost_res *res, void *buf, size_t len);
+	void (*rewind)(struct ghost_res *res);		/* memory only */
+	void (*truncate)(struct ghost_res *res);	/* memory only */
+	void (*release)(struct ghost_res *res);
+};
+
+struct ghost_res {
+	const struct ghost_res_ops *ops;
+	u32 type;			/* GHOST_RES_* */
+};
+
+struct ghost_res *ghost_res_create(const struct ghost_plug *p);
+ssize_t ghost_mem_read_user(struct ghost_res *res, char __user *ubuf,
+			    size_t len, loff_t *pos);
+ssize_t ghost_mem_write_user(struct ghost_res *res, const char __user *ubuf,
+			     size_t len);
+int ghost_mem_mmap(struct ghost_res *res, struct vm_area_struct *vma);
+size_t ghost_mem_len(struct ghost_res *res);
+
+/* stream.c: the image as a checksummed stream over a resource. */
+struct ghost_stream {
+	struct ghost_res *res;
+	u64 off;
+	u32 crc;
+};
+
+void ghost_stream_init(struct ghost_stream *s, struct ghost_res *res);
+int ghost_stream_write(struct ghost_stream *s, const void *buf, size_t len);
+int ghost_stream_write_zeros(struct ghost_stream *s, size_t len);
+int ghost_stream_read(struct ghost_stream *s, void *buf, size_t len);
+int ghost_stream_skip_zeros(struct ghost_stream *s, size_t len);
+int ghost_section_begin(struct ghost_stream *s, u32 type, u64 size);
+int ghost_section_end(struct ghost_stream *s, u64 size);
+int ghost_section_write(struct ghost_stream *s, u32 type, const void *a,
+			size_t alen, const void *b, size_t blen);
+
+/* object.c: a ghost object, the file descriptor GHOST_IOC_CREATE returns. */
+struct ghost {
+	struct mutex lock;		/* serializes plug/export/import */
+	struct ghost_res *res;		/* NULL until plugged */
+};
+
+int ghost_create_fd(u32 flags);
+
+/* export.c */
+struct ghost_export;
+long ghost_export(struct ghost *g, struct ghost_export *arg);
+
+/* Sets a reason for user space; a printf-like sentence. */
+#define ghost_reason(buf, fmt, ...) \
+	snprintf((buf), GHOST_REASON_LEN, fmt, ##__VA_ARGS__)
 
 #endif /* GHOST_INTERNAL_H */

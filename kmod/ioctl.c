@@ -6,9 +6,11 @@
 #include "internal.h"
 
 /* What this build of the module implements; see GHOST_FEAT_* in the uapi. */
-#define GHOST_FEATURES 0ULL
+#define GHOST_FEATURES \
+	(GHOST_FEAT_EXPORT | GHOST_FEAT_BACKEND_MEMORY | \
+	 GHOST_FEAT_BACKEND_FILE | GHOST_FEAT_BACKEND_NET)
 
-static bool ghost_all_zero(const __u64 *v, size_t n)
+bool ghost_all_zero(const __u64 *v, size_t n)
 {
 	while (n--)
 		if (*v++)
@@ -33,10 +35,25 @@ static long ghost_ioctl_version(void __user *uarg)
 	v.major = GHOST_ABI_MAJOR;
 	v.minor = GHOST_ABI_MINOR;
 	v.patch = GHOST_ABI_PATCH;
-	v.image_version = 0;
+	v.image_version = GHOST_IMAGE_VERSION;
 	v.image_min = 0;
 	v.features = GHOST_FEATURES;
 	return ghost_uarg_out(uarg, usize, &v, sizeof(v));
+}
+
+static long ghost_ioctl_create(void __user *uarg)
+{
+	struct ghost_create c;
+	u32 usize;
+	int err;
+
+	err = ghost_uarg_in(&c, sizeof(c), GHOST_CREATE_SIZE_VER0, uarg, &usize);
+	if (err)
+		return err;
+	if ((c.flags & ~GHOST_CREATE_FLAGS) ||
+	    !ghost_all_zero(c.resv, ARRAY_SIZE(c.resv)))
+		return -EINVAL;
+	return ghost_create_fd(c.flags);
 }
 
 long ghost_dev_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
@@ -49,6 +66,8 @@ long ghost_dev_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 	switch (_IOC_NR(cmd)) {
 	case _IOC_NR(GHOST_IOC_VERSION):
 		return ghost_ioctl_version(uarg);
+	case _IOC_NR(GHOST_IOC_CREATE):
+		return ghost_ioctl_create(uarg);
 	default:
 		return -ENOTTY;
 	}

@@ -84,4 +84,299 @@ struct ghost_version {
 /* Query the module's interface version and features; on /dev/ghost. */
 #define GHOST_IOC_VERSION _IOWR(GHOST_IOC_MAGIC, 0x00, struct ghost_version)
 
+/* ---- ghost objects ------------------------------------------------------ */
+
+#define GHOST_CREATE_CLOEXEC _BITUL(0) /* the new descriptor is close-on-exec */
+#define GHOST_CREATE_FLAGS   GHOST_CREATE_CLOEXEC
+
+/**
+ * struct ghost_create - argument of GHOST_IOC_CREATE (on /dev/ghost)
+ * @size:  in: sizeof(struct ghost_create)
+ * @flags: in: GHOST_CREATE_*
+ * @resv:  must be 0
+ *
+ * The ioctl returns a new file descriptor: the ghost object. A resource
+ * object is plugged into it (GHOST_IOC_PLUG), then it exports a process into
+ * that resource or imports one from it. Closing it frees everything.
+ */
+struct ghost_create {
+	__u32 size;
+	__u32 flags;
+	__u64 resv[3];
+};
+
+#define GHOST_CREATE_SIZE_VER0 32
+
+#define GHOST_IOC_CREATE _IOW(GHOST_IOC_MAGIC, 0x01, struct ghost_create)
+
+/* Resource object types (ghost_plug.type). */
+enum ghost_resource_type {
+	GHOST_RES_MEMORY = 1,	/* kernel buffer owned by the ghost */
+	GHOST_RES_FILE = 2,	/* regular file or pipe, front to back */
+	GHOST_RES_NETWORK = 3,	/* connected stream socket */
+};
+
+/**
+ * struct ghost_plug - argument of GHOST_IOC_PLUG (on a ghost object)
+ * @size:     in: sizeof(struct ghost_plug)
+ * @type:     in: enum ghost_resource_type
+ * @fd:       in: FILE/NETWORK: the descriptor (the ghost takes a reference)
+ * @flags:    in: must be 0
+ * @capacity: in: MEMORY: largest image the buffer may hold, in bytes
+ *            (0: GHOST_MEMORY_DEFAULT_CAPACITY)
+ * @resv:     must be 0
+ *
+ * One resource per ghost; a second PLUG gives EBUSY.
+ */
+struct ghost_plug {
+	__u32 size;
+	__u32 type;
+	__s32 fd;
+	__u32 flags;
+	__u64 capacity;
+	__u64 resv[3];
+};
+
+#define GHOST_PLUG_SIZE_VER0 48
+#define GHOST_MEMORY_DEFAULT_CAPACITY _BITULL(32)
+
+#define GHOST_IOC_PLUG _IOW(GHOST_IOC_MAGIC, 0x02, struct ghost_plug)
+
+/* What becomes of the process after a successful export (exactly one). */
+#define GHOST_EXPORT_RUN  _BITUL(0) /* keeps running: checkpoint, duplication */
+#define GHOST_EXPORT_STOP _BITUL(1) /* stays stopped (SIGSTOP): migration */
+#define GHOST_EXPORT_KILL _BITUL(2) /* is killed (SIGKILL) */
+#define GHOST_EXPORT_FLAGS (GHOST_EXPORT_RUN | GHOST_EXPORT_STOP | GHOST_EXPORT_KILL)
+
+#define GHOST_REASON_LEN 128
+
+/**
+ * struct ghost_export - argument of GHOST_IOC_EXPORT (on a ghost object)
+ * @size:      in: sizeof(struct ghost_export)
+ * @flags:     in: exactly one GHOST_EXPORT_{RUN,STOP,KILL}
+ * @pid:       in: the process, in the caller's pid namespace
+ * @__pad:     must be 0
+ * @bytes:     out: image bytes written to the resource
+ * @frozen_ns: out: how long the process was held still for the capture
+ * @resv:      must be 0
+ * @reason:    out: on failure, a NUL-terminated sentence saying why (for
+ *             EOPNOTSUPP: what the process holds that ghost cannot carry)
+ *
+ * The caller must be allowed to ptrace the process (same user, or
+ * CAP_SYS_PTRACE). On failure the process is left running as it was.
+ */
+struct ghost_export {
+	__u32 size;
+	__u32 flags;
+	__s32 pid;
+	__u32 __pad;
+	__u64 bytes;
+	__u64 frozen_ns;
+	__u64 resv[4];
+	char reason[GHOST_REASON_LEN];
+};
+
+#define GHOST_EXPORT_SIZE_VER0 192
+
+#define GHOST_IOC_EXPORT _IOWR(GHOST_IOC_MAGIC, 0x03, struct ghost_export)
+
+/**
+ * struct ghost_import - argument of GHOST_IOC_IMPORT (on a ghost object)
+ * @size:   in: sizeof(struct ghost_import)
+ * @flags:  in: must be 0
+ * @bytes:  out (on failure): image bytes consumed
+ * @resv:   must be 0
+ * @reason: out: on failure, a NUL-terminated sentence saying why
+ *
+ * Rebuilds the calling process from the image, in place, like execve(): on
+ * success the ioctl does not return to its caller but into the restored
+ * process. Everything that can be checked is checked before the point of no
+ * return, so a bad image returns an error and leaves the caller as it was;
+ * a failure after it kills the caller with SIGKILL.
+ */
+struct ghost_import {
+	__u32 size;
+	__u32 flags;
+	__u64 bytes;
+	__u64 resv[4];
+	char reason[GHOST_REASON_LEN];
+};
+
+#define GHOST_IMPORT_SIZE_VER0 176
+
+#define GHOST_IOC_IMPORT _IOWR(GHOST_IOC_MAGIC, 0x04, struct ghost_import)
+
+/* ---- image format (Documentation/image-format.md) --------------------------
+ *
+ * A ghost image is a stream read and written front to back:
+ *
+ *   header, then sections, each "struct ghost_section" + payload padded with
+ *   zeros to 8 bytes, in this order:
+ *     TASK, REGS, XSTATE, SIGNALS, FS, RLIMITS, MM,
+ *     (VMA, PAGES*)*   one VMA per mapping, then the runs of its pages
+ *     FILE*            open descriptors
+ *     END              last; holds the checksum of everything before it
+ *
+ * All integers are little-endian (the only architecture is x86-64). Page
+ * data inside PAGES starts at a page-aligned offset of the stream so that
+ * backends can move it with page-granular zero-copy primitives.
+ */
+#define GHOST_IMAGE_MAGIC   0x474d4954534f4847ULL /* "GHOSTIMG" */
+#define GHOST_IMAGE_VERSION 1
+#define GHOST_ARCH_X86_64   62 /* ELF EM_X86_64 */
+
+struct ghost_image_header {
+	__u64 magic;
+	__u32 version;
+	__u32 header_size;	/* sizeof(struct ghost_image_header) */
+	__u32 arch;		/* GHOST_ARCH_* */
+	__u32 page_size;
+	__u64 time_ns;		/* CLOCK_REALTIME when captured */
+	__s32 pid;		/* pid at export, exporter's namespace */
+	__u32 __pad;
+	__u64 resv[3];
+};
+
+enum ghost_section_type {
+	GHOST_SEC_TASK = 1,
+	GHOST_SEC_REGS = 2,
+	GHOST_SEC_XSTATE = 3,
+	GHOST_SEC_SIGNALS = 4,
+	GHOST_SEC_FS = 5,
+	GHOST_SEC_RLIMITS = 6,
+	GHOST_SEC_MM = 7,
+	GHOST_SEC_VMA = 8,
+	GHOST_SEC_PAGES = 9,
+	GHOST_SEC_FILE = 10,
+	GHOST_SEC_END = 11,
+};
+
+struct ghost_section {
+	__u32 type;		/* enum ghost_section_type */
+	__u32 flags;		/* 0 in v1 */
+	__u64 size;		/* payload bytes, before padding to 8 */
+};
+
+struct ghost_task {
+	char comm[16];		/* NUL-padded */
+	__u32 personality;
+	__u32 __pad;
+	__u64 resv[2];
+};
+
+/* General registers, in the order of the kernel's user_regs_struct. */
+struct ghost_regs {
+	__u64 r15, r14, r13, r12, bp, bx, r11, r10, r9, r8;
+	__u64 ax, cx, dx, si, di, orig_ax, ip, cs, flags, sp, ss;
+	__u64 fs_base, gs_base, ds, es, fs, gs;
+};
+
+/* FPU/SSE/AVX state: an XSAVE image in the standard (non-compacted) format
+ * of NT_X86_XSTATE, @size bytes following this struct.
+ */
+struct ghost_xstate {
+	__u32 size;
+	__u32 __pad;
+	__u64 xfeatures;	/* XCR0 bits the exporting task could use */
+};
+
+struct ghost_sigaction {
+	__u64 handler;		/* SIG_DFL 0, SIG_IGN 1, or an address */
+	__u64 flags;		/* SA_* */
+	__u64 restorer;
+	__u64 mask;		/* bit N-1 = signal N */
+};
+
+#define GHOST_NSIG 64
+
+struct ghost_signals {
+	__u64 blocked;		/* bit N-1 = signal N */
+	__u64 pending;		/* standard signals pending, same encoding */
+	__u64 altstack_sp;
+	__u64 altstack_size;
+	__u32 altstack_flags;	/* SS_* */
+	__u32 __pad;
+	struct ghost_sigaction action[GHOST_NSIG];
+};
+
+/* Followed by @cwd_len bytes of the working directory's path (no NUL). */
+struct ghost_fs {
+	__u32 umask;
+	__u32 cwd_len;
+};
+
+#define GHOST_NRLIMITS 16
+
+struct ghost_rlimits {
+	struct {
+		__u64 cur;
+		__u64 max;
+	} rlim[GHOST_NRLIMITS];
+};
+
+#define GHOST_AUXV_WORDS 64
+
+struct ghost_mm {
+	__u64 start_code, end_code, start_data, end_data;
+	__u64 start_brk, brk, start_stack;
+	__u64 arg_start, arg_end, env_start, env_end;
+	__u64 vdso;		/* [vdso] start in the image, 0 if none */
+	__u32 nr_vmas;		/* VMA sections that follow */
+	__u32 auxv_words;	/* used entries of @auxv */
+	__u64 auxv[GHOST_AUXV_WORDS];
+};
+
+/* ghost_vma.flags */
+#define GHOST_VMA_SHARED    _BITUL(0) /* MAP_SHARED (file mappings only) */
+#define GHOST_VMA_GROWSDOWN _BITUL(1) /* stack */
+#define GHOST_VMA_FILE      _BITUL(2) /* backed by the file at @path */
+#define GHOST_VMA_HEAP      _BITUL(3) /* the brk area */
+#define GHOST_VMA_STACK     _BITUL(4) /* contains mm->start_stack */
+#define GHOST_VMA_VDSO      _BITUL(5) /* [vdso]: never carried, remapped */
+#define GHOST_VMA_VVAR      _BITUL(6) /* [vvar]: never carried, remapped */
+#define GHOST_VMA_FLAGS     0x7f
+
+/* Followed by @path_len bytes of the file's path (no NUL) when FILE. */
+struct ghost_vma {
+	__u64 start, end;
+	__u64 pgoff;		/* file offset in pages */
+	__u32 prot;		/* PROT_READ | PROT_WRITE | PROT_EXEC */
+	__u32 flags;		/* GHOST_VMA_* */
+	__u64 nr_pages;		/* pages carried in the PAGES sections after it */
+	__u32 path_len;
+	__u32 __pad;
+};
+
+/* A run of @nr_pages pages from @addr; the data starts @data_offset bytes
+ * after the start of this struct, at a page-aligned stream offset.
+ */
+struct ghost_pages {
+	__u64 addr;
+	__u64 nr_pages;
+	__u32 data_offset;
+	__u32 __pad;
+};
+
+enum ghost_file_kind {
+	GHOST_FILE_PATH = 1,	/* reopened by path: regular files, dirs, null-like devices */
+	GHOST_FILE_INHERIT = 2,	/* pipes, FIFOs, ttys: the importer supplies the same fd */
+};
+
+/* Followed by @path_len bytes of the path (no NUL). */
+struct ghost_file {
+	__s32 fd;
+	__u32 kind;		/* enum ghost_file_kind */
+	__u32 flags;		/* open flags: O_ACCMODE, O_APPEND, O_NONBLOCK, ... */
+	__u32 fd_flags;		/* FD_CLOEXEC */
+	__u64 pos;
+	__u32 mode;		/* S_IFMT bits of the file */
+	__u32 path_len;
+};
+
+struct ghost_end {
+	__u32 crc32c;		/* of every byte before this section's header */
+	__u32 __pad;
+	__u64 bytes;		/* stream offset of this section's header */
+};
+
 #endif /* _UAPI_LINUX_GHOST_H */

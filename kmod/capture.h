@@ -1,0 +1,52 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/* Reading a parked process into an image (capture_*.c). */
+#ifndef GHOST_CAPTURE_H
+#define GHOST_CAPTURE_H
+
+#include <linux/dcache.h>
+#include <linux/mount.h>
+#include <linux/path.h>
+#include <linux/sched.h>
+#include <linux/ghost.h>
+
+#include "internal.h"
+
+/* What the target saves of itself, in its own context. */
+struct ghost_cpu {
+	int err;
+	struct ghost_regs regs;
+	void *xstate;			/* NT_X86_XSTATE layout, kvmalloc'd */
+	unsigned int xstate_size;
+	u64 xfeatures;
+};
+
+/*
+ * Can @path be opened again by name? Not if it was unlinked, nor if it
+ * lives on an internal mount or is a pseudo file (shared anonymous memory,
+ * memfd, SysV shm, anonymous inodes): their dentry is its own root.
+ */
+static inline bool ghost_path_reachable(const struct path *path)
+{
+	struct dentry *d = path->dentry;
+
+	return !d_unlinked(d) && !(path->mnt->mnt_flags & MNT_INTERNAL) &&
+	       !(IS_ROOT(d) && d != path->mnt->mnt_root);
+}
+
+/* capture_task.c */
+int ghost_check_task(struct task_struct *task, struct mm_struct *mm,
+		     char *reason);
+int ghost_write_image(struct ghost_stream *s, struct task_struct *task,
+		      struct mm_struct *mm, const struct ghost_cpu *cpu,
+		      char *reason);
+
+/* capture_mm.c */
+int ghost_check_mm(struct mm_struct *mm, char *reason);
+int ghost_write_mm(struct ghost_stream *s, struct mm_struct *mm, char *reason);
+
+/* capture_files.c */
+int ghost_check_files(struct task_struct *task, char *reason);
+int ghost_write_files(struct ghost_stream *s, struct task_struct *task,
+		      char *reason);
+
+#endif /* GHOST_CAPTURE_H */

@@ -1,0 +1,197 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Open file descriptors of a parked process.
+ *
+ *  - regular files, directories and memory-class devices (/dev/null, ...)
+ *    are recorded by path, flags and offset, and reopened at import;
+ *  - pipes, FIFOs and terminals cannot be recreated on their own: they are
+ *    recorded as "inherit", and the importer must hold a descriptor of the
+ *    same kind at the same number (as CRIU's --inherit-fd);
+ *  - everything else (sockets, pseudo-terminals, eventfd, epoll, ...) is
+ *    refused.
+ */
+#include <linux/fdtable.h>
+#include <linux/file.h>
+#include <linux/fs.h>
+#include <linux/major.h>
+#include <linux/slab.h>
+#include <linux/ghost.h>
+
+#include "capture.h"
+
+struct fd_entry {
+	unsigned int fd;
+	bool cloexec;
+	struct file *file;
+};
+
+struct fd_list {
+	struct files_struct *files;
+	struct fd_entry *v;
+	unsigned int n, cap;
+};
+
+/* Under files->file_lock: must not sleep. */
+static int collect_fd(const void *arg, struct file *file, unsigned int fd)
+{
+	struct fd_list *l = (struct fd_list *)arg;
+
+	if (l->n < l->cap) {
+		l->v[l->n].fd = fd;
+		l->v[l->n].cloexec = close_on_exec(fd, files_fdtable(l->files));
+		l->v[l->n].file = get_file(file);
+	}
+	l->n++;
+	return 0;
+}
+
+static void iterate(struct task_struct *task, struct fd_list *l)
+{
+	task_lock(task);
+	l->files = task->files;
+	l->n = 0;
+	if (l->files)
+		iterate_fd(l->files, 0, collect_fd, l);
+	task_unlock(task);
+}
+
+static void put_fds(struct fd_list *l)
+{
+	unsigned int i;
+
+	for (i = 0; i < min(l->n, l->cap); i++)
+		fput(l->v[i].file);
+	kvfree(l->v);
+}
+
+/* Takes a reference on each open file of the (parked) @task. */
+static int get_fds(struct task_struct *task, struct fd_list *l)
+{
+	memset(l, 0, sizeof(*l));
+	iterate(task, l);		/* count */
+	if (!l->n)
+		return 0;
+	l->cap = l->n;
+	l->v = kvcalloc(l->cap, sizeof(*l->v), GFP_KERNEL);
+	if (!l->v)
+		return -ENOMEM;
+	iterate(task, l);
+	if (l->n > l->cap) {		/* cannot happen while parked */
+		l->n = l->cap;
+		put_fds(l);
+		return -EAGAIN;
+	}
+	return 0;
+}
+
+static bool is_pty(unsigned int major, unsigned int minor)
+{
+	return (major >= UNIX98_PTY_MASTER_MAJOR &&
+		major < UNIX98_PTY_MASTER_MAJOR + UNIX98_PTY_MAJOR_COUNT) ||
+	       (major >= UNIX98_PTY_SLAVE_MAJOR &&
+		major < UNIX98_PTY_SLAVE_MAJOR + UNIX98_PTY_MAJOR_COUNT) ||
+	       (major == TTYAUX_MAJOR && minor == 2) ||
+	       major == PTY_MASTER_MAJOR || major == PTY_SLAVE_MAJOR;
+}
+
+/* enum ghost_file_kind of @f, or a negative errno with a reason. */
+static int classify(const struct fd_entry *e, char *buf, char *reason)
+{
+	struct inode *inode = file_inode(e->file);
+	umode_t mode = inode->i_mode;
+	const char *name;
+
+	if (S_ISREG(mode) || S_ISDIR(mode)) {
+		if (ghost_path_reachable(&e->file->f_path))
+			return GHOST_FILE_PATH;
+		ghost_reason(reason, "fd %u refers to a deleted file: not supported",
+			     e->fd);
+		return -EOPNOTSUPP;
+	}
+	if (S_ISFIFO(mode))
+		return GHOST_FILE_INHERIT;
+	if (S_ISCHR(mode)) {
+		unsigned int major = imajor(inode), minor = iminor(inode);
+
+		if (major == MEM_MAJOR)
+			return GHOST_FILE_PATH;
+		if (is_pty(major, minor)) {
+			ghost_reason(reason, "fd %u is a pseudo-terminal: not supported",
+				     e->fd);
+			return -EOPNOTSUPP;
+		}
+		if (major == TTY_MAJOR || major == TTYAUX_MAJOR)
+			return GHOST_FILE_INHERIT;
+		ghost_reason(reason, "fd %u is a character device (%u:%u): not supported",
+			     e->fd, major, minor);
+		return -EOPNOTSUPP;
+	}
+	if (S_ISSOCK(mode)) {
+		ghost_reason(reason, "fd %u is a socket: sockets are not supported",
+			     e->fd);
+		return -EOPNOTSUPP;
+	}
+	name = d_path(&e->file->f_path, buf, PATH_MAX);
+	ghost_reason(reason, "fd %u (%s) is not supported", e->fd,
+		     IS_ERR(name) ? "unnamed" : name);
+	return -EOPNOTSUPP;
+}
+
+static int write_one(struct ghost_stream *s, const struct fd_entry *e,
+		     int kind, char *buf, char *reason)
+{
+	struct ghost_file f = {
+		.fd = e->fd,
+		.kind = kind,
+		.flags = e->file->f_flags,
+		.fd_flags = e->cloexec ? FD_CLOEXEC : 0,
+		.pos = e->file->f_pos,
+		.mode = file_inode(e->file)->i_mode & S_IFMT,
+	};
+	const char *path = d_path(&e->file->f_path, buf, PATH_MAX);
+
+	if (IS_ERR(path)) {
+		ghost_reason(reason, "cannot name the file of fd %u", e->fd);
+		return PTR_ERR(path);
+	}
+	f.path_len = strlen(path);
+	return ghost_section_write(s, GHOST_SEC_FILE, &f, sizeof(f), path,
+				   f.path_len);
+}
+
+static int scan_fds(struct task_struct *task, struct ghost_stream *s,
+		    char *reason)
+{
+	struct fd_list l;
+	unsigned int i;
+	char *buf;
+	int err;
+
+	buf = kmalloc(PATH_MAX, GFP_KERNEL);
+	if (!buf)
+		return -ENOMEM;
+	err = get_fds(task, &l);
+	for (i = 0; !err && i < l.n; i++) {
+		int kind = classify(&l.v[i], buf, reason);
+
+		if (kind < 0)
+			err = kind;
+		else if (s)
+			err = write_one(s, &l.v[i], kind, buf, reason);
+	}
+	if (l.v)
+		put_fds(&l);
+	kfree(buf);
+	return err;
+}
+
+int ghost_check_files(struct task_struct *task, char *reason)
+{
+	return scan_fds(task, NULL, reason);
+}
+
+int ghost_write_files(struct ghost_stream *s, struct task_struct *task,
+		      char *reason)
+{
+	return scan_fds(task, s, reason);
+}

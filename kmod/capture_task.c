@@ -1,0 +1,243 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The image of a parked process: header, task, registers, FPU, signals,
+ * working directory, limits; memory and files come from capture_mm.c and
+ * capture_files.c. Everything that would make the image restore wrong is
+ * refused first, with a reason, before a byte is written.
+ */
+#include <linux/fs_struct.h>
+#include <linux/hrtimer.h>
+#include <linux/mm.h>
+#include <linux/personality.h>
+#include <linux/resource.h>
+#include <linux/sched/signal.h>
+#include <linux/slab.h>
+#include <linux/timekeeping.h>
+#include <linux/ghost.h>
+
+#include "capture.h"
+
+/* Signals whose queued information v1 cannot carry. */
+#define GHOST_RT_SIGMASK (~0ULL << (SIGRTMIN - 1))
+
+static u64 pending_mask(struct task_struct *task)
+{
+	return task->pending.signal.sig[0] |
+	       task->signal->shared_pending.signal.sig[0];
+}
+
+static int check_timers_ipc(struct task_struct *task, char *reason)
+{
+	struct signal_struct *sig = task->signal;
+	pid_t pid = task_pid_vnr(task);
+
+	if (hrtimer_is_queued(&sig->real_timer) ||
+	    sig->it[CPUCLOCK_PROF].expires || sig->it[CPUCLOCK_VIRT].expires) {
+		ghost_reason(reason,
+			     "pid %d has an armed interval timer: not supported",
+			     pid);
+		return -EOPNOTSUPP;
+	}
+	if (!list_empty(&sig->posix_timers)) {
+		ghost_reason(reason, "pid %d has POSIX timers: not supported", pid);
+		return -EOPNOTSUPP;
+	}
+#ifdef CONFIG_SYSVIPC
+	if (task->sysvsem.undo_list) {
+		ghost_reason(reason,
+			     "pid %d holds SysV semaphore state: not supported",
+			     pid);
+		return -EOPNOTSUPP;
+	}
+#endif
+#ifdef CONFIG_IO_URING
+	if (task->io_uring) {
+		ghost_reason(reason, "pid %d uses io_uring: not supported", pid);
+		return -EOPNOTSUPP;
+	}
+#endif
+	return 0;
+}
+
+int ghost_check_task(struct task_struct *task, struct mm_struct *mm,
+		     char *reason)
+{
+	u64 pending;
+	int err;
+
+	err = check_timers_ipc(task, reason);
+	if (err)
+		return err;
+
+	spin_lock_irq(&task->sighand->siglock);
+	pending = pending_mask(task);
+	spin_unlock_irq(&task->sighand->siglock);
+	if (pending & GHOST_RT_SIGMASK) {
+		ghost_reason(reason, "pid %d has queued real-time signals: not supported",
+			     task_pid_vnr(task));
+		return -EOPNOTSUPP;
+	}
+
+	err = ghost_check_mm(mm, reason);
+	if (err)
+		return err;
+	return ghost_check_files(task, reason);
+}
+
+static int write_header(struct ghost_stream *s, struct task_struct *task)
+{
+	struct ghost_image_header h = {
+		.magic = GHOST_IMAGE_MAGIC,
+		.version = GHOST_IMAGE_VERSION,
+		.header_size = sizeof(h),
+		.arch = GHOST_ARCH_X86_64,
+		.page_size = PAGE_SIZE,
+		.time_ns = ktime_get_real_ns(),
+		.pid = task_pid_vnr(task),
+	};
+
+	return ghost_stream_write(s, &h, sizeof(h));
+}
+
+static int write_task(struct ghost_stream *s, struct task_struct *task)
+{
+	struct ghost_task t = { .personality = task->personality };
+
+	get_task_comm(t.comm, task);
+	return ghost_section_write(s, GHOST_SEC_TASK, &t, sizeof(t), NULL, 0);
+}
+
+static int write_cpu(struct ghost_stream *s, const struct ghost_cpu *cpu)
+{
+	struct ghost_xstate x = {
+		.size = cpu->xstate_size,
+		.xfeatures = cpu->xfeatures,
+	};
+	int err;
+
+	err = ghost_section_write(s, GHOST_SEC_REGS, &cpu->regs,
+				  sizeof(cpu->regs), NULL, 0);
+	if (err)
+		return err;
+	return ghost_section_write(s, GHOST_SEC_XSTATE, &x, sizeof(x),
+				   cpu->xstate, cpu->xstate_size);
+}
+
+static int write_signals(struct ghost_stream *s, struct task_struct *task)
+{
+	struct ghost_signals *sg = kzalloc(sizeof(*sg), GFP_KERNEL);
+	int i, err;
+
+	if (!sg)
+		return -ENOMEM;
+	spin_lock_irq(&task->sighand->siglock);
+	for (i = 0; i < GHOST_NSIG; i++) {
+		const struct sigaction *k = &task->sighand->action[i].sa;
+
+		sg->action[i].handler = (unsigned long)k->sa_handler;
+		sg->action[i].flags = k->sa_flags;
+		sg->action[i].restorer = (unsigned long)k->sa_restorer;
+		sg->action[i].mask = k->sa_mask.sig[0];
+	}
+	/* Inside sigsuspend() and friends the real mask is the saved one. */
+	sg->blocked = task->restore_sigmask ? task->saved_sigmask.sig[0] :
+					      task->blocked.sig[0];
+	sg->pending = pending_mask(task) &
+		      ~(sigmask(SIGKILL) | sigmask(SIGSTOP));
+	sg->altstack_sp = task->sas_ss_sp;
+	sg->altstack_size = task->sas_ss_size;
+	sg->altstack_flags = task->sas_ss_flags;
+	spin_unlock_irq(&task->sighand->siglock);
+
+	err = ghost_section_write(s, GHOST_SEC_SIGNALS, sg, sizeof(*sg), NULL, 0);
+	kfree(sg);
+	return err;
+}
+
+static int write_fs(struct ghost_stream *s, struct task_struct *task,
+		    char *reason)
+{
+	struct ghost_fs fs = { 0 };
+	struct path pwd;
+	char *buf, *p;
+	int err;
+
+	task_lock(task);
+	if (!task->fs) {
+		task_unlock(task);
+		return -ESRCH;
+	}
+	get_fs_pwd(task->fs, &pwd);
+	fs.umask = task->fs->umask;
+	task_unlock(task);
+
+	buf = kmalloc(PATH_MAX, GFP_KERNEL);
+	if (!buf) {
+		path_put(&pwd);
+		return -ENOMEM;
+	}
+	p = d_path(&pwd, buf, PATH_MAX);
+	if (IS_ERR(p) || !ghost_path_reachable(&pwd)) {
+		ghost_reason(reason,
+			     "the working directory of pid %d is unreachable",
+			     task_pid_vnr(task));
+		err = -EOPNOTSUPP;
+	} else {
+		fs.cwd_len = strlen(p);
+		err = ghost_section_write(s, GHOST_SEC_FS, &fs, sizeof(fs), p,
+					  fs.cwd_len);
+	}
+	kfree(buf);
+	path_put(&pwd);
+	return err;
+}
+
+static int write_rlimits(struct ghost_stream *s, struct task_struct *task)
+{
+	struct ghost_rlimits r;
+	int i;
+
+	BUILD_BUG_ON(RLIM_NLIMITS != GHOST_NRLIMITS);
+	task_lock(task->group_leader);
+	for (i = 0; i < GHOST_NRLIMITS; i++) {
+		r.rlim[i].cur = task->signal->rlim[i].rlim_cur;
+		r.rlim[i].max = task->signal->rlim[i].rlim_max;
+	}
+	task_unlock(task->group_leader);
+	return ghost_section_write(s, GHOST_SEC_RLIMITS, &r, sizeof(r), NULL, 0);
+}
+
+static int write_end(struct ghost_stream *s)
+{
+	struct ghost_end end = { .crc32c = ~s->crc, .bytes = s->off };
+
+	return ghost_section_write(s, GHOST_SEC_END, &end, sizeof(end), NULL, 0);
+}
+
+int ghost_write_image(struct ghost_stream *s, struct task_struct *task,
+		      struct mm_struct *mm, const struct ghost_cpu *cpu,
+		      char *reason)
+{
+	int err;
+
+	err = write_header(s, task);
+	if (!err)
+		err = write_task(s, task);
+	if (!err)
+		err = write_cpu(s, cpu);
+	if (!err)
+		err = write_signals(s, task);
+	if (!err)
+		err = write_fs(s, task, reason);
+	if (!err)
+		err = write_rlimits(s, task);
+	if (!err)
+		err = ghost_write_mm(s, mm, reason);
+	if (!err)
+		err = ghost_write_files(s, task, reason);
+	if (!err)
+		err = write_end(s);
+	if (err && !reason[0])
+		ghost_reason(reason, "writing the image failed (error %d)", err);
+	return err;
+}

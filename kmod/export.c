@@ -1,0 +1,319 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * GHOST_IOC_EXPORT: turn a live process into a ghost image.
+ *
+ * The target is held still in its own context: a task_work queued with
+ * TWA_SIGNAL runs on its way back to user mode (a blocking system call is
+ * interrupted the way a signal would interrupt it). There it saves its own
+ * registers and FPU state, which are then consistent, and parks. While it is
+ * parked the caller reads the rest (memory, files, signals) and writes the
+ * image, then lets the target go on, stop or die as asked.
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/cred.h>
+#include <linux/elf.h>
+#include <linux/ktime.h>
+#include <linux/pid.h>
+#include <linux/regset.h>
+#include <linux/sched/coredump.h>
+#include <linux/sched/mm.h>
+#include <linux/sched/signal.h>
+#include <linux/sched/task.h>
+#include <linux/slab.h>
+#include <linux/task_work.h>
+#include <linux/timekeeping.h>
+#include <linux/ghost.h>
+
+#include "capture.h"
+#include "internal.h"
+
+enum { CAP_PENDING, CAP_PARKED, CAP_ABANDONED };
+
+struct ghost_freeze {
+	struct callback_head work;
+	refcount_t ref;
+	atomic_t state;
+	struct completion parked;	/* the target saved its CPU state */
+	struct completion release;	/* the caller is done with it */
+	ktime_t parked_at;
+	struct ghost_cpu cpu;
+};
+
+static void freeze_put(struct ghost_freeze *f)
+{
+	if (refcount_dec_and_test(&f->ref)) {
+		kvfree(f->cpu.xstate);
+		kfree(f);
+	}
+}
+
+static const struct user_regset *find_regset(unsigned int note)
+{
+	const struct user_regset_view *view = task_user_regset_view(current);
+	int i;
+
+	for (i = 0; i < view->n; i++)
+		if (view->regsets[i].core_note_type == note)
+			return &view->regsets[i];
+	return NULL;
+}
+
+/*
+ * A system call interrupted to run this work is restarted by the kernel
+ * right after it (ax = -ERESTART*). The image must restart it too, so it
+ * holds the registers as the restart leaves them: ax back to the call number
+ * and ip on the syscall instruction again. A call that uses a restart block
+ * (relative nanosleep, poll with a timeout) is re-issued with its original
+ * arguments: it waits its whole timeout again rather than fail with EINTR.
+ */
+static void fixup_restart(struct ghost_regs *r)
+{
+	if ((long)r->orig_ax < 0)
+		return;
+	switch ((long)r->ax) {
+	case -ERESTARTNOHAND:
+	case -ERESTARTSYS:
+	case -ERESTARTNOINTR:
+	case -ERESTART_RESTARTBLOCK:
+		r->ax = r->orig_ax;
+		r->ip -= 2;
+		break;
+	}
+}
+
+/* In the target, on its way to user mode. */
+static int save_cpu(struct ghost_cpu *cpu)
+{
+	const struct user_regset *rs = find_regset(NT_PRSTATUS);
+	int n;
+
+	BUILD_BUG_ON(sizeof(struct ghost_regs) != sizeof(struct user_regs_struct));
+	if (!rs)
+		return -EOPNOTSUPP;
+	n = regset_get(current, rs, sizeof(cpu->regs), &cpu->regs);
+	if (n < 0)
+		return n;
+	fixup_restart(&cpu->regs);
+
+	rs = find_regset(NT_X86_XSTATE);
+	if (!rs)
+		return -EOPNOTSUPP;
+	n = regset_get_alloc(current, rs, rs->n * rs->size, &cpu->xstate);
+	if (n < 0)
+		return n;
+	cpu->xstate_size = n;
+	cpu->xfeatures = current->thread.fpu.fpstate->user_xfeatures;
+	return 0;
+}
+
+static void freeze_work(struct callback_head *work)
+{
+	struct ghost_freeze *f = container_of(work, struct ghost_freeze, work);
+
+	if (atomic_read(&f->state) == CAP_PENDING) {
+		f->cpu.err = save_cpu(&f->cpu);
+		if (atomic_cmpxchg(&f->state, CAP_PENDING, CAP_PARKED) ==
+		    CAP_PENDING) {
+			f->parked_at = ktime_get();
+			complete(&f->parked);
+			/* A SIGKILL ends the wait; the caller holds the mm. */
+			wait_for_completion_killable(&f->release);
+		}
+	}
+	freeze_put(f);
+}
+
+/* The same rule as ptrace_may_access() in its PTRACE_MODE_REALCREDS form. */
+static bool may_export(struct task_struct *task)
+{
+	const struct cred *cred = current_cred(), *tcred;
+	struct user_namespace *ns;
+	bool same;
+	int dumpable = 0;
+
+	rcu_read_lock();
+	tcred = __task_cred(task);
+	same = uid_eq(cred->uid, tcred->euid) &&
+	       uid_eq(cred->uid, tcred->suid) &&
+	       uid_eq(cred->uid, tcred->uid) &&
+	       gid_eq(cred->gid, tcred->egid) &&
+	       gid_eq(cred->gid, tcred->sgid) &&
+	       gid_eq(cred->gid, tcred->gid);
+	ns = tcred->user_ns;
+	rcu_read_unlock();
+
+	task_lock(task);
+	if (task->mm)
+		dumpable = get_dumpable(task->mm);
+	task_unlock(task);
+
+	if (same && dumpable == SUID_DUMP_USER)
+		return true;
+	return ns_capable(ns, CAP_SYS_PTRACE);
+}
+
+/* What can be refused before the target is disturbed. */
+static int check_target(struct task_struct *task, char *reason)
+{
+	int threads = get_nr_threads(task);
+
+	if (task->flags & (PF_KTHREAD | PF_EXITING)) {
+		ghost_reason(reason, "pid %d is a kernel thread or exiting",
+			     task_pid_vnr(task));
+		return -EPERM;
+	}
+	if (same_thread_group(task, current)) {
+		ghost_reason(reason, "a process cannot export itself");
+		return -EINVAL;
+	}
+	if (threads > 1) {
+		ghost_reason(reason,
+			     "pid %d has %d threads: multi-threaded export is not supported",
+			     task_pid_vnr(task), threads);
+		return -EOPNOTSUPP;
+	}
+	if (task->ptrace) {
+		ghost_reason(reason, "pid %d is being traced", task_pid_vnr(task));
+		return -EBUSY;
+	}
+	if (task_is_stopped_or_traced(task)) {
+		ghost_reason(reason, "pid %d is stopped: continue it (SIGCONT) first",
+			     task_pid_vnr(task));
+		return -EBUSY;
+	}
+	return 0;
+}
+
+static struct task_struct *get_target(pid_t nr)
+{
+	struct pid *pid = find_get_pid(nr);
+	struct task_struct *task;
+
+	if (!pid)
+		return NULL;
+	task = get_pid_task(pid, PIDTYPE_PID);
+	put_pid(pid);
+	return task;
+}
+
+/* Parks @task in its own context; on success @f holds its CPU state. */
+static int freeze(struct task_struct *task, struct ghost_freeze *f)
+{
+	int err;
+
+	init_task_work(&f->work, freeze_work);
+	refcount_set(&f->ref, 2);
+	atomic_set(&f->state, CAP_PENDING);
+	init_completion(&f->parked);
+	init_completion(&f->release);
+
+	err = task_work_add(task, &f->work, TWA_SIGNAL);
+	if (err) {
+		refcount_set(&f->ref, 1);
+		return -ESRCH;		/* exiting */
+	}
+	if (wait_for_completion_killable(&f->parked)) {
+		/* Interrupted: the work, when it runs, must not park. */
+		if (atomic_cmpxchg(&f->state, CAP_PENDING, CAP_ABANDONED) ==
+		    CAP_PENDING)
+			return -EINTR;
+		complete(&f->release);
+		return -EINTR;
+	}
+	return 0;
+}
+
+long ghost_export(struct ghost *g, struct ghost_export *e)
+{
+	u32 fate = e->flags & GHOST_EXPORT_FLAGS;
+	struct ghost_freeze *f;
+	struct task_struct *task;
+	struct mm_struct *mm;
+	struct ghost_stream s;
+	long err;
+
+	memset(e->reason, 0, sizeof(e->reason));
+	e->bytes = 0;
+	e->frozen_ns = 0;
+	if ((e->flags & ~GHOST_EXPORT_FLAGS) || hweight32(fate) != 1 ||
+	    e->__pad || !ghost_all_zero(e->resv, ARRAY_SIZE(e->resv)))
+		return -EINVAL;
+
+	mutex_lock(&g->lock);
+	if (!g->res) {
+		ghost_reason(e->reason, "no resource object is plugged into the ghost");
+		err = -ENXIO;
+		goto out_unlock;
+	}
+	task = get_target(e->pid);
+	if (!task) {
+		ghost_reason(e->reason, "no process with pid %d", e->pid);
+		err = -ESRCH;
+		goto out_unlock;
+	}
+	if (!may_export(task)) {
+		ghost_reason(e->reason,
+			     "not allowed to export pid %d: needs the same user or CAP_SYS_PTRACE",
+			     e->pid);
+		err = -EPERM;
+		goto out_task;
+	}
+	err = check_target(task, e->reason);
+	if (err)
+		goto out_task;
+	mm = get_task_mm(task);
+	if (!mm) {
+		ghost_reason(e->reason, "pid %d has no memory (exiting?)", e->pid);
+		err = -ESRCH;
+		goto out_task;
+	}
+	f = kzalloc(sizeof(*f), GFP_KERNEL);
+	if (!f) {
+		err = -ENOMEM;
+		goto out_mm;
+	}
+
+	err = freeze(task, f);
+	if (err) {
+		ghost_reason(e->reason, err == -EINTR ?
+			     "interrupted while waiting for pid %d to stop" :
+			     "pid %d exited", e->pid);
+		goto out_freeze;
+	}
+	if (f->cpu.err) {
+		err = f->cpu.err;
+		ghost_reason(e->reason, "reading the registers of pid %d failed", e->pid);
+		goto out_release;
+	}
+
+	/* Refusals that need the target still come before any byte is written. */
+	err = ghost_check_task(task, mm, e->reason);
+	if (err)
+		goto out_release;
+
+	if (g->res->ops->truncate)
+		g->res->ops->truncate(g->res);
+	ghost_stream_init(&s, g->res);
+	err = ghost_write_image(&s, task, mm, &f->cpu, e->reason);
+	e->bytes = s.off;
+	if (err)
+		goto out_release;
+
+	if (fate == GHOST_EXPORT_KILL)
+		send_sig_info(SIGKILL, SEND_SIG_PRIV, task);
+	else if (fate == GHOST_EXPORT_STOP)
+		send_sig_info(SIGSTOP, SEND_SIG_PRIV, task);
+out_release:
+	e->frozen_ns = ktime_to_ns(ktime_sub(ktime_get(), f->parked_at));
+	complete(&f->release);
+out_freeze:
+	freeze_put(f);
+out_mm:
+	mmput(mm);
+out_task:
+	put_task_struct(task);
+out_unlock:
+	mutex_unlock(&g->lock);
+	return err;
+}

@@ -1,0 +1,170 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Ghost objects: anonymous-inode file descriptors. A resource object is
+ * plugged into one, then a process is exported into it or imported from it.
+ * With a memory resource the descriptor also reads (and mmaps, read-only)
+ * the image, and writes one in before an import.
+ */
+#include <linux/anon_inodes.h>
+#include <linux/fs.h>
+#include <linux/mm.h>
+#include <linux/module.h>
+#include <linux/slab.h>
+#include <linux/ghost.h>
+
+#include "internal.h"
+
+static long ghost_plug(struct ghost *g, void __user *uarg)
+{
+	struct ghost_plug p;
+	struct ghost_res *res;
+	u32 usize;
+	int err;
+
+	err = ghost_uarg_in(&p, sizeof(p), GHOST_PLUG_SIZE_VER0, uarg, &usize);
+	if (err)
+		return err;
+	if (p.flags || !ghost_all_zero(p.resv, ARRAY_SIZE(p.resv)))
+		return -EINVAL;
+
+	mutex_lock(&g->lock);
+	if (g->res) {
+		err = -EBUSY;
+		goto out;
+	}
+	res = ghost_res_create(&p);
+	if (IS_ERR(res)) {
+		err = PTR_ERR(res);
+		goto out;
+	}
+	g->res = res;
+out:
+	mutex_unlock(&g->lock);
+	return err;
+}
+
+static long ghost_ioctl_export(struct ghost *g, void __user *uarg)
+{
+	struct ghost_export *e;
+	u32 usize;
+	long ret;
+
+	e = kmalloc(sizeof(*e), GFP_KERNEL);
+	if (!e)
+		return -ENOMEM;
+	ret = ghost_uarg_in(e, sizeof(*e), GHOST_EXPORT_SIZE_VER0, uarg, &usize);
+	if (ret)
+		goto out;
+	ret = ghost_export(g, e);
+	/* Results and the reason go back on failure too. */
+	if (ghost_uarg_out(uarg, usize, e, sizeof(*e)))
+		ret = -EFAULT;
+out:
+	kfree(e);
+	return ret;
+}
+
+static long ghost_obj_ioctl(struct file *file, unsigned int cmd,
+			    unsigned long arg)
+{
+	struct ghost *g = file->private_data;
+	void __user *uarg = (void __user *)arg;
+
+	if (_IOC_TYPE(cmd) != GHOST_IOC_MAGIC)
+		return -ENOTTY;
+	switch (_IOC_NR(cmd)) {
+	case _IOC_NR(GHOST_IOC_PLUG):
+		return ghost_plug(g, uarg);
+	case _IOC_NR(GHOST_IOC_EXPORT):
+		return ghost_ioctl_export(g, uarg);
+	default:
+		return -ENOTTY;
+	}
+}
+
+/* The memory resource behind @g, or NULL (with the lock held on success). */
+static struct ghost_res *ghost_mem_locked(struct ghost *g)
+{
+	mutex_lock(&g->lock);
+	if (g->res && g->res->type == GHOST_RES_MEMORY)
+		return g->res;
+	mutex_unlock(&g->lock);
+	return NULL;
+}
+
+static ssize_t ghost_obj_read(struct file *file, char __user *buf,
+			      size_t len, loff_t *pos)
+{
+	struct ghost *g = file->private_data;
+	struct ghost_res *res = ghost_mem_locked(g);
+	ssize_t n;
+
+	if (!res)
+		return -EINVAL;
+	n = ghost_mem_read_user(res, buf, len, pos);
+	mutex_unlock(&g->lock);
+	return n;
+}
+
+static ssize_t ghost_obj_write(struct file *file, const char __user *buf,
+			       size_t len, loff_t *pos)
+{
+	struct ghost *g = file->private_data;
+	struct ghost_res *res = ghost_mem_locked(g);
+	ssize_t n;
+
+	if (!res)
+		return -EINVAL;
+	n = ghost_mem_write_user(res, buf, len);
+	mutex_unlock(&g->lock);
+	return n;
+}
+
+static int ghost_obj_mmap(struct file *file, struct vm_area_struct *vma)
+{
+	struct ghost *g = file->private_data;
+	struct ghost_res *res = ghost_mem_locked(g);
+	int err;
+
+	if (!res)
+		return -ENODEV;
+	err = ghost_mem_mmap(res, vma);
+	mutex_unlock(&g->lock);
+	return err;
+}
+
+static int ghost_obj_release(struct inode *inode, struct file *file)
+{
+	struct ghost *g = file->private_data;
+
+	if (g->res)
+		g->res->ops->release(g->res);
+	kfree(g);
+	return 0;
+}
+
+static const struct file_operations ghost_obj_fops = {
+	.owner = THIS_MODULE,
+	.unlocked_ioctl = ghost_obj_ioctl,
+	.compat_ioctl = compat_ptr_ioctl,
+	.read = ghost_obj_read,
+	.write = ghost_obj_write,
+	.mmap = ghost_obj_mmap,
+	.release = ghost_obj_release,
+	.llseek = default_llseek,
+};
+
+int ghost_create_fd(u32 flags)
+{
+	struct ghost *g = kzalloc(sizeof(*g), GFP_KERNEL_ACCOUNT);
+	int fd;
+
+	if (!g)
+		return -ENOMEM;
+	mutex_init(&g->lock);
+	fd = anon_inode_getfd("[ghost]", &ghost_obj_fops, g,
+			      O_RDWR | ((flags & GHOST_CREATE_CLOEXEC) ? O_CLOEXEC : 0));
+	if (fd < 0)
+		kfree(g);
+	return fd;
+}

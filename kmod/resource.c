@@ -1,0 +1,319 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Resource objects: where a ghost's image goes to or comes from.
+ *
+ *  - memory: pages owned by the ghost. User space reads or mmaps them
+ *    (read-only) after an export, and writes an image into them before an
+ *    import. Pages, not one vmalloc area, so the buffer grows without
+ *    copying and maps with vm_map_pages().
+ *  - file: a regular file or a pipe, written or read front to back.
+ *  - network: a connected stream socket; the same read/write path as a
+ *    file, since sockets implement read_iter/write_iter.
+ */
+#include <linux/fs.h>
+#include <linux/highmem.h>
+#include <linux/mm.h>
+#include <linux/net.h>
+#include <linux/slab.h>
+#include <linux/file.h>
+#include <net/sock.h>
+#include <linux/ghost.h>
+
+#include "compat.h"
+#include "internal.h"
+
+/* ---- memory ------------------------------------------------------------ */
+
+struct ghost_mem {
+	struct ghost_res res;
+	struct page **pages;
+	size_t nr_alloc;	/* length of @pages */
+	size_t nr_pages;	/* pages allocated */
+	size_t len;		/* bytes of image */
+	size_t cap;		/* bytes allowed */
+	size_t rpos;		/* read cursor of the current import */
+};
+
+static struct ghost_mem *to_mem(struct ghost_res *res)
+{
+	return container_of(res, struct ghost_mem, res);
+}
+
+static int mem_grow(struct ghost_mem *m, size_t need)
+{
+	size_t want = DIV_ROUND_UP(need, PAGE_SIZE);
+
+	if (need > m->cap)
+		return -EFBIG;
+	if (want > m->nr_alloc) {
+		size_t n = max3(want, m->nr_alloc * 2, (size_t)64);
+		struct page **p = kvcalloc(n, sizeof(*p), GFP_KERNEL_ACCOUNT);
+
+		if (!p)
+			return -ENOMEM;
+		if (m->pages)
+			memcpy(p, m->pages, m->nr_pages * sizeof(*p));
+		kvfree(m->pages);
+		m->pages = p;
+		m->nr_alloc = n;
+	}
+	while (m->nr_pages < want) {
+		struct page *pg = alloc_page(GFP_KERNEL_ACCOUNT);
+
+		if (!pg)
+			return -ENOMEM;
+		m->pages[m->nr_pages++] = pg;
+	}
+	return 0;
+}
+
+static int mem_write(struct ghost_res *res, const void *buf, size_t len)
+{
+	struct ghost_mem *m = to_mem(res);
+	int err = mem_grow(m, m->len + len);
+
+	if (err)
+		return err;
+	while (len) {
+		size_t off = offset_in_page(m->len);
+		size_t n = min(len, PAGE_SIZE - off);
+
+		memcpy_to_page(m->pages[m->len >> PAGE_SHIFT], off, buf, n);
+		m->len += n;
+		buf += n;
+		len -= n;
+	}
+	return 0;
+}
+
+static int mem_read(struct ghost_res *res, void *buf, size_t len)
+{
+	struct ghost_mem *m = to_mem(res);
+
+	if (len > m->len - m->rpos)
+		return -ENODATA;
+	while (len) {
+		size_t off = offset_in_page(m->rpos);
+		size_t n = min(len, PAGE_SIZE - off);
+
+		memcpy_from_page(buf, m->pages[m->rpos >> PAGE_SHIFT], off, n);
+		m->rpos += n;
+		buf += n;
+		len -= n;
+	}
+	return 0;
+}
+
+static void mem_rewind(struct ghost_res *res)
+{
+	to_mem(res)->rpos = 0;
+}
+
+static void mem_truncate(struct ghost_res *res)
+{
+	to_mem(res)->len = 0;
+	to_mem(res)->rpos = 0;
+}
+
+static void mem_release(struct ghost_res *res)
+{
+	struct ghost_mem *m = to_mem(res);
+	size_t i;
+
+	for (i = 0; i < m->nr_pages; i++)
+		__free_page(m->pages[i]);
+	kvfree(m->pages);
+	kfree(m);
+}
+
+static const struct ghost_res_ops mem_ops = {
+	.write = mem_write,
+	.read = mem_read,
+	.rewind = mem_rewind,
+	.truncate = mem_truncate,
+	.release = mem_release,
+};
+
+static struct ghost_res *mem_create(u64 capacity)
+{
+	struct ghost_mem *m = kzalloc(sizeof(*m), GFP_KERNEL_ACCOUNT);
+
+	if (!m)
+		return ERR_PTR(-ENOMEM);
+	m->res.ops = &mem_ops;
+	m->res.type = GHOST_RES_MEMORY;
+	m->cap = capacity ? capacity : GHOST_MEMORY_DEFAULT_CAPACITY;
+	return &m->res;
+}
+
+/* Bytes of image in a memory resource (user reads, mmap). */
+ssize_t ghost_mem_read_user(struct ghost_res *res, char __user *ubuf,
+			    size_t len, loff_t *pos)
+{
+	struct ghost_mem *m = to_mem(res);
+	size_t done = 0;
+
+	if (*pos < 0)
+		return -EINVAL;
+	while (done < len && *pos < m->len) {
+		size_t off = offset_in_page(*pos);
+		size_t n = min3(len - done, PAGE_SIZE - off, m->len - (size_t)*pos);
+		void *p = kmap_local_page(m->pages[*pos >> PAGE_SHIFT]);
+		unsigned long left = copy_to_user(ubuf + done, p + off, n);
+
+		kunmap_local(p);
+		if (left)
+			return done ? done : -EFAULT;
+		done += n;
+		*pos += n;
+	}
+	return done;
+}
+
+ssize_t ghost_mem_write_user(struct ghost_res *res, const char __user *ubuf,
+			     size_t len)
+{
+	struct ghost_mem *m = to_mem(res);
+	size_t done = 0;
+	int err = mem_grow(m, m->len + len);
+
+	if (err)
+		return err;
+	while (done < len) {
+		size_t off = offset_in_page(m->len);
+		size_t n = min(len - done, PAGE_SIZE - off);
+		void *p = kmap_local_page(m->pages[m->len >> PAGE_SHIFT]);
+		unsigned long left = copy_from_user(p + off, ubuf + done, n);
+
+		kunmap_local(p);
+		if (left)
+			return done ? done : -EFAULT;
+		done += n;
+		m->len += n;
+	}
+	return done;
+}
+
+int ghost_mem_mmap(struct ghost_res *res, struct vm_area_struct *vma)
+{
+	struct ghost_mem *m = to_mem(res);
+	size_t pages = DIV_ROUND_UP(m->len, PAGE_SIZE);
+
+	/* The image is read-only once written: no writable or shared-writable maps. */
+	if (vma->vm_flags & VM_WRITE)
+		return -EACCES;
+	ghost_vm_flags_clear(vma, VM_MAYWRITE);
+	return vm_map_pages(vma, m->pages, pages);
+}
+
+size_t ghost_mem_len(struct ghost_res *res)
+{
+	return to_mem(res)->len;
+}
+
+/* ---- file and network ------------------------------------------------ */
+
+struct ghost_fileres {
+	struct ghost_res res;
+	struct file *file;
+};
+
+static struct ghost_fileres *to_fileres(struct ghost_res *res)
+{
+	return container_of(res, struct ghost_fileres, res);
+}
+
+static int file_write(struct ghost_res *res, const void *buf, size_t len)
+{
+	struct file *f = to_fileres(res)->file;
+
+	while (len) {
+		ssize_t n = kernel_write(f, buf, len, &f->f_pos);
+
+		if (n < 0)
+			return n;
+		if (n == 0)
+			return -EIO;
+		buf += n;
+		len -= n;
+	}
+	return 0;
+}
+
+static int file_read(struct ghost_res *res, void *buf, size_t len)
+{
+	struct file *f = to_fileres(res)->file;
+
+	while (len) {
+		ssize_t n = kernel_read(f, buf, len, &f->f_pos);
+
+		if (n < 0)
+			return n;
+		if (n == 0)
+			return -ENODATA;	/* the image ends early */
+		buf += n;
+		len -= n;
+	}
+	return 0;
+}
+
+static void file_release(struct ghost_res *res)
+{
+	fput(to_fileres(res)->file);
+	kfree(to_fileres(res));
+}
+
+static const struct ghost_res_ops file_ops = {
+	.write = file_write,
+	.read = file_read,
+	.release = file_release,
+};
+
+static struct ghost_res *file_create(int fd, u32 type)
+{
+	struct ghost_fileres *r;
+	struct file *f = fget(fd);
+	umode_t mode;
+
+	if (!f)
+		return ERR_PTR(-EBADF);
+	mode = file_inode(f)->i_mode;
+	if (type == GHOST_RES_FILE && !S_ISREG(mode) && !S_ISFIFO(mode))
+		goto inval;
+	if (type == GHOST_RES_NETWORK) {
+		struct socket *sock = sock_from_file(f);
+
+		if (!sock || sock->type != SOCK_STREAM ||
+		    sock->state != SS_CONNECTED)
+			goto inval;
+	}
+	r = kzalloc(sizeof(*r), GFP_KERNEL_ACCOUNT);
+	if (!r) {
+		fput(f);
+		return ERR_PTR(-ENOMEM);
+	}
+	r->res.ops = &file_ops;
+	r->res.type = type;
+	r->file = f;
+	return &r->res;
+inval:
+	fput(f);
+	return ERR_PTR(-EINVAL);
+}
+
+struct ghost_res *ghost_res_create(const struct ghost_plug *p)
+{
+	switch (p->type) {
+	case GHOST_RES_MEMORY:
+		if (p->fd != -1 && p->fd != 0)
+			return ERR_PTR(-EINVAL);
+		return mem_create(p->capacity);
+	case GHOST_RES_FILE:
+	case GHOST_RES_NETWORK:
+		if (p->capacity)
+			return ERR_PTR(-EINVAL);
+		return file_create(p->fd, p->type);
+	default:
+		return ERR_PTR(-EINVAL);
+	}
+}

@@ -1,0 +1,101 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The image stream: sections written to or read from a resource front to
+ * back, with the running offset (for page alignment) and crc32c.
+ */
+#include <linux/crc32c.h>
+#include <linux/minmax.h>
+#include <linux/mm.h>
+#include <linux/ghost.h>
+
+#include "internal.h"
+
+static const u8 ghost_zeros[64];
+
+void ghost_stream_init(struct ghost_stream *s, struct ghost_res *res)
+{
+	s->res = res;
+	s->off = 0;
+	s->crc = ~0U;
+}
+
+int ghost_stream_write(struct ghost_stream *s, const void *buf, size_t len)
+{
+	int err = s->res->ops->write(s->res, buf, len);
+
+	if (err)
+		return err;
+	s->crc = crc32c(s->crc, buf, len);
+	s->off += len;
+	return 0;
+}
+
+int ghost_stream_write_zeros(struct ghost_stream *s, size_t len)
+{
+	while (len) {
+		size_t n = min(len, sizeof(ghost_zeros));
+		int err = ghost_stream_write(s, ghost_zeros, n);
+
+		if (err)
+			return err;
+		len -= n;
+	}
+	return 0;
+}
+
+int ghost_stream_read(struct ghost_stream *s, void *buf, size_t len)
+{
+	int err = s->res->ops->read(s->res, buf, len);
+
+	if (err)
+		return err;
+	s->crc = crc32c(s->crc, buf, len);
+	s->off += len;
+	return 0;
+}
+
+/* Reads @len bytes that must be zero (padding). */
+int ghost_stream_skip_zeros(struct ghost_stream *s, size_t len)
+{
+	u8 buf[64];
+
+	while (len) {
+		size_t n = min(len, sizeof(buf));
+		int err = ghost_stream_read(s, buf, n);
+
+		if (err)
+			return err;
+		if (memchr_inv(buf, 0, n))
+			return -EBADMSG;
+		len -= n;
+	}
+	return 0;
+}
+
+int ghost_section_begin(struct ghost_stream *s, u32 type, u64 size)
+{
+	struct ghost_section sec = { .type = type, .size = size };
+
+	return ghost_stream_write(s, &sec, sizeof(sec));
+}
+
+/* Pads the payload of a section of @size bytes to 8. */
+int ghost_section_end(struct ghost_stream *s, u64 size)
+{
+	return ghost_stream_write_zeros(s, ALIGN(size, 8) - size);
+}
+
+/* A whole section whose payload is @a then @b (either may be empty). */
+int ghost_section_write(struct ghost_stream *s, u32 type, const void *a,
+			size_t alen, const void *b, size_t blen)
+{
+	int err = ghost_section_begin(s, type, alen + blen);
+
+	if (!err && alen)
+		err = ghost_stream_write(s, a, alen);
+	if (!err && blen)
+		err = ghost_stream_write(s, b, blen);
+	if (!err)
+		err = ghost_section_end(s, alen + blen);
+	return err;
+}

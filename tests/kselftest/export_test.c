@@ -1,0 +1,685 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * GHOST_IOC_CREATE/PLUG/EXPORT: ghost objects, the three resource backends,
+ * and the image a live process exports into them. Runs as root in the VM.
+ */
+#include <grp.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+
+#include "ghost_util.h"
+#include "kselftest_harness.h"
+
+#define PAGE 4096UL
+#define MAX_SECS 4096
+
+/* ---- workloads: each runs in a forked child, says "ready" on @fd ---------- */
+
+static void ready(int fd, const void *msg, size_t len)
+{
+	if (write(fd, msg, len) != (ssize_t)len)
+		_exit(90);
+	close(fd);
+}
+
+static __u64 pattern(unsigned long addr)
+{
+	return (addr * 0x9E3779B97F4A7C15ULL) ^ 0x5A5A5A5A5A5A5A5AULL;
+}
+
+/* Fills 1 MiB of anonymous memory with a pattern, then spins. */
+static void work_pattern(int fd)
+{
+	size_t len = 1 << 20;
+	__u64 *p = mmap(NULL, len, PROT_READ | PROT_WRITE,
+			MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	for (size_t i = 0; i < len / 8; i++)
+		p[i] = pattern((unsigned long)&p[i]);
+	ready(fd, &p, sizeof(p));
+	for (;;)
+		;
+}
+
+/* Maps 64 MiB and touches three pages only. */
+static void work_sparse(int fd)
+{
+	char *p = mmap(NULL, 64 << 20, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	p[0] = 1;
+	p[10 * PAGE] = 2;
+	p[(64 << 20) - 1] = 3;
+	/* a read fault maps the zero page: not carried either */
+	if (p[20 * PAGE])
+		_exit(91);
+	ready(fd, &p, sizeof(p));
+	for (;;)
+		pause();
+}
+
+static const __u64 xmm_pat[8] __attribute__((aligned(32))) = {
+	0x0123456789abcdefULL, 0xfedcba9876543210ULL,
+	0x1122334455667788ULL, 0x99aabbccddeeff00ULL,
+	0x0f1e2d3c4b5a6978ULL, 0x8796a5b4c3d2e1f0ULL,
+	0x1357913579135791ULL, 0x2468024680246802ULL,
+};
+
+/*
+ * Loads known values into r12-r15, xmm0/xmm1 (and ymm0's upper half), then
+ * says ready with a raw write(2) — which preserves them — and spins.
+ */
+static void work_regs(int fd)
+{
+	static const char msg = 'R';
+
+	asm volatile("movdqu (%[x]), %%xmm0\n\t"
+		     "movdqu 16(%[x]), %%xmm1\n\t"
+		     "mov $0x1111111111111111, %%r12\n\t"
+		     "mov $0x2222222222222222, %%r13\n\t"
+		     "mov $0x3333333333333333, %%r14\n\t"
+		     "mov $0x4444444444444444, %%r15\n\t"
+		     "mov $1, %%eax\n\t"
+		     "syscall\n\t"
+		     "1: jmp 1b\n\t"
+		     :
+		     : [x] "r"(xmm_pat), "D"(fd), "S"(&msg), "d"(1)
+		     : "rax", "rcx", "r11", "r12", "r13", "r14", "r15",
+		       "xmm0", "xmm1", "memory");
+}
+
+static void work_regs_avx(int fd)
+{
+	static const char msg = 'R';
+
+	asm volatile("vmovdqu (%[x]), %%ymm0\n\t"
+		     "mov $1, %%eax\n\t"
+		     "syscall\n\t"
+		     "1: jmp 1b\n\t"
+		     :
+		     : [x] "r"(&xmm_pat[4]), "D"(fd), "S"(&msg), "d"(1)
+		     : "rax", "rcx", "r11", "xmm0", "memory");
+}
+
+static int pipe_in[2];
+
+/* Blocks in read(2) on a pipe; exits 0 if it later reads "go". */
+static void work_pipe_reader(int fd)
+{
+	char buf[3] = { 0 };
+
+	ready(fd, "R", 1);
+	if (read(pipe_in[0], buf, 2) != 2 || strcmp(buf, "go"))
+		_exit(92);
+	_exit(0);
+}
+
+/* Sleeps 2 s in nanosleep; exits 0 if it was not cut short. */
+static void work_sleeper(int fd)
+{
+	struct timespec req = { .tv_sec = 2 }, t0, t1;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	ready(fd, "R", 1);
+	if (nanosleep(&req, NULL))
+		_exit(93);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	_exit(t1.tv_sec - t0.tv_sec >= 2 ? 0 : 94);
+}
+
+static void *thread_fn(void *arg)
+{
+	for (;;)
+		pause();
+	return arg;
+}
+
+static void work_threads(int fd)
+{
+	pthread_t t;
+
+	pthread_create(&t, NULL, thread_fn, NULL);
+	ready(fd, "R", 1);
+	for (;;)
+		pause();
+}
+
+static void work_socket(int fd)
+{
+	if (socket(AF_INET, SOCK_DGRAM, 0) < 0)
+		_exit(95);
+	ready(fd, "R", 1);
+	for (;;)
+		pause();
+}
+
+static void work_shared_anon(int fd)
+{
+	if (mmap(NULL, PAGE, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
+		 -1, 0) == MAP_FAILED)
+		_exit(96);
+	ready(fd, "R", 1);
+	for (;;)
+		pause();
+}
+
+static void work_idle(int fd)
+{
+	ready(fd, "R", 1);
+	for (;;)
+		pause();
+}
+
+/*
+ * The harness shares a results page (MAP_SHARED|MAP_ANONYMOUS) with each test;
+ * a workload must not hold one, or export is rightly refused.
+ */
+static void drop_shared_anon(void)
+{
+	FILE *f = fopen("/proc/self/maps", "r");
+	unsigned long start, end;
+	char perms[8], line[512];
+
+	while (f && fgets(line, sizeof(line), f)) {
+		if (sscanf(line, "%lx-%lx %7s", &start, &end, perms) == 3 &&
+		    perms[3] == 's' && strstr(line, "/dev/zero (deleted)"))
+			munmap((void *)start, end - start);
+	}
+	if (f)
+		fclose(f);
+}
+
+/* Forks a child running @fn; returns its pid and what it said when ready. */
+static pid_t spawn(void (*fn)(int), void *msg, size_t len)
+{
+	int p[2];
+	pid_t pid;
+
+	if (pipe(p))
+		return -1;
+	pid = fork();
+	if (pid == 0) {
+		close(p[0]);
+		drop_shared_anon();
+		fn(p[1]);
+		_exit(0);
+	}
+	close(p[1]);
+	if (read(p[0], msg, len) != (ssize_t)len) {
+		kill(pid, SIGKILL);
+		waitpid(pid, NULL, 0);
+		pid = -1;
+	}
+	close(p[0]);
+	return pid;
+}
+
+static void reap(pid_t pid)
+{
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+}
+
+/* Exports @pid into a fresh memory ghost and checks the image's framing. */
+struct exported {
+	void *img;
+	size_t len;
+	struct image_sec secs[MAX_SECS];
+	int n;
+};
+
+static int export_mem(pid_t pid, __u32 flags, struct exported *x,
+		      struct ghost_export *e)
+{
+	int g = ghost_new_mem();
+
+	if (g < 0)
+		return -1;
+	if (ghost_do_export(g, pid, flags, e)) {
+		int err = errno;
+
+		close(g);
+		errno = err;
+		return -1;
+	}
+	x->img = ghost_read_image(g, &x->len);
+	close(g);
+	x->n = image_walk(x->img, x->len, x->secs, MAX_SECS);
+	return 0;
+}
+
+/* ---- objects and resources --------------------------------------------- */
+
+TEST(plug_rules)
+{
+	int g = ghost_new(), s[2];
+	struct ghost_plug p = { .size = sizeof(p), .type = 99 };
+
+	ASSERT_LE(0, g);
+	EXPECT_EQ(-1, ioctl(g, GHOST_IOC_PLUG, &p));
+	EXPECT_EQ(EINVAL, errno);
+	p.type = GHOST_RES_MEMORY;
+	p.resv[0] = 1;
+	EXPECT_EQ(-1, ioctl(g, GHOST_IOC_PLUG, &p));
+	EXPECT_EQ(EINVAL, errno);
+
+	/* A socket is not a FILE; an unconnected one is not a NETWORK. */
+	ASSERT_EQ(0, socketpair(AF_UNIX, SOCK_STREAM, 0, s));
+	EXPECT_EQ(-1, ghost_plug(g, GHOST_RES_FILE, s[0]));
+	EXPECT_EQ(EINVAL, errno);
+	close(s[0]);
+	close(s[1]);
+	s[0] = socket(AF_UNIX, SOCK_STREAM, 0);
+	EXPECT_EQ(-1, ghost_plug(g, GHOST_RES_NETWORK, s[0]));
+	EXPECT_EQ(EINVAL, errno);
+	close(s[0]);
+	EXPECT_EQ(-1, ghost_plug(g, GHOST_RES_FILE, 12345));
+	EXPECT_EQ(EBADF, errno);
+
+	EXPECT_EQ(0, ghost_plug(g, GHOST_RES_MEMORY, -1));
+	EXPECT_EQ(-1, ghost_plug(g, GHOST_RES_MEMORY, -1));
+	EXPECT_EQ(EBUSY, errno);
+	close(g);
+}
+
+TEST(export_without_resource_is_enxio)
+{
+	struct ghost_export e;
+	char c;
+	pid_t pid = spawn(work_idle, &c, 1);
+	int g = ghost_new();
+
+	ASSERT_LE(0, g);
+	EXPECT_EQ(-1, ghost_do_export(g, pid, GHOST_EXPORT_RUN, &e));
+	EXPECT_EQ(ENXIO, errno);
+	EXPECT_NE(0, e.reason[0]);
+	reap(pid);
+	close(g);
+}
+
+TEST(export_flags_are_checked)
+{
+	struct ghost_export e;
+	int g = ghost_new_mem();
+
+	ASSERT_LE(0, g);
+	EXPECT_EQ(-1, ghost_do_export(g, getppid(), 0, &e));
+	EXPECT_EQ(EINVAL, errno);
+	EXPECT_EQ(-1, ghost_do_export(g, getppid(),
+				      GHOST_EXPORT_RUN | GHOST_EXPORT_KILL, &e));
+	EXPECT_EQ(EINVAL, errno);
+	EXPECT_EQ(-1, ghost_do_export(g, getppid(), 1u << 20, &e));
+	EXPECT_EQ(EINVAL, errno);
+	EXPECT_EQ(-1, ghost_do_export(g, 999999, GHOST_EXPORT_RUN, &e));
+	EXPECT_EQ(ESRCH, errno);
+	EXPECT_EQ(-1, ghost_do_export(g, getpid(), GHOST_EXPORT_RUN, &e));
+	EXPECT_EQ(EINVAL, errno);
+	close(g);
+}
+
+/* ---- the image --------------------------------------------------------- */
+
+TEST(memory_image_carries_the_pattern)
+{
+	static struct exported x;
+	struct ghost_export e;
+	__u64 *addr;
+	pid_t pid = spawn(work_pattern, &addr, sizeof(addr));
+	int v, pages = 0;
+
+	ASSERT_LT(0, pid);
+	ASSERT_EQ(0, export_mem(pid, GHOST_EXPORT_RUN, &x, &e)) TH_LOG("%s", e.reason);
+	ASSERT_LT(0, x.n) TH_LOG("image_walk: %d", x.n);
+	EXPECT_EQ(x.len, e.bytes);
+	EXPECT_LT(0, e.frozen_ns);
+
+	/* Section order: TASK REGS XSTATE SIGNALS FS RLIMITS MM first. */
+	ASSERT_LE(8, x.n);
+	for (int i = 0; i < 7; i++)
+		EXPECT_EQ((__u32)GHOST_SEC_TASK + i, x.secs[i].hdr->type);
+	EXPECT_EQ(0, kill(pid, 0));	/* RUN: still alive */
+
+	v = image_vma_at(x.secs, x.n, (unsigned long)addr);
+	ASSERT_LE(0, v);
+	EXPECT_EQ(PROT_READ | PROT_WRITE, ((struct ghost_vma *)x.secs[v].payload)->prot);
+	for (unsigned long a = (unsigned long)addr; a < (unsigned long)addr + (1 << 20);
+	     a += PAGE) {
+		const __u64 *pg = image_page(x.secs, x.n, a);
+
+		ASSERT_NE(NULL, pg) TH_LOG("page %#lx missing", a);
+		for (unsigned int i = 0; i < PAGE / 8; i++)
+			ASSERT_EQ(pattern(a + i * 8), pg[i]);
+		/* page data is page-aligned in the stream */
+		ASSERT_EQ(0, ((const char *)pg - (const char *)x.img) % PAGE);
+		pages++;
+	}
+	EXPECT_EQ(256, pages);
+	reap(pid);
+	free(x.img);
+}
+
+TEST(untouched_and_zero_pages_are_not_carried)
+{
+	static struct exported x;
+	struct ghost_export e;
+	char *addr;
+	pid_t pid = spawn(work_sparse, &addr, sizeof(addr));
+	const struct ghost_vma *v;
+	int i;
+
+	ASSERT_LT(0, pid);
+	ASSERT_EQ(0, export_mem(pid, GHOST_EXPORT_RUN, &x, &e)) TH_LOG("%s", e.reason);
+	ASSERT_LT(0, x.n);
+	i = image_vma_at(x.secs, x.n, (unsigned long)addr);
+	ASSERT_LE(0, i);
+	v = x.secs[i].payload;
+	EXPECT_EQ(3, v->nr_pages);
+	EXPECT_EQ(2, ((const char *)image_page(x.secs, x.n, (unsigned long)addr + 10 * PAGE))[0]);
+	EXPECT_EQ(NULL, image_page(x.secs, x.n, (unsigned long)addr + 20 * PAGE));
+	EXPECT_GT(4 << 20, x.len);
+	reap(pid);
+	free(x.img);
+}
+
+TEST(registers_and_sse_are_captured_in_context)
+{
+	static struct exported x;
+	struct ghost_export e;
+	const struct ghost_regs *r;
+	const struct ghost_xstate *xs;
+	const __u8 *xsave;
+	char c;
+	pid_t pid = spawn(work_regs, &c, 1);
+	int i;
+
+	ASSERT_LT(0, pid);
+	usleep(50000);		/* let it reach the spin loop */
+	ASSERT_EQ(0, export_mem(pid, GHOST_EXPORT_KILL, &x, &e)) TH_LOG("%s", e.reason);
+	ASSERT_LT(0, x.n);
+	i = image_find(x.secs, x.n, GHOST_SEC_REGS, 0);
+	ASSERT_LE(0, i);
+	r = x.secs[i].payload;
+	EXPECT_EQ(0x1111111111111111ULL, r->r12);
+	EXPECT_EQ(0x2222222222222222ULL, r->r13);
+	EXPECT_EQ(0x3333333333333333ULL, r->r14);
+	EXPECT_EQ(0x4444444444444444ULL, r->r15);
+	/* the loop is "jmp 1b": eb fe at ip (the child's text is ours) */
+	EXPECT_EQ(0xfeeb, *(const __u16 *)r->ip);
+
+	i = image_find(x.secs, x.n, GHOST_SEC_XSTATE, 0);
+	ASSERT_LE(0, i);
+	xs = x.secs[i].payload;
+	ASSERT_LE(512 + 64, xs->size);
+	xsave = (const __u8 *)(xs + 1);
+	EXPECT_EQ(0, memcmp(xsave + 160, xmm_pat, 32));	/* xmm0, xmm1 */
+	waitpid(pid, NULL, 0);
+	free(x.img);
+}
+
+TEST(avx_upper_halves_are_captured)
+{
+	static struct exported x;
+	struct ghost_export e;
+	const struct ghost_xstate *xs;
+	const __u8 *xsave;
+	char c;
+	pid_t pid;
+	int i;
+
+	if (!__builtin_cpu_supports("avx"))
+		SKIP(return, "no AVX on this CPU");
+	pid = spawn(work_regs_avx, &c, 1);
+	ASSERT_LT(0, pid);
+	usleep(50000);
+	ASSERT_EQ(0, export_mem(pid, GHOST_EXPORT_KILL, &x, &e)) TH_LOG("%s", e.reason);
+	i = image_find(x.secs, x.n, GHOST_SEC_XSTATE, 0);
+	ASSERT_LE(0, i);
+	xs = x.secs[i].payload;
+	xsave = (const __u8 *)(xs + 1);
+	ASSERT_LE(576 + 16, xs->size);
+	EXPECT_TRUE(*(const __u64 *)(xsave + 512) & 4);		/* XSTATE_BV has YMM */
+	EXPECT_EQ(0, memcmp(xsave + 160, &xmm_pat[4], 16));	/* low half */
+	EXPECT_EQ(0, memcmp(xsave + 576, &xmm_pat[6], 16));	/* high half */
+	waitpid(pid, NULL, 0);
+	free(x.img);
+}
+
+/* ---- what happens to the process --------------------------------------- */
+
+TEST(kill_and_stop_fates)
+{
+	static struct exported x;
+	struct ghost_export e;
+	char c;
+	int status;
+	pid_t pid = spawn(work_idle, &c, 1);
+
+	ASSERT_LT(0, pid);
+	ASSERT_EQ(0, export_mem(pid, GHOST_EXPORT_STOP, &x, &e)) TH_LOG("%s", e.reason);
+	ASSERT_EQ(pid, waitpid(pid, &status, WUNTRACED));
+	EXPECT_TRUE(WIFSTOPPED(status));
+	free(x.img);
+
+	/* A stopped process is refused until continued. */
+	EXPECT_EQ(-1, export_mem(pid, GHOST_EXPORT_RUN, &x, &e));
+	EXPECT_EQ(EBUSY, errno);
+	kill(pid, SIGCONT);
+
+	ASSERT_EQ(0, export_mem(pid, GHOST_EXPORT_KILL, &x, &e)) TH_LOG("%s", e.reason);
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	EXPECT_TRUE(WIFSIGNALED(status));
+	EXPECT_EQ(SIGKILL, WTERMSIG(status));
+	free(x.img);
+}
+
+/* The live process does not notice an export: blocked calls restart. */
+TEST(blocked_read_continues_after_export)
+{
+	static struct exported x;
+	struct ghost_export e;
+	const struct ghost_regs *r;
+	char c;
+	int status, i;
+	pid_t pid;
+
+	ASSERT_EQ(0, pipe(pipe_in));
+	pid = spawn(work_pipe_reader, &c, 1);
+	ASSERT_LT(0, pid);
+	usleep(100000);		/* blocked in read by now */
+	ASSERT_EQ(0, export_mem(pid, GHOST_EXPORT_RUN, &x, &e)) TH_LOG("%s", e.reason);
+	i = image_find(x.secs, x.n, GHOST_SEC_REGS, 0);
+	ASSERT_LE(0, i);
+	r = x.secs[i].payload;
+	/* the image re-issues read(2): ax = __NR_read, ip on "syscall" (0f 05) */
+	EXPECT_EQ(SYS_read, r->ax);
+	EXPECT_EQ(0x050f, *(const __u16 *)r->ip);
+
+	ASSERT_EQ(2, write(pipe_in[1], "go", 2));
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	EXPECT_TRUE(WIFEXITED(status));
+	EXPECT_EQ(0, WEXITSTATUS(status));
+	close(pipe_in[0]);
+	close(pipe_in[1]);
+	free(x.img);
+}
+
+TEST(nanosleep_is_not_cut_short_by_export)
+{
+	static struct exported x;
+	struct ghost_export e;
+	char c;
+	int status;
+	pid_t pid = spawn(work_sleeper, &c, 1);
+
+	ASSERT_LT(0, pid);
+	usleep(200000);
+	ASSERT_EQ(0, export_mem(pid, GHOST_EXPORT_RUN, &x, &e)) TH_LOG("%s", e.reason);
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	EXPECT_TRUE(WIFEXITED(status));
+	EXPECT_EQ(0, WEXITSTATUS(status));
+	free(x.img);
+}
+
+/* ---- backends ------------------------------------------------------------ */
+
+static void check_stream(struct __test_metadata *_metadata, int kind)
+{
+	static struct exported x;
+	struct ghost_export e;
+	char c;
+	pid_t pid = spawn(work_idle, &c, 1), reader;
+	int g = ghost_new(), fds[2], n;
+
+	ASSERT_LE(0, g);
+	ASSERT_LT(0, pid);
+	/* The harness's ASSERT is not a single statement: braces. */
+	if (kind == GHOST_RES_NETWORK) {
+		ASSERT_EQ(0, socketpair(AF_UNIX, SOCK_STREAM, 0, fds));
+	} else {
+		ASSERT_EQ(0, pipe(fds));
+	}
+	ASSERT_EQ(0, ghost_plug(g, kind, fds[1]));
+	close(fds[1]);
+
+	/* A child drains the stream, so the export may write any amount. */
+	reader = fork();
+	if (reader == 0) {
+		size_t len;
+		void *img;
+
+		close(g);	/* it holds the write end: EOF needs it closed */
+		img = read_all(fds[0], &len);
+
+		n = image_walk(img, len, x.secs, MAX_SECS);
+		_exit(n > 0 ? 0 : -n);
+	}
+	close(fds[0]);
+	ASSERT_EQ(0, ghost_do_export(g, pid, GHOST_EXPORT_RUN, &e)) TH_LOG("%s", e.reason);
+	EXPECT_LT(0, e.bytes);
+	close(g);		/* closes the write end: the reader sees EOF */
+	ASSERT_EQ(reader, waitpid(reader, &n, 0));
+	EXPECT_TRUE(WIFEXITED(n));
+	EXPECT_EQ(0, WEXITSTATUS(n)) TH_LOG("image_walk in the reader failed");
+	reap(pid);
+}
+
+TEST(pipe_backend)
+{
+	check_stream(_metadata, GHOST_RES_FILE);
+}
+
+TEST(socket_backend)
+{
+	check_stream(_metadata, GHOST_RES_NETWORK);
+}
+
+TEST(file_backend_matches_memory_layout)
+{
+	static struct exported x;
+	struct ghost_export e;
+	char path[] = "/tmp/ghost-export-XXXXXX", c;
+	pid_t pid = spawn(work_idle, &c, 1);
+	int fd = mkstemp(path), g = ghost_new();
+
+	ASSERT_LE(0, fd);
+	ASSERT_LE(0, g);
+	unlink(path);
+	ASSERT_EQ(0, ghost_plug(g, GHOST_RES_FILE, fd));
+	ASSERT_EQ(0, ghost_do_export(g, pid, GHOST_EXPORT_RUN, &e)) TH_LOG("%s", e.reason);
+	EXPECT_EQ(e.bytes, lseek(fd, 0, SEEK_END));
+	lseek(fd, 0, SEEK_SET);
+	x.img = read_all(fd, &x.len);
+	EXPECT_LT(0, image_walk(x.img, x.len, x.secs, MAX_SECS));
+	EXPECT_EQ(0, x.len % 8);
+	free(x.img);
+	close(g);
+	close(fd);
+	reap(pid);
+}
+
+TEST(memory_image_mmaps_read_only)
+{
+	static struct exported x;
+	struct ghost_export e;
+	char c;
+	pid_t pid = spawn(work_idle, &c, 1);
+	int g = ghost_new_mem();
+	void *m;
+
+	ASSERT_LE(0, g);
+	ASSERT_EQ(0, ghost_do_export(g, pid, GHOST_EXPORT_RUN, &e)) TH_LOG("%s", e.reason);
+	EXPECT_EQ(MAP_FAILED, mmap(NULL, e.bytes, PROT_READ | PROT_WRITE, MAP_SHARED, g, 0));
+	m = mmap(NULL, e.bytes, PROT_READ, MAP_SHARED, g, 0);
+	ASSERT_NE(MAP_FAILED, m);
+	EXPECT_LT(0, image_walk(m, e.bytes, x.secs, MAX_SECS));
+	EXPECT_NE(0, mprotect(m, e.bytes, PROT_READ | PROT_WRITE));
+	munmap(m, e.bytes);
+	close(g);
+	reap(pid);
+}
+
+/* ---- refusals ---------------------------------------------------------- */
+
+static void expect_refused(struct __test_metadata *_metadata, void (*fn)(int),
+			   int err, const char *words)
+{
+	static struct exported x;
+	struct ghost_export e;
+	char c;
+	pid_t pid = spawn(fn, &c, 1);
+
+	ASSERT_LT(0, pid);
+	EXPECT_EQ(-1, export_mem(pid, GHOST_EXPORT_KILL, &x, &e));
+	EXPECT_EQ(err, errno);
+	EXPECT_NE(NULL, strstr(e.reason, words)) TH_LOG("reason: %s", e.reason);
+	EXPECT_EQ(0, kill(pid, 0)) TH_LOG("a refused export must leave the process alive");
+	reap(pid);
+}
+
+TEST(second_thread_is_eopnotsupp)
+{
+	expect_refused(_metadata, work_threads, EOPNOTSUPP, "threads");
+}
+
+TEST(socket_is_eopnotsupp)
+{
+	expect_refused(_metadata, work_socket, EOPNOTSUPP, "socket");
+}
+
+TEST(shared_anonymous_memory_is_eopnotsupp)
+{
+	expect_refused(_metadata, work_shared_anon, EOPNOTSUPP, "shared anonymous");
+}
+
+TEST(unprivileged_caller_cannot_export_root_process)
+{
+	char c;
+	pid_t pid = spawn(work_idle, &c, 1), child;
+	int g = ghost_new_mem(), status;	/* after the spawn: not inherited */
+
+	ASSERT_LE(0, g);
+	child = fork();
+	if (child == 0) {
+		struct ghost_export e;
+
+		/* keeps the ghost fd, drops root */
+		if (setgroups(0, NULL) || setgid(65534) || setuid(65534))
+			_exit(2);
+		if (ghost_do_export(g, pid, GHOST_EXPORT_KILL, &e) == 0)
+			_exit(3);
+		_exit(errno == EPERM ? 0 : 4);
+	}
+	ASSERT_EQ(child, waitpid(child, &status, 0));
+	EXPECT_EQ(0, WEXITSTATUS(status));
+	EXPECT_EQ(0, kill(pid, 0));
+	reap(pid);
+	close(g);
+}
+
+TEST_HARNESS_MAIN

@@ -1,0 +1,207 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Helpers for the ghost kselftests: ghost objects, and an independent walker
+ * over ghost images (framing, padding, checksum) so tests check the module's
+ * output without trusting the module's own reader.
+ */
+#ifndef GHOST_TEST_UTIL_H
+#define GHOST_TEST_UTIL_H
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <unistd.h>
+
+#include <linux/ghost.h>
+
+#define GHOST_DEV "/dev/" GHOST_DEVICE_NAME
+
+static inline int ghost_new(void)
+{
+	struct ghost_create c = { .size = sizeof(c), .flags = GHOST_CREATE_CLOEXEC };
+	int dev = open(GHOST_DEV, O_RDWR | O_CLOEXEC);
+	int fd;
+
+	if (dev < 0)
+		return -1;
+	fd = ioctl(dev, GHOST_IOC_CREATE, &c);
+	close(dev);
+	return fd;
+}
+
+static inline int ghost_plug(int g, __u32 type, int fd)
+{
+	struct ghost_plug p = { .size = sizeof(p), .type = type, .fd = fd };
+
+	return ioctl(g, GHOST_IOC_PLUG, &p);
+}
+
+/* A ghost with a memory resource, or -1. */
+static inline int ghost_new_mem(void)
+{
+	int g = ghost_new();
+
+	if (g >= 0 && ghost_plug(g, GHOST_RES_MEMORY, -1)) {
+		close(g);
+		return -1;
+	}
+	return g;
+}
+
+static inline int ghost_do_export(int g, pid_t pid, __u32 flags,
+				  struct ghost_export *e)
+{
+	memset(e, 0, sizeof(*e));
+	e->size = sizeof(*e);
+	e->flags = flags;
+	e->pid = pid;
+	return ioctl(g, GHOST_IOC_EXPORT, e);
+}
+
+/* Reads the whole image out of a memory ghost; *len gets its size. */
+static inline void *ghost_read_image(int g, size_t *len)
+{
+	size_t cap = 1 << 20, n = 0;
+	char *buf = malloc(cap);
+	ssize_t r;
+
+	if (lseek(g, 0, SEEK_SET) != 0)
+		return NULL;
+	while (buf && (r = read(g, buf + n, cap - n)) > 0) {
+		n += r;
+		if (n == cap) {
+			cap *= 2;
+			buf = realloc(buf, cap);
+		}
+	}
+	*len = n;
+	return buf;
+}
+
+/* Reads everything from @fd until EOF into a malloc'd buffer. */
+static inline void *read_all(int fd, size_t *len)
+{
+	size_t cap = 1 << 20, n = 0;
+	char *buf = malloc(cap);
+	ssize_t r;
+
+	while (buf && (r = read(fd, buf + n, cap - n)) > 0) {
+		n += r;
+		if (n == cap) {
+			cap *= 2;
+			buf = realloc(buf, cap);
+		}
+	}
+	*len = n;
+	return buf;
+}
+
+static inline uint32_t crc32c_update(uint32_t crc, const void *p, size_t n)
+{
+	const uint8_t *b = p;
+
+	while (n--) {
+		crc ^= *b++;
+		for (int k = 0; k < 8; k++)
+			crc = (crc >> 1) ^ (0x82F63B78u & -(crc & 1));
+	}
+	return crc;
+}
+
+struct image_sec {
+	const struct ghost_section *hdr;
+	const void *payload;
+	size_t off;		/* stream offset of the section header */
+};
+
+/*
+ * Checks the framing of a whole image: header, sections in bounds with zero
+ * padding, END last with the right offset and crc32c. Returns the number of
+ * sections (END included) and fills @secs (up to @max), or a negative value
+ * naming what is wrong.
+ */
+enum { IMG_BAD_HEADER = -1, IMG_BAD_BOUNDS = -2, IMG_BAD_PAD = -3,
+       IMG_NO_END = -4, IMG_BAD_CRC = -5 };
+
+static inline int image_walk(const void *img, size_t len,
+			     struct image_sec *secs, int max)
+{
+	const struct ghost_image_header *h = img;
+	size_t off = sizeof(*h);
+	int n = 0;
+
+	if (len < sizeof(*h) || h->magic != GHOST_IMAGE_MAGIC ||
+	    h->version != GHOST_IMAGE_VERSION ||
+	    h->header_size != sizeof(*h) || h->arch != GHOST_ARCH_X86_64 ||
+	    h->page_size != (uint32_t)getpagesize())
+		return IMG_BAD_HEADER;
+	while (off + sizeof(struct ghost_section) <= len) {
+		const struct ghost_section *s = (const void *)((const char *)img + off);
+		size_t pay = off + sizeof(*s), padded = (s->size + 7) & ~7ULL;
+
+		if (s->size > len || pay + padded > len)
+			return IMG_BAD_BOUNDS;
+		for (size_t i = s->size; i < padded; i++)
+			if (((const char *)img)[pay + i])
+				return IMG_BAD_PAD;
+		if (n < max)
+			secs[n] = (struct image_sec){ s, (const char *)img + pay, off };
+		n++;
+		if (s->type == GHOST_SEC_END) {
+			const struct ghost_end *e = (const void *)((const char *)img + pay);
+
+			if (s->size != sizeof(*e) || e->bytes != off ||
+			    pay + padded != len)
+				return IMG_BAD_BOUNDS;
+			if (e->crc32c != ~crc32c_update(~0u, img, off))
+				return IMG_BAD_CRC;
+			return n;
+		}
+		off = pay + padded;
+	}
+	return IMG_NO_END;
+}
+
+/* The first section of @type at or after index @from, or -1. */
+static inline int image_find(const struct image_sec *secs, int n, __u32 type,
+			     int from)
+{
+	for (int i = from; i < n; i++)
+		if (secs[i].hdr->type == type)
+			return i;
+	return -1;
+}
+
+/* Index of the VMA section covering @addr, or -1. */
+static inline int image_vma_at(const struct image_sec *secs, int n,
+			       unsigned long addr)
+{
+	for (int i = 0; i < n; i++) {
+		const struct ghost_vma *v = secs[i].payload;
+
+		if (secs[i].hdr->type == GHOST_SEC_VMA && v->start <= addr &&
+		    addr < v->end)
+			return i;
+	}
+	return -1;
+}
+
+/* Pointer to the image's copy of the page at @addr, or NULL if not carried. */
+static inline const void *image_page(const struct image_sec *secs, int n,
+				     unsigned long addr)
+{
+	for (int i = 0; i < n; i++) {
+		const struct ghost_pages *p = secs[i].payload;
+		unsigned long ps = getpagesize();
+
+		if (secs[i].hdr->type == GHOST_SEC_PAGES && p->addr <= addr &&
+		    addr < p->addr + p->nr_pages * ps)
+			return (const char *)p + p->data_offset + (addr - p->addr);
+	}
+	return NULL;
+}
+
+#endif /* GHOST_TEST_UTIL_H */
