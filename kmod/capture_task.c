@@ -6,6 +6,7 @@
  * refused first, with a reason, before a byte is written.
  */
 #include <linux/fs_struct.h>
+#include <linux/futex.h>
 #include <linux/hrtimer.h>
 #include <linux/mm.h>
 #include <linux/personality.h>
@@ -16,6 +17,7 @@
 #include <linux/ghost.h>
 
 #include "capture.h"
+#include "compat.h"
 
 /* Signals whose queued information v1 cannot carry. */
 #define GHOST_RT_SIGMASK (~0ULL << (SIGRTMIN - 1))
@@ -101,8 +103,18 @@ static int write_header(struct ghost_stream *s, struct task_struct *task)
 
 static int write_task(struct ghost_stream *s, struct task_struct *task)
 {
-	struct ghost_task t = { .personality = task->personality };
+	struct ghost_task t = {
+		.personality = task->personality,
+		.clear_child_tid = (unsigned long)task->clear_child_tid,
+		.robust_list = (unsigned long)task->robust_list,
+		.robust_list_len = sizeof(*task->robust_list),
+	};
 
+#ifdef CONFIG_RSEQ
+	t.rseq = (unsigned long)task->rseq;
+	t.rseq_len = ghost_rseq_len(task);
+	t.rseq_sig = task->rseq_sig;
+#endif
 	get_task_comm(t.comm, task);
 	return ghost_section_write(s, GHOST_SEC_TASK, &t, sizeof(t), NULL, 0);
 }

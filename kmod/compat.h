@@ -39,4 +39,13 @@
 	get_user_pages_remote(mm, start, nr, flags, pages, NULL, NULL)
 #endif
 
+/* 6.3 made rseq extensible and added task->rseq_len; before, it was 32. */
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 3, 0)
+#define ghost_rseq_len(t) ((t)->rseq_len)
+#define ghost_set_rseq_len(t, len) ((t)->rseq_len = (len))
+#else
+#define ghost_rseq_len(t) ((t)->rseq ? 32U : 0U)
+#define ghost_set_rseq_len(t, len) do { } while (0)
+#endif
+
 #endif /* GHOST_COMPAT_H */

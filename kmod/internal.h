@@ -66,9 +66,12 @@ int ghost_section_write(struct ghost_stream *s, u32 type, const void *a,
 			size_t alen, const void *b, size_t blen);
 
 /* object.c: a ghost object, the file descriptor GHOST_IOC_CREATE returns. */
+struct ghost_staged;
+
 struct ghost {
 	struct mutex lock;		/* serializes plug/export/import */
 	struct ghost_res *res;		/* NULL until plugged */
+	struct ghost_staged *staged;	/* image read by GHOST_IMPORT_PREPARE */
 };
 
 int ghost_create_fd(u32 flags);

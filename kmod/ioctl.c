@@ -7,7 +7,7 @@
 
 /* What this build of the module implements; see GHOST_FEAT_* in the uapi. */
 #define GHOST_FEATURES \
-	(GHOST_FEAT_EXPORT | GHOST_FEAT_BACKEND_MEMORY | \
+	(GHOST_FEAT_EXPORT | GHOST_FEAT_IMPORT | GHOST_FEAT_BACKEND_MEMORY | \
 	 GHOST_FEAT_BACKEND_FILE | GHOST_FEAT_BACKEND_NET)
 
 bool ghost_all_zero(const __u64 *v, size_t n)
@@ -36,7 +36,7 @@ static long ghost_ioctl_version(void __user *uarg)
 	v.minor = GHOST_ABI_MINOR;
 	v.patch = GHOST_ABI_PATCH;
 	v.image_version = GHOST_IMAGE_VERSION;
-	v.image_min = 0;
+	v.image_min = GHOST_IMAGE_VERSION;
 	v.features = GHOST_FEATURES;
 	return ghost_uarg_out(uarg, usize, &v, sizeof(v));
 }

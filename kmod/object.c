@@ -12,7 +12,7 @@
 #include <linux/slab.h>
 #include <linux/ghost.h>
 
-#include "internal.h"
+#include "import.h"
 
 static long ghost_plug(struct ghost *g, void __user *uarg)
 {
@@ -64,6 +64,36 @@ out:
 	return ret;
 }
 
+static long ghost_ioctl_import(struct ghost *g, struct file *file,
+			       void __user *uarg)
+{
+	struct ghost_import *im;
+	long ax = 0;
+	u32 usize;
+	int err;
+
+	im = kmalloc(sizeof(*im), GFP_KERNEL);
+	if (!im)
+		return -ENOMEM;
+	err = ghost_uarg_in(im, sizeof(*im), GHOST_IMPORT_SIZE_VER0, uarg, &usize);
+	if (err)
+		goto out;
+	err = ghost_import(g, im, file, &ax);
+	if (!err && !(im->flags & GHOST_IMPORT_PREPARE)) {
+		/*
+		 * Restored: the caller's memory is the image's now, so nothing
+		 * is copied back, and the system call returns the restored ax.
+		 */
+		kfree(im);
+		return ax;
+	}
+	if (ghost_uarg_out(uarg, usize, im, sizeof(*im)))
+		err = -EFAULT;
+out:
+	kfree(im);
+	return err;
+}
+
 static long ghost_obj_ioctl(struct file *file, unsigned int cmd,
 			    unsigned long arg)
 {
@@ -77,6 +107,8 @@ static long ghost_obj_ioctl(struct file *file, unsigned int cmd,
 		return ghost_plug(g, uarg);
 	case _IOC_NR(GHOST_IOC_EXPORT):
 		return ghost_ioctl_export(g, uarg);
+	case _IOC_NR(GHOST_IOC_IMPORT):
+		return ghost_ioctl_import(g, file, uarg);
 	default:
 		return -ENOTTY;
 	}
@@ -137,6 +169,7 @@ static int ghost_obj_release(struct inode *inode, struct file *file)
 {
 	struct ghost *g = file->private_data;
 
+	ghost_staged_free(g->staged);
 	if (g->res)
 		g->res->ops->release(g->res);
 	kfree(g);

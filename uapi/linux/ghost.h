@@ -180,25 +180,40 @@ struct ghost_export {
 
 #define GHOST_IOC_EXPORT _IOWR(GHOST_IOC_MAGIC, 0x03, struct ghost_export)
 
+/* Read and check the whole image, report where its vDSO goes, and return. */
+#define GHOST_IMPORT_PREPARE _BITUL(0)
+#define GHOST_IMPORT_FLAGS   GHOST_IMPORT_PREPARE
+
 /**
  * struct ghost_import - argument of GHOST_IOC_IMPORT (on a ghost object)
- * @size:   in: sizeof(struct ghost_import)
- * @flags:  in: must be 0
- * @bytes:  out (on failure): image bytes consumed
- * @resv:   must be 0
- * @reason: out: on failure, a NUL-terminated sentence saying why
+ * @size:       in: sizeof(struct ghost_import)
+ * @flags:      in: GHOST_IMPORT_*
+ * @bytes:      out: image bytes read
+ * @vvar_start: out (PREPARE): where the image had [vvar], 0 if nowhere
+ * @vdso_start: out (PREPARE): where the image had [vdso], 0 if nowhere
+ * @resv:       must be 0
+ * @reason:     out: on failure, a NUL-terminated sentence saying why
  *
  * Rebuilds the calling process from the image, in place, like execve(): on
  * success the ioctl does not return to its caller but into the restored
  * process. Everything that can be checked is checked before the point of no
  * return, so a bad image returns an error and leaves the caller as it was;
  * a failure after it kills the caller with SIGKILL.
+ *
+ * The running kernel's vDSO must sit where the image had it. A module cannot
+ * move it, so the caller does, between two calls: IMPORT with PREPARE reads
+ * and checks the image (kept in the ghost) and reports @vvar_start; the
+ * caller unmaps its [vvar] and [vdso] and calls
+ * arch_prctl(ARCH_MAP_VDSO_64, vvar_start); IMPORT without flags then
+ * restores. If the vDSO already is in place, one call without PREPARE does.
  */
 struct ghost_import {
 	__u32 size;
 	__u32 flags;
 	__u64 bytes;
-	__u64 resv[4];
+	__u64 vvar_start;
+	__u64 vdso_start;
+	__u64 resv[2];
 	char reason[GHOST_REASON_LEN];
 };
 
@@ -260,7 +275,13 @@ struct ghost_section {
 struct ghost_task {
 	char comm[16];		/* NUL-padded */
 	__u32 personality;
+	__u32 rseq_len;
+	__u64 rseq;		/* rseq(2) area, 0 if none registered */
+	__u32 rseq_sig;
 	__u32 __pad;
+	__u64 clear_child_tid;	/* set_tid_address(2) */
+	__u64 robust_list;	/* set_robust_list(2) head, 0 if none */
+	__u64 robust_list_len;
 	__u64 resv[2];
 };
 

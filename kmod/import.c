@@ -1,0 +1,131 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * GHOST_IOC_IMPORT: rebuild the calling process from an image, in place.
+ *
+ * The image is staged whole first (stage.c). With GHOST_IMPORT_PREPARE the
+ * staged image is kept in the ghost and the call returns where the vDSO must
+ * go; the caller moves it (arch_prctl(ARCH_MAP_VDSO_64), which no module can
+ * do) and calls again. Then, if the vDSO is in place, the point of no return
+ * is passed and restore.c rebuilds the caller.
+ */
+#include <linux/file.h>
+#include <linux/mm.h>
+#include <linux/fs_struct.h>
+#include <linux/sched/signal.h>
+#include <asm/segment.h>
+#include <linux/ghost.h>
+
+#include "import.h"
+
+static unsigned long current_vvar(void)
+{
+	struct mm_struct *mm = current->mm;
+	struct vm_area_struct *vma;
+	unsigned long start = 0;
+
+	VMA_ITERATOR(vmi, mm, 0);
+	mmap_read_lock(mm);
+	for_each_vma(vmi, vma) {
+		if (ghost_vma_is_vdso(vma) &&
+		    vma->vm_start != (unsigned long)mm->context.vdso) {
+			start = vma->vm_start;
+			break;
+		}
+	}
+	mmap_read_unlock(mm);
+	return start;
+}
+
+/* The last checks before the point of no return. */
+static int check_caller(const struct ghost_staged *st, char *reason)
+{
+	const struct staged_vma *vdso = ghost_staged_vma(st, GHOST_VMA_VDSO);
+	const struct staged_vma *vvar = ghost_staged_vma(st, GHOST_VMA_VVAR);
+	unsigned long have = (unsigned long)current->mm->context.vdso;
+	unsigned short gs;
+
+	if (vdso && (have != vdso->v.start ||
+		     (vvar && current_vvar() != vvar->v.start))) {
+		ghost_reason(reason,
+			     "the vDSO is at %#lx, the image needs it at %#llx",
+			     have, vdso->v.start);
+		return -EADDRNOTAVAIL;
+	}
+	savesegment(gs, gs);
+	if (gs) {
+		ghost_reason(reason, "the importing process uses a GS selector");
+		return -EBUSY;
+	}
+	return 0;
+}
+
+int ghost_import(struct ghost *g, struct ghost_import *im, struct file *self,
+		 long *ax)
+{
+	const struct staged_vma *sv;
+	struct ghost_staged *st;
+	struct ghost_stream s;
+	int err;
+
+	memset(im->reason, 0, sizeof(im->reason));
+	im->bytes = 0;
+	im->vvar_start = 0;
+	im->vdso_start = 0;
+	if ((im->flags & ~GHOST_IMPORT_FLAGS) ||
+	    !ghost_all_zero(im->resv, ARRAY_SIZE(im->resv)))
+		return -EINVAL;
+
+	mutex_lock(&g->lock);
+	if (!g->res) {
+		ghost_reason(im->reason, "no resource object is plugged into the ghost");
+		err = -ENXIO;
+		goto out;
+	}
+	if (get_nr_threads(current) != 1 || current->fs->users != 1) {
+		ghost_reason(im->reason,
+			     "the importer must be single-threaded, not sharing its fs");
+		err = -EBUSY;
+		goto out;
+	}
+
+	st = g->staged;
+	g->staged = NULL;
+	if (!st) {
+		if (g->res->ops->rewind)
+			g->res->ops->rewind(g->res);
+		ghost_stream_init(&s, g->res);
+		err = ghost_stage(&s, &st, im->reason);
+		im->bytes = s.off;
+		if (err)
+			goto out;
+	}
+	im->bytes = st->bytes;
+	sv = ghost_staged_vma(st, GHOST_VMA_VVAR);
+	im->vvar_start = sv ? sv->v.start : 0;
+	sv = ghost_staged_vma(st, GHOST_VMA_VDSO);
+	im->vdso_start = sv ? sv->v.start : 0;
+
+	err = (im->flags & GHOST_IMPORT_PREPARE) ? 0 : check_caller(st, im->reason);
+	if (err || (im->flags & GHOST_IMPORT_PREPARE)) {
+		g->staged = st;		/* kept for the next call */
+		goto out;
+	}
+
+	/* The point of no return. */
+	*ax = st->regs.ax;
+	get_file(self);		/* restore_files() may close its descriptor */
+	err = ghost_restore(st, self);
+	ghost_staged_free(st);
+	mutex_unlock(&g->lock);
+	fput(self);
+	if (err) {
+		pr_warn_ratelimited("ghost: import failed after the point of no return (%d): killing pid %d\n",
+				    err, task_pid_nr(current));
+		force_sig(SIGKILL);
+		return err;
+	}
+	return 0;
+out:
+	mutex_unlock(&g->lock);
+	return err;
+}

@@ -1,0 +1,72 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Import: an image is first read whole and checked into a staged image
+ * (stage.c), which holds everything that can fail; only then is the caller
+ * rebuilt from it (restore.c), past the point of no return.
+ */
+#ifndef GHOST_IMPORT_H
+#define GHOST_IMPORT_H
+
+#include <linux/path.h>
+#include <linux/ghost.h>
+
+#include "internal.h"
+
+struct fpstate;
+
+struct staged_run {
+	unsigned long addr;
+	unsigned long nr_pages;
+	struct page **pages;
+};
+
+struct staged_vma {
+	struct ghost_vma v;
+	struct file *file;		/* GHOST_VMA_FILE: reopened */
+	unsigned int nr_runs;
+	struct staged_run *runs;
+};
+
+struct staged_file {
+	struct ghost_file f;
+	struct file *file;		/* PATH: reopened; INHERIT: NULL */
+};
+
+struct ghost_staged {
+	struct ghost_image_header hdr;
+	struct ghost_task task;
+	struct ghost_regs regs;
+	struct fpstate *fp;		/* current's fpstate with the image's xstate */
+	u32 pkru;
+	bool has_pkru;
+	struct ghost_signals *sig;
+	u32 umask;
+	struct path cwd;
+	struct ghost_rlimits rlim;
+	struct ghost_mm mm;
+	unsigned int nr_vmas;
+	struct staged_vma *vmas;
+	unsigned int nr_files;
+	struct staged_file *files;
+	u64 bytes;
+};
+
+/* stage.c */
+int ghost_stage(struct ghost_stream *s, struct ghost_staged **out,
+		char *reason);
+void ghost_staged_free(struct ghost_staged *st);
+const struct staged_vma *ghost_staged_vma(const struct ghost_staged *st,
+					  u32 flag);
+
+/* restore.c: past the point of no return; a failure is fatal. */
+int ghost_restore(struct ghost_staged *st, struct file *self);
+
+/* import.c */
+struct ghost_import;
+int ghost_import(struct ghost *g, struct ghost_import *arg, struct file *self,
+		 long *ax);
+
+/* restore.c */
+bool ghost_vma_is_vdso(struct vm_area_struct *vma);
+
+#endif /* GHOST_IMPORT_H */

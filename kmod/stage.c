@@ -1,0 +1,714 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Reading an image for import, before the point of no return: every section
+ * is read and checked, files are reopened with the caller's credentials,
+ * page data is kept in kernel pages, the FPU state is converted (which is
+ * its validation), and the checksum is verified. Any failure here leaves the
+ * caller exactly as it was.
+ */
+#include <linux/capability.h>
+#include <linux/file.h>
+#include <linux/futex.h>
+#include <linux/fs.h>
+#include <linux/highmem.h>
+#include <linux/mman.h>
+#include <linux/namei.h>
+#include <linux/resource.h>
+#include <linux/signal_types.h>
+#include <linux/slab.h>
+#include <asm/fpu/api.h>
+#include <asm/fpu/types.h>
+#include <asm/fpu/xstate.h>
+#include <asm/segment.h>
+#include <linux/ghost.h>
+
+#include "import.h"
+
+#define MAX_VMAS	65536
+#define MAX_XSTATE	(64 * 1024)
+#define MAX_FD		(1024 * 1024)
+
+static __printf(2, 3) int bad(char *reason, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(reason, GHOST_REASON_LEN, fmt, ap);
+	va_end(ap);
+	return -EBADMSG;
+}
+
+static int short_read(struct ghost_stream *s, int err, char *reason)
+{
+	if (err == -ENODATA)
+		return bad(reason, "the image ends early, at byte %llu", s->off);
+	return err;
+}
+
+static int read_exact(struct ghost_stream *s, void *buf, size_t len,
+		      char *reason)
+{
+	int err = ghost_stream_read(s, buf, len);
+
+	return err ? short_read(s, err, reason) : 0;
+}
+
+/* The next section header; @crc_before is the checksum of all before it. */
+static int next_section(struct ghost_stream *s, struct ghost_section *sec,
+			u32 *crc_before, char *reason)
+{
+	u64 at = s->off;
+	int err;
+
+	if (crc_before)
+		*crc_before = ~s->crc;
+	err = read_exact(s, sec, sizeof(*sec), reason);
+	if (err)
+		return err;
+	if (sec->flags)
+		return bad(reason, "section at byte %llu has unknown flags %#x",
+			   at, sec->flags);
+	return 0;
+}
+
+static int skip_pad(struct ghost_stream *s, u64 size, char *reason)
+{
+	int err = ghost_stream_skip_zeros(s, ALIGN(size, 8) - size);
+
+	if (err == -EBADMSG)
+		return bad(reason, "non-zero padding before byte %llu", s->off);
+	return err ? short_read(s, err, reason) : 0;
+}
+
+/*
+ * A section of @type whose payload is a fixed struct of @fixed bytes plus
+ * @tail bytes (known after reading the struct, hence the callback-free
+ * split: read_head, then read_tail).
+ */
+static int read_head(struct ghost_stream *s, u32 type, void *buf,
+		     size_t fixed, struct ghost_section *sec, char *reason)
+{
+	u64 at = s->off;
+	int err = next_section(s, sec, NULL, reason);
+
+	if (err)
+		return err;
+	if (sec->type != type)
+		return bad(reason, "expected section %u at byte %llu, found %u",
+			   type, at, sec->type);
+	if (sec->size < fixed)
+		return bad(reason, "section %u at byte %llu is too short", type, at);
+	return read_exact(s, buf, fixed, reason);
+}
+
+static int read_tail(struct ghost_stream *s, const struct ghost_section *sec,
+		     size_t fixed, void *tail, size_t tail_len, char *reason)
+{
+	int err;
+
+	if (sec->size != fixed + tail_len)
+		return bad(reason, "section %u has size %llu, expected %zu",
+			   sec->type, sec->size, fixed + tail_len);
+	if (tail_len) {
+		err = read_exact(s, tail, tail_len, reason);
+		if (err)
+			return err;
+	}
+	return skip_pad(s, sec->size, reason);
+}
+
+static int read_fixed(struct ghost_stream *s, u32 type, void *buf,
+		      size_t size, char *reason)
+{
+	struct ghost_section sec;
+	int err = read_head(s, type, buf, size, &sec, reason);
+
+	return err ? err : read_tail(s, &sec, size, NULL, 0, reason);
+}
+
+/* Reads a path of @len bytes into a new NUL-terminated string. */
+static int read_path(struct ghost_stream *s, const struct ghost_section *sec,
+		     size_t fixed, u32 len, char **out, char *reason)
+{
+	char *p;
+	int err;
+
+	if (len == 0 || len >= PATH_MAX)
+		return bad(reason, "a path in section %u has length %u", sec->type, len);
+	p = kmalloc(len + 1, GFP_KERNEL);
+	if (!p)
+		return -ENOMEM;
+	err = read_tail(s, sec, fixed, p, len, reason);
+	p[len] = 0;
+	if (!err && (strlen(p) != len || p[0] != '/'))
+		err = bad(reason, "a path in section %u is not absolute", sec->type);
+	if (err) {
+		kfree(p);
+		return err;
+	}
+	*out = p;
+	return 0;
+}
+
+static bool user_addr(u64 a)
+{
+	return a < TASK_SIZE_MAX;
+}
+
+/* ---- task, registers, FPU --------------------------------------------- */
+
+static int stage_header(struct ghost_stream *s, struct ghost_staged *st,
+			char *reason)
+{
+	struct ghost_image_header *h = &st->hdr;
+	int err = read_exact(s, h, sizeof(*h), reason);
+
+	if (err)
+		return err;
+	if (h->magic != GHOST_IMAGE_MAGIC)
+		return bad(reason, "not a ghost image (bad magic)");
+	if (h->version != GHOST_IMAGE_VERSION)
+		return bad(reason, "image format version %u is not supported (reads %u)",
+			   h->version, GHOST_IMAGE_VERSION);
+	if (h->header_size != sizeof(*h) || h->arch != GHOST_ARCH_X86_64 ||
+	    h->page_size != PAGE_SIZE || h->__pad ||
+	    !ghost_all_zero(h->resv, ARRAY_SIZE(h->resv)))
+		return bad(reason, "the image header is malformed or for another machine");
+	return 0;
+}
+
+static int stage_task(struct ghost_stream *s, struct ghost_staged *st,
+		      char *reason)
+{
+	struct ghost_task *t = &st->task;
+	int err = read_fixed(s, GHOST_SEC_TASK, t, sizeof(*t), reason);
+
+	if (err)
+		return err;
+	if (t->__pad || !ghost_all_zero(t->resv, ARRAY_SIZE(t->resv)) ||
+	    !user_addr(t->rseq) || !user_addr(t->clear_child_tid) ||
+	    !user_addr(t->robust_list) ||
+	    (t->robust_list && t->robust_list_len != sizeof(struct robust_list_head)) ||
+	    (t->rseq && t->rseq_len != 32))
+		return bad(reason, "the task section is malformed");
+	t->comm[sizeof(t->comm) - 1] = 0;
+	return 0;
+}
+
+static int stage_regs(struct ghost_stream *s, struct ghost_staged *st,
+		      char *reason)
+{
+	struct ghost_regs *r = &st->regs;
+	int err = read_fixed(s, GHOST_SEC_REGS, r, sizeof(*r), reason);
+
+	if (err)
+		return err;
+	if (r->cs != __USER_CS || r->ss != __USER_DS || r->fs || r->gs ||
+	    !user_addr(r->ip) || !user_addr(r->fs_base) ||
+	    !user_addr(r->gs_base))
+		return bad(reason, "the registers are not those of a 64-bit user process");
+	return 0;
+}
+
+/*
+ * The image's XSAVE data is converted into a copy of the caller's own FPU
+ * state by the same exported routine KVM uses for guest state. The
+ * conversion rejects what XRSTOR would fault on (unknown features, reserved
+ * bits, a bad MXCSR), so an invalid xstate never reaches the CPU.
+ */
+static int stage_xstate(struct ghost_stream *s, struct ghost_staged *st,
+			char *reason)
+{
+	struct fpstate *cur = current->thread.fpu.fpstate;
+	size_t fpsize = offsetof(struct fpstate, regs) + cur->size;
+	struct fpu_guest gf = { 0 };
+	struct ghost_section sec;
+	struct ghost_xstate x;
+	size_t len;
+	void *buf;
+	u64 xfeatures;
+	int err;
+
+	err = read_head(s, GHOST_SEC_XSTATE, &x, sizeof(x), &sec, reason);
+	if (err)
+		return err;
+	if (x.__pad || x.size < 512 + 64 || x.size > MAX_XSTATE)
+		return bad(reason, "the FPU section is malformed");
+	len = max_t(size_t, x.size, cur->user_size);
+	buf = kvzalloc(len, GFP_KERNEL);
+	if (!buf)
+		return -ENOMEM;
+	err = read_tail(s, &sec, sizeof(x), buf, x.size, reason);
+	if (err)
+		goto out;
+
+	xfeatures = *(u64 *)(buf + 512);
+	if (xfeatures & ~cur->user_xfeatures) {
+		err = bad(reason, "the image uses FPU features this CPU lacks (%#llx)",
+			  xfeatures & ~cur->user_xfeatures);
+		goto out;
+	}
+	if (xfeatures & cur->xfd) {
+		err = bad(reason, "the image uses dynamically enabled FPU features: not supported");
+		goto out;
+	}
+
+	/* Bring the caller's live registers to memory, then copy them. */
+	kernel_fpu_begin_mask(0);
+	kernel_fpu_end();
+	st->fp = kvmalloc(fpsize, GFP_KERNEL);
+	if (!st->fp) {
+		err = -ENOMEM;
+		goto out;
+	}
+	memcpy(st->fp, cur, fpsize);
+	gf.fpstate = st->fp;
+	st->has_pkru = xfeatures & XFEATURE_MASK_PKRU;
+	err = fpu_copy_uabi_to_guest_fpstate(&gf, buf, cur->user_xfeatures,
+					     &st->pkru);
+	if (err)
+		err = bad(reason, "the FPU state in the image is invalid");
+out:
+	kvfree(buf);
+	return err;
+}
+
+/* ---- signals, fs, limits ------------------------------------------------ */
+
+static int stage_signals(struct ghost_stream *s, struct ghost_staged *st,
+			 char *reason)
+{
+	struct ghost_signals *sg;
+	int i, err;
+
+	sg = kmalloc(sizeof(*sg), GFP_KERNEL);
+	if (!sg)
+		return -ENOMEM;
+	st->sig = sg;
+	err = read_fixed(s, GHOST_SEC_SIGNALS, sg, sizeof(*sg), reason);
+	if (err)
+		return err;
+	for (i = 0; i < GHOST_NSIG; i++) {
+		const struct ghost_sigaction *a = &sg->action[i];
+		int sig = i + 1;
+
+		if ((a->flags & ~(u64)UAPI_SA_FLAGS) || !user_addr(a->restorer) ||
+		    ((sig == SIGKILL || sig == SIGSTOP) && a->handler != 0))
+			return bad(reason, "the action of signal %d is invalid", sig);
+	}
+	if (sg->__pad || (sg->pending & (~0ULL << (SIGRTMIN - 1))) ||
+	    (sg->altstack_flags & ~(SS_ONSTACK | SS_DISABLE | SS_AUTODISARM)) ||
+	    !user_addr(sg->altstack_sp))
+		return bad(reason, "the signal section is malformed");
+	return 0;
+}
+
+static int stage_fs(struct ghost_stream *s, struct ghost_staged *st,
+		    char *reason)
+{
+	struct ghost_section sec;
+	struct ghost_fs fs;
+	char *cwd;
+	int err;
+
+	err = read_head(s, GHOST_SEC_FS, &fs, sizeof(fs), &sec, reason);
+	if (!err)
+		err = read_path(s, &sec, sizeof(fs), fs.cwd_len, &cwd, reason);
+	if (err)
+		return err;
+	st->umask = fs.umask & 0777;
+	err = kern_path(cwd, LOOKUP_FOLLOW | LOOKUP_DIRECTORY, &st->cwd);
+	if (!err) {
+		err = path_permission(&st->cwd, MAY_EXEC | MAY_CHDIR);
+		if (err)
+			path_put(&st->cwd);
+	}
+	if (err) {
+		ghost_reason(reason, "cannot enter the working directory %s (error %d)",
+			     cwd, err);
+		st->cwd.dentry = NULL;
+	}
+	kfree(cwd);
+	return err;
+}
+
+static int stage_rlimits(struct ghost_stream *s, struct ghost_staged *st,
+			 char *reason)
+{
+	int i, err = read_fixed(s, GHOST_SEC_RLIMITS, &st->rlim,
+				sizeof(st->rlim), reason);
+
+	if (err)
+		return err;
+	for (i = 0; i < GHOST_NRLIMITS; i++) {
+		u64 cur = st->rlim.rlim[i].cur, max = st->rlim.rlim[i].max;
+
+		if (cur > max)
+			return bad(reason, "limit %d: soft limit above hard limit", i);
+		/* An image never raises privileges: no higher hard limit. */
+		if (max > current->signal->rlim[i].rlim_max &&
+		    !capable(CAP_SYS_RESOURCE)) {
+			ghost_reason(reason, "the image raises hard limit %d above the caller's",
+				     i);
+			return -EPERM;
+		}
+		if (i == RLIMIT_NOFILE && max > MAX_FD)
+			return bad(reason, "the file limit in the image is too large");
+	}
+	return 0;
+}
+
+/* ---- memory --------------------------------------------------------------- */
+
+static int stage_mm(struct ghost_stream *s, struct ghost_staged *st,
+		    char *reason)
+{
+	struct ghost_mm *m = &st->mm;
+	int err = read_fixed(s, GHOST_SEC_MM, m, sizeof(*m), reason);
+
+	if (err)
+		return err;
+	if (!m->nr_vmas || m->nr_vmas > MAX_VMAS || m->auxv_words < 2 ||
+	    m->auxv_words > min_t(size_t, GHOST_AUXV_WORDS,
+				  ARRAY_SIZE(current->mm->saved_auxv)) ||
+	    (m->auxv_words & 1) ||
+	    m->start_brk > m->brk || m->arg_start > m->arg_end ||
+	    m->env_start > m->env_end || !user_addr(m->brk) ||
+	    !user_addr(m->arg_end) || !user_addr(m->env_end) ||
+	    !user_addr(m->start_stack) || !user_addr(m->end_code) ||
+	    !user_addr(m->end_data) || m->auxv[m->auxv_words - 2] != AT_NULL)
+		return bad(reason, "the memory layout section is malformed");
+	st->vmas = kvcalloc(m->nr_vmas, sizeof(*st->vmas), GFP_KERNEL);
+	return st->vmas ? 0 : -ENOMEM;
+}
+
+static int stage_run(struct ghost_stream *s, struct staged_vma *sv,
+		     const struct ghost_pages *p, char *reason)
+{
+	struct staged_run *run;
+	unsigned long i;
+	int err;
+
+	if (sv->nr_runs % 16 == 0) {
+		struct staged_run *n = kvcalloc(sv->nr_runs + 16, sizeof(*n),
+						GFP_KERNEL);
+
+		if (!n)
+			return -ENOMEM;
+		if (sv->runs)
+			memcpy(n, sv->runs, sv->nr_runs * sizeof(*n));
+		kvfree(sv->runs);
+		sv->runs = n;
+	}
+	run = &sv->runs[sv->nr_runs++];
+	run->addr = p->addr;
+	run->pages = kvcalloc(p->nr_pages, sizeof(*run->pages), GFP_KERNEL);
+	if (!run->pages)
+		return -ENOMEM;
+	for (i = 0; i < p->nr_pages; i++) {
+		struct page *pg = alloc_page(GFP_KERNEL_ACCOUNT | __GFP_NOWARN);
+		void *v;
+
+		if (!pg)
+			return -ENOMEM;
+		run->pages[i] = pg;
+		run->nr_pages = i + 1;
+		v = kmap_local_page(pg);
+		err = read_exact(s, v, PAGE_SIZE, reason);
+		kunmap_local(v);
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
+static int stage_pages(struct ghost_stream *s, struct staged_vma *sv,
+		       u64 *carried, char *reason)
+{
+	const struct ghost_vma *v = &sv->v;
+	struct ghost_section sec;
+	struct ghost_pages p;
+	u64 at = s->off;
+	int err;
+
+	err = read_head(s, GHOST_SEC_PAGES, &p, sizeof(p), &sec, reason);
+	if (err)
+		return err;
+	if (p.__pad || p.data_offset < sizeof(p) || p.nr_pages == 0 ||
+	    (p.addr & ~PAGE_MASK) || p.addr < v->start ||
+	    (p.addr - v->start) / PAGE_SIZE + p.nr_pages >
+			(v->end - v->start) / PAGE_SIZE ||
+	    (sv->nr_runs && p.addr < sv->runs[sv->nr_runs - 1].addr +
+			sv->runs[sv->nr_runs - 1].nr_pages * PAGE_SIZE) ||
+	    *carried + p.nr_pages > v->nr_pages ||
+	    sec.size != p.data_offset + p.nr_pages * PAGE_SIZE ||
+	    ((at + sizeof(sec) + p.data_offset) & ~PAGE_MASK))
+		return bad(reason, "the page run at byte %llu is malformed", at);
+	err = ghost_stream_skip_zeros(s, p.data_offset - sizeof(p));
+	if (err)
+		return err == -EBADMSG ? bad(reason, "non-zero padding in page run") :
+					 short_read(s, err, reason);
+	*carried += p.nr_pages;
+	return stage_run(s, sv, &p, reason);
+}
+
+static int stage_vma(struct ghost_stream *s, struct ghost_staged *st,
+		     unsigned int idx, char *reason)
+{
+	struct staged_vma *sv = &st->vmas[idx];
+	struct ghost_vma *v = &sv->v;
+	struct ghost_section sec;
+	u64 carried = 0;
+	char *path = NULL;
+	int err;
+
+	err = read_head(s, GHOST_SEC_VMA, v, sizeof(*v), &sec, reason);
+	if (err)
+		return err;
+	st->nr_vmas = idx + 1;
+	if (v->__pad || (v->start & ~PAGE_MASK) || (v->end & ~PAGE_MASK) ||
+	    v->start >= v->end || v->end > TASK_SIZE_MAX ||
+	    (idx && v->start < st->vmas[idx - 1].v.end) ||
+	    (v->prot & ~(PROT_READ | PROT_WRITE | PROT_EXEC)) ||
+	    (v->flags & ~GHOST_VMA_FLAGS) ||
+	    v->nr_pages > (v->end - v->start) / PAGE_SIZE ||
+	    (!(v->flags & GHOST_VMA_FILE) != !v->path_len) ||
+	    ((v->flags & GHOST_VMA_SHARED) && !(v->flags & GHOST_VMA_FILE)) ||
+	    ((v->flags & (GHOST_VMA_SHARED | GHOST_VMA_VDSO | GHOST_VMA_VVAR)) &&
+	     v->nr_pages))
+		return bad(reason, "the mapping at %#llx is malformed", v->start);
+
+	if (v->flags & GHOST_VMA_FILE) {
+		int mode = ((v->flags & GHOST_VMA_SHARED) && (v->prot & PROT_WRITE)) ?
+			   O_RDWR : O_RDONLY;
+		struct file *f;
+
+		err = read_path(s, &sec, sizeof(*v), v->path_len, &path, reason);
+		if (err)
+			return err;
+		f = filp_open(path, mode | O_LARGEFILE, 0);
+		if (IS_ERR(f)) {
+			ghost_reason(reason, "cannot open %s, mapped at %#llx (error %ld)",
+				     path, v->start, PTR_ERR(f));
+			kfree(path);
+			return PTR_ERR(f);
+		}
+		kfree(path);
+		sv->file = f;
+	} else {
+		err = read_tail(s, &sec, sizeof(*v), NULL, 0, reason);
+		if (err)
+			return err;
+	}
+	while (!err && carried < v->nr_pages)
+		err = stage_pages(s, sv, &carried, reason);
+	return err;
+}
+
+/* ---- files and the end ------------------------------------------------- */
+
+static int stage_file(struct ghost_stream *s, struct ghost_staged *st,
+		      const struct ghost_section *sec, char *reason)
+{
+	struct staged_file *sf;
+	struct ghost_file *f;
+	struct file *file;
+	char *path;
+	int err;
+
+	if (st->nr_files % 16 == 0) {
+		struct staged_file *n = kvcalloc(st->nr_files + 16, sizeof(*n),
+						 GFP_KERNEL);
+
+		if (!n)
+			return -ENOMEM;
+		if (st->files)
+			memcpy(n, st->files, st->nr_files * sizeof(*n));
+		kvfree(st->files);
+		st->files = n;
+	}
+	sf = &st->files[st->nr_files];
+	f = &sf->f;
+	if (sec->size < sizeof(*f))
+		return bad(reason, "a file section is too short");
+	err = read_exact(s, f, sizeof(*f), reason);
+	if (!err)
+		err = read_path(s, sec, sizeof(*f), f->path_len, &path, reason);
+	if (err)
+		return err;
+	st->nr_files++;
+	if (f->fd < 0 || f->fd >= MAX_FD ||
+	    (st->nr_files > 1 && f->fd <= st->files[st->nr_files - 2].f.fd) ||
+	    (f->fd_flags & ~FD_CLOEXEC) ||
+	    (f->kind != GHOST_FILE_PATH && f->kind != GHOST_FILE_INHERIT)) {
+		kfree(path);
+		return bad(reason, "the file section of fd %d is malformed", f->fd);
+	}
+
+	if (f->kind == GHOST_FILE_INHERIT) {
+		file = fget(f->fd);
+		err = (!file || (file_inode(file)->i_mode & S_IFMT) != f->mode) ?
+			-EBADF : 0;
+		if (err)
+			ghost_reason(reason,
+				     "fd %d (%s) must be inherited: open it at that number",
+				     f->fd, path);
+		if (file)
+			fput(file);
+		kfree(path);
+		return err;
+	}
+
+	file = filp_open(path, f->flags & ~(O_CREAT | O_EXCL | O_TRUNC |
+					   O_NOCTTY | O_CLOEXEC), 0);
+	if (IS_ERR(file)) {
+		ghost_reason(reason, "cannot reopen %s as fd %d (error %ld)",
+			     path, f->fd, PTR_ERR(file));
+		kfree(path);
+		return PTR_ERR(file);
+	}
+	sf->file = file;
+	err = 0;
+	if ((file_inode(file)->i_mode & S_IFMT) != f->mode)
+		err = bad(reason, "%s (fd %d) is no longer the same kind of file",
+			  path, f->fd);
+	else if (S_ISREG(f->mode) && !(f->flags & O_PATH) &&
+		 vfs_llseek(file, f->pos, SEEK_SET) != f->pos)
+		err = bad(reason, "cannot seek %s (fd %d) to %llu", path, f->fd,
+			  f->pos);
+	kfree(path);
+	return err;
+}
+
+static int stage_tail(struct ghost_stream *s, struct ghost_staged *st,
+		      char *reason)
+{
+	for (;;) {
+		struct ghost_section sec;
+		struct ghost_end end;
+		u64 at = s->off;
+		u32 crc;
+		int err = next_section(s, &sec, &crc, reason);
+
+		if (err)
+			return err;
+		if (sec.type == GHOST_SEC_FILE) {
+			err = stage_file(s, st, &sec, reason);
+			if (err)
+				return err;
+			continue;
+		}
+		if (sec.type != GHOST_SEC_END || sec.size != sizeof(end))
+			return bad(reason, "unexpected section %u at byte %llu",
+				   sec.type, at);
+		err = read_exact(s, &end, sizeof(end), reason);
+		if (err)
+			return err;
+		if (end.bytes != at || end.__pad)
+			return bad(reason, "the end section is malformed");
+		if (end.crc32c != crc)
+			return bad(reason, "checksum mismatch: the image is corrupted");
+		st->bytes = s->off;
+		return 0;
+	}
+}
+
+/* Arg and env strings, the stack and the heap must lie in the image. */
+static int check_layout(struct ghost_staged *st, char *reason)
+{
+	const struct ghost_mm *m = &st->mm;
+	const u64 inside[] = { m->arg_start, m->env_start, m->start_stack };
+	unsigned int i, j;
+
+	for (j = 0; j < ARRAY_SIZE(inside); j++) {
+		for (i = 0; i < st->nr_vmas; i++)
+			if (st->vmas[i].v.start <= inside[j] &&
+			    inside[j] < st->vmas[i].v.end)
+				break;
+		if (i == st->nr_vmas && inside[j])
+			return bad(reason, "the memory layout points outside the mappings");
+	}
+	return 0;
+}
+
+void ghost_staged_free(struct ghost_staged *st)
+{
+	unsigned int i, j;
+	unsigned long k;
+
+	if (!st)
+		return;
+	for (i = 0; i < st->nr_vmas; i++) {
+		struct staged_vma *sv = &st->vmas[i];
+
+		for (j = 0; j < sv->nr_runs; j++) {
+			for (k = 0; k < sv->runs[j].nr_pages; k++)
+				__free_page(sv->runs[j].pages[k]);
+			kvfree(sv->runs[j].pages);
+		}
+		kvfree(sv->runs);
+		if (sv->file)
+			fput(sv->file);
+	}
+	kvfree(st->vmas);
+	for (i = 0; i < st->nr_files; i++)
+		if (st->files[i].file)
+			fput(st->files[i].file);
+	kvfree(st->files);
+	if (st->cwd.dentry)
+		path_put(&st->cwd);
+	kfree(st->sig);
+	kvfree(st->fp);
+	kfree(st);
+}
+
+const struct staged_vma *ghost_staged_vma(const struct ghost_staged *st,
+					  u32 flag)
+{
+	unsigned int i;
+
+	for (i = 0; i < st->nr_vmas; i++)
+		if (st->vmas[i].v.flags & flag)
+			return &st->vmas[i];
+	return NULL;
+}
+
+int ghost_stage(struct ghost_stream *s, struct ghost_staged **out,
+		char *reason)
+{
+	struct ghost_staged *st = kzalloc(sizeof(*st), GFP_KERNEL);
+	unsigned int i;
+	int err;
+
+	if (!st)
+		return -ENOMEM;
+	err = stage_header(s, st, reason);
+	if (!err)
+		err = stage_task(s, st, reason);
+	if (!err)
+		err = stage_regs(s, st, reason);
+	if (!err)
+		err = stage_xstate(s, st, reason);
+	if (!err)
+		err = stage_signals(s, st, reason);
+	if (!err)
+		err = stage_fs(s, st, reason);
+	if (!err)
+		err = stage_rlimits(s, st, reason);
+	if (!err)
+		err = stage_mm(s, st, reason);
+	for (i = 0; !err && i < st->mm.nr_vmas; i++)
+		err = stage_vma(s, st, i, reason);
+	if (!err)
+		err = stage_tail(s, st, reason);
+	if (!err)
+		err = check_layout(st, reason);
+	if (err) {
+		if (!reason[0])
+			ghost_reason(reason, "reading the image failed (error %d)", err);
+		ghost_staged_free(st);
+		return err;
+	}
+	*out = st;
+	return 0;
+}

@@ -1,0 +1,76 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Rebuild the calling process from a ghost (ghost.ko), in C.
+ *
+ * GHOST_IOC_IMPORT restores in place and the running kernel's vDSO must sit
+ * where the image had it. A module cannot move the vDSO, so this does it
+ * between the two import calls, with arch_prctl(ARCH_MAP_VDSO_64) (a stable
+ * system call CRIU uses for the same purpose). After the vDSO moved, no libc
+ * function that uses it (time functions) may be called until the import.
+ */
+#ifndef GHOST_C_RESTORE_SELF_H
+#define GHOST_C_RESTORE_SELF_H
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/auxv.h>
+#include <sys/ioctl.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <linux/ghost.h>
+
+#ifndef ARCH_MAP_VDSO_64
+#define ARCH_MAP_VDSO_64 0x2003
+#endif
+
+/* Unmaps this process's [vvar] and [vdso] and maps them at @vvar_start. */
+static inline int ghost_move_vdso(unsigned long vvar_start)
+{
+	unsigned long start[4], end[4];
+	int n = 0, i;
+	char line[256];
+	FILE *f = fopen("/proc/self/maps", "re");
+
+	if (!f)
+		return -1;
+	while (n < 4 && fgets(line, sizeof(line), f)) {
+		if (strstr(line, "[vvar]") || strstr(line, "[vdso]")) {
+			if (sscanf(line, "%lx-%lx", &start[n], &end[n]) == 2)
+				n++;
+		}
+	}
+	fclose(f);
+	for (i = 0; i < n; i++)
+		if (syscall(SYS_munmap, start[i], end[i] - start[i]))
+			return -1;
+	return syscall(SYS_arch_prctl, ARCH_MAP_VDSO_64, vvar_start) < 0 ? -1 : 0;
+}
+
+/*
+ * Restores the image behind ghost descriptor @g into this process. Returns
+ * only on failure: -1 with errno set and im->reason filled when the module
+ * gave one. The caller is then unchanged, but for its vDSO, which may have
+ * moved.
+ */
+static inline int ghost_restore_self(int g, struct ghost_import *im)
+{
+	memset(im, 0, sizeof(*im));
+	im->size = sizeof(*im);
+	im->flags = GHOST_IMPORT_PREPARE;
+	if (ioctl(g, GHOST_IOC_IMPORT, im))
+		return -1;
+	if (im->vdso_start && im->vdso_start != getauxval(AT_SYSINFO_EHDR) &&
+	    ghost_move_vdso(im->vvar_start)) {
+		snprintf(im->reason, sizeof(im->reason),
+			 "cannot move the vDSO to %#llx: %s",
+			 (unsigned long long)im->vvar_start, strerror(errno));
+		return -1;
+	}
+	im->flags = 0;
+	ioctl(g, GHOST_IOC_IMPORT, im);
+	return -1;	/* a successful import does not return here */
+}
+
+#endif /* GHOST_C_RESTORE_SELF_H */
