@@ -315,5 +315,7 @@ out_task:
 	put_task_struct(task);
 out_unlock:
 	mutex_unlock(&g->lock);
+	ghost_event(GHOST_CMD_EXPORTED, e->pid, e->flags, e->bytes, e->frozen_ns,
+		    err, e->reason);
 	return err;
 }

@@ -118,14 +118,21 @@ int ghost_import(struct ghost *g, struct ghost_import *im, struct file *self,
 	ghost_staged_free(st);
 	mutex_unlock(&g->lock);
 	fput(self);
+	ghost_event(GHOST_CMD_IMPORTED, task_tgid_vnr(current), im->flags,
+		    im->bytes, 0, err, NULL);
 	if (err) {
-		pr_warn_ratelimited("ghost: import failed after the point of no return (%d): killing pid %d\n",
-				    err, task_pid_nr(current));
+		/* Being killed makes copies fail: that is no failure of ours. */
+		if (!fatal_signal_pending(current))
+			pr_warn_ratelimited("ghost: import failed after the point of no return (%d): killing pid %d\n",
+					    err, task_pid_nr(current));
 		force_sig(SIGKILL);
 		return err;
 	}
 	return 0;
 out:
 	mutex_unlock(&g->lock);
+	if (err)
+		ghost_event(GHOST_CMD_IMPORTED, task_tgid_vnr(current), im->flags,
+			    im->bytes, 0, err, im->reason);
 	return err;
 }

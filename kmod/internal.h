@@ -80,6 +80,12 @@ int ghost_create_fd(u32 flags);
 struct ghost_export;
 long ghost_export(struct ghost *g, struct ghost_export *arg);
 
+/* netlink.c: events for each finished export/import. */
+int ghost_netlink_init(void);
+void ghost_netlink_exit(void);
+void ghost_event(u8 cmd, pid_t pid, u32 flags, u64 bytes, u64 frozen_ns,
+		 int result, const char *reason);
+
 /* Sets a reason for user space; a printf-like sentence. */
 #define ghost_reason(buf, fmt, ...) \
 	snprintf((buf), GHOST_REASON_LEN, fmt, ##__VA_ARGS__)

@@ -13,10 +13,15 @@
 
 static int __init ghost_init(void)
 {
-	int err = ghost_device_init();
+	int err = ghost_netlink_init();
 
 	if (err)
 		return err;
+	err = ghost_device_init();
+	if (err) {
+		ghost_netlink_exit();
+		return err;
+	}
 	pr_info("interface %d.%d.%d loaded\n", GHOST_ABI_MAJOR,
 		GHOST_ABI_MINOR, GHOST_ABI_PATCH);
 	return 0;
@@ -25,6 +30,7 @@ static int __init ghost_init(void)
 static void __exit ghost_exit(void)
 {
 	ghost_device_exit();
+	ghost_netlink_exit();
 }
 
 module_init(ghost_init);

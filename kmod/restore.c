@@ -307,6 +307,18 @@ static void restore_signals(const struct ghost_staged *st)
 	spin_unlock_irq(&current->sighand->siglock);
 
 	flush_signals(current);
+	/*
+	 * A kill that reached the importer during the import must still kill
+	 * it. The flush dropped its pending bit, and a second SIGKILL would be
+	 * ignored for a group already exiting, so put the bit back the way
+	 * complete_signal() sets it.
+	 */
+	spin_lock_irq(&current->sighand->siglock);
+	if (current->signal->flags & SIGNAL_GROUP_EXIT) {
+		sigaddset(&current->pending.signal, SIGKILL);
+		set_tsk_thread_flag(current, TIF_SIGPENDING);
+	}
+	spin_unlock_irq(&current->sighand->siglock);
 	blocked.sig[0] = sg->blocked;
 	sigprocmask(SIG_SETMASK, &blocked, NULL);
 	for (i = 1; i < SIGRTMIN; i++)

@@ -126,9 +126,14 @@ static int read_fixed(struct ghost_stream *s, u32 type, void *buf,
 	return err ? err : read_tail(s, &sec, size, NULL, 0, reason);
 }
 
-/* Reads a path of @len bytes into a new NUL-terminated string. */
+/*
+ * Reads a name of @len bytes into a new NUL-terminated string; @absolute
+ * when it must be a path to open (inherited descriptors carry a name like
+ * "pipe:[1234]" for information only).
+ */
 static int read_path(struct ghost_stream *s, const struct ghost_section *sec,
-		     size_t fixed, u32 len, char **out, char *reason)
+		     size_t fixed, u32 len, bool absolute, char **out,
+		     char *reason)
 {
 	char *p;
 	int err;
@@ -140,7 +145,7 @@ static int read_path(struct ghost_stream *s, const struct ghost_section *sec,
 		return -ENOMEM;
 	err = read_tail(s, sec, fixed, p, len, reason);
 	p[len] = 0;
-	if (!err && (strlen(p) != len || p[0] != '/'))
+	if (!err && (strlen(p) != len || (absolute && p[0] != '/')))
 		err = bad(reason, "a path in section %u is not absolute", sec->type);
 	if (err) {
 		kfree(p);
@@ -313,7 +318,8 @@ static int stage_fs(struct ghost_stream *s, struct ghost_staged *st,
 
 	err = read_head(s, GHOST_SEC_FS, &fs, sizeof(fs), &sec, reason);
 	if (!err)
-		err = read_path(s, &sec, sizeof(fs), fs.cwd_len, &cwd, reason);
+		err = read_path(s, &sec, sizeof(fs), fs.cwd_len, true, &cwd,
+				reason);
 	if (err)
 		return err;
 	st->umask = fs.umask & 0777;
@@ -483,7 +489,8 @@ static int stage_vma(struct ghost_stream *s, struct ghost_staged *st,
 			   O_RDWR : O_RDONLY;
 		struct file *f;
 
-		err = read_path(s, &sec, sizeof(*v), v->path_len, &path, reason);
+		err = read_path(s, &sec, sizeof(*v), v->path_len, true, &path,
+				reason);
 		if (err)
 			return err;
 		f = filp_open(path, mode | O_LARGEFILE, 0);
@@ -533,7 +540,8 @@ static int stage_file(struct ghost_stream *s, struct ghost_staged *st,
 		return bad(reason, "a file section is too short");
 	err = read_exact(s, f, sizeof(*f), reason);
 	if (!err)
-		err = read_path(s, sec, sizeof(*f), f->path_len, &path, reason);
+		err = read_path(s, sec, sizeof(*f), f->path_len,
+				f->kind == GHOST_FILE_PATH, &path, reason);
 	if (err)
 		return err;
 	st->nr_files++;

@@ -21,18 +21,6 @@
 
 /* ---- workloads: each runs in a forked child, says "ready" on @fd ---------- */
 
-static void ready(int fd, const void *msg, size_t len)
-{
-	if (write(fd, msg, len) != (ssize_t)len)
-		_exit(90);
-	close(fd);
-}
-
-static __u64 pattern(unsigned long addr)
-{
-	return (addr * 0x9E3779B97F4A7C15ULL) ^ 0x5A5A5A5A5A5A5A5AULL;
-}
-
 /* Fills 1 MiB of anonymous memory with a pattern, then spins. */
 static void work_pattern(int fd)
 {
@@ -53,6 +41,8 @@ static void work_sparse(int fd)
 	char *p = mmap(NULL, 64 << 20, PROT_READ | PROT_WRITE,
 		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 
+	/* A transparent huge page exists whole: keep this about small pages. */
+	madvise(p, 64 << 20, MADV_NOHUGEPAGE);
 	p[0] = 1;
 	p[10 * PAGE] = 2;
 	p[(64 << 20) - 1] = 3;
@@ -87,6 +77,8 @@ static void work_regs(int fd)
 		     "mov $0x4444444444444444, %%r15\n\t"
 		     "mov $1, %%eax\n\t"
 		     "syscall\n\t"
+		     "mov $3, %%eax\n\t"		/* close(fd): spawn() waits for it */
+		     "syscall\n\t"
 		     "1: jmp 1b\n\t"
 		     :
 		     : [x] "r"(xmm_pat), "D"(fd), "S"(&msg), "d"(1)
@@ -100,6 +92,8 @@ static void work_regs_avx(int fd)
 
 	asm volatile("vmovdqu (%[x]), %%ymm0\n\t"
 		     "mov $1, %%eax\n\t"
+		     "syscall\n\t"
+		     "mov $3, %%eax\n\t"		/* close(fd): spawn() waits for it */
 		     "syscall\n\t"
 		     "1: jmp 1b\n\t"
 		     :
@@ -167,63 +161,6 @@ static void work_shared_anon(int fd)
 	ready(fd, "R", 1);
 	for (;;)
 		pause();
-}
-
-static void work_idle(int fd)
-{
-	ready(fd, "R", 1);
-	for (;;)
-		pause();
-}
-
-/*
- * The harness shares a results page (MAP_SHARED|MAP_ANONYMOUS) with each test;
- * a workload must not hold one, or export is rightly refused.
- */
-static void drop_shared_anon(void)
-{
-	FILE *f = fopen("/proc/self/maps", "r");
-	unsigned long start, end;
-	char perms[8], line[512];
-
-	while (f && fgets(line, sizeof(line), f)) {
-		if (sscanf(line, "%lx-%lx %7s", &start, &end, perms) == 3 &&
-		    perms[3] == 's' && strstr(line, "/dev/zero (deleted)"))
-			munmap((void *)start, end - start);
-	}
-	if (f)
-		fclose(f);
-}
-
-/* Forks a child running @fn; returns its pid and what it said when ready. */
-static pid_t spawn(void (*fn)(int), void *msg, size_t len)
-{
-	int p[2];
-	pid_t pid;
-
-	if (pipe(p))
-		return -1;
-	pid = fork();
-	if (pid == 0) {
-		close(p[0]);
-		drop_shared_anon();
-		fn(p[1]);
-		_exit(0);
-	}
-	close(p[1]);
-	if (read(p[0], msg, len) != (ssize_t)len) {
-		kill(pid, SIGKILL);
-		waitpid(pid, NULL, 0);
-		pid = -1;
-	}
-	close(p[0]);
-	return pid;
-}
-
-static void reap(pid_t pid)
-{
-	kill(pid, SIGKILL);
-	waitpid(pid, NULL, 0);
 }
 
 /* Exports @pid into a fresh memory ghost and checks the image's framing. */

@@ -12,7 +12,12 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
+#include <stdio.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <linux/ghost.h>
@@ -202,6 +207,87 @@ static inline const void *image_page(const struct image_sec *secs, int n,
 			return (const char *)p + p->data_offset + (addr - p->addr);
 	}
 	return NULL;
+}
+
+/* ---- workloads: each runs in a forked child and says "ready" on @fd -------- */
+
+static inline void ready(int fd, const void *msg, size_t len)
+{
+	if (write(fd, msg, len) != (ssize_t)len)
+		_exit(90);
+	close(fd);
+}
+
+static inline __u64 pattern(unsigned long addr)
+{
+	return (addr * 0x9E3779B97F4A7C15ULL) ^ 0x5A5A5A5A5A5A5A5AULL;
+}
+
+/*
+ * The harness shares a results page (MAP_SHARED|MAP_ANONYMOUS) with each test;
+ * a workload must not hold one, or export is rightly refused.
+ */
+static inline void drop_shared_anon(void)
+{
+	FILE *f = fopen("/proc/self/maps", "r");
+	unsigned long start, end;
+	char perms[8], line[512];
+
+	while (f && fgets(line, sizeof(line), f)) {
+		if (sscanf(line, "%lx-%lx %7s", &start, &end, perms) == 3 &&
+		    perms[3] == 's' && strstr(line, "/dev/zero (deleted)"))
+			munmap((void *)start, end - start);
+	}
+	if (f)
+		fclose(f);
+}
+
+/*
+ * Forks a child running @fn; returns its pid and what it said when ready.
+ * @fn must close the descriptor it is given (ready() does).
+ */
+static inline pid_t spawn(void (*fn)(int), void *msg, size_t len)
+{
+	int p[2];
+	pid_t pid;
+
+	if (pipe(p))
+		return -1;
+	pid = fork();
+	if (pid == 0) {
+		/* dies with the test, even after an assertion cut it short */
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		close(p[0]);
+		drop_shared_anon();
+		fn(p[1]);
+		_exit(0);
+	}
+	close(p[1]);
+	/*
+	 * The message, then EOF: the child has closed its end too, so an image
+	 * taken from now on does not hold that pipe.
+	 */
+	if (read(p[0], msg, len) != (ssize_t)len || read(p[0], &len, 1) != 0) {
+		kill(pid, SIGKILL);
+		waitpid(pid, NULL, 0);
+		pid = -1;
+	}
+	close(p[0]);
+	return pid;
+}
+
+static inline void reap(pid_t pid)
+{
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+}
+
+/* Says ready, then waits in pause() forever. */
+static inline void work_idle(int fd)
+{
+	ready(fd, "R", 1);
+	for (;;)
+		pause();
 }
 
 #endif /* GHOST_TEST_UTIL_H */

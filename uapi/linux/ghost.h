@@ -221,6 +221,37 @@ struct ghost_import {
 
 #define GHOST_IOC_IMPORT _IOWR(GHOST_IOC_MAGIC, 0x04, struct ghost_import)
 
+/* ---- events: generic netlink family "ghost" -------------------------------
+ *
+ * Every finished export and import is multicast to the group "events"
+ * (joining it needs CAP_NET_ADMIN) as a message whose command says which,
+ * with the attributes below.
+ */
+#define GHOST_GENL_NAME		"ghost"
+#define GHOST_GENL_VERSION	1
+#define GHOST_GENL_MCGRP_EVENTS	"events"
+
+enum ghost_genl_cmd {
+	GHOST_CMD_UNSPEC,
+	GHOST_CMD_EXPORTED,	/* an export finished (or failed) */
+	GHOST_CMD_IMPORTED,	/* an import finished (or failed) */
+	__GHOST_CMD_MAX,
+};
+
+enum ghost_genl_attr {
+	GHOST_ATTR_UNSPEC,
+	GHOST_ATTR_PID,		/* u32: the exported process / the importer */
+	GHOST_ATTR_BYTES,	/* u64: image bytes written or read */
+	GHOST_ATTR_FROZEN_NS,	/* u64: export only: time the process was held */
+	GHOST_ATTR_RESULT,	/* s32: 0, or the negative errno */
+	GHOST_ATTR_FLAGS,	/* u32: the request's GHOST_EXPORT_* / GHOST_IMPORT_* */
+	GHOST_ATTR_REASON,	/* string: on failure, why */
+	GHOST_ATTR_PAD,
+	__GHOST_ATTR_MAX,
+};
+
+#define GHOST_ATTR_MAX (__GHOST_ATTR_MAX - 1)
+
 /* ---- image format (Documentation/image-format.md) --------------------------
  *
  * A ghost image is a stream read and written front to back:

@@ -1,0 +1,808 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * GHOST_IOC_IMPORT: a process exported by ghost.ko is rebuilt in another
+ * process and carries on with the same memory, registers, signals and files.
+ *
+ * Pattern: a workload sets up state, says ready and blocks reading a control
+ * pipe; it is exported (killed); a fresh child imports the image in place
+ * and so becomes the workload, blocked in the same read; the test writes
+ * "go", and the workload verifies its whole state and exits 0, or with a
+ * code naming the first check that failed.
+ */
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <time.h>
+
+#include "ghost/c/restore_self.h"
+#include "ghost_util.h"
+#include "kselftest_harness.h"
+
+#define PAGE 4096UL
+#define BIG (64UL << 20)
+#define CWD "/tmp/ghost-cwd"
+#define OFFSET_FILE "/tmp/ghost-offset"
+#define PRIVATE_FILE "/tmp/ghost-fmap"
+
+static int ctl[2];		/* test -> workload: "go" */
+
+/* ---- the full-state workload ----------------------------------------------- */
+
+static __thread volatile __u64 tls_var;
+static volatile sig_atomic_t usr1_hits;
+static char altstack[65536];
+
+static void on_usr1(int sig)
+{
+	(void)sig;
+	usr1_hits++;
+}
+
+static void write_file(const char *path, char c, size_t len)
+{
+	char buf[PAGE];
+	int fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0600);
+
+	memset(buf, c, sizeof(buf));
+	for (size_t i = 0; i < len; i += PAGE)
+		if (write(fd, buf, PAGE) != PAGE)
+			_exit(80);
+	close(fd);
+}
+
+static void work_full(int fd)
+{
+	__u64 stack_pat[2048];
+	struct sigaction sa = { .sa_handler = on_usr1, .sa_flags = SA_RESTART };
+	stack_t ss = { .ss_sp = altstack, .ss_size = sizeof(altstack) }, old;
+	sigset_t block, cur;
+	__u64 *anon;
+	char *heap, *fmap, *ro, *big, go[2], cwd[64];
+	int ofd;
+
+	anon = mmap(NULL, 1 << 20, PROT_READ | PROT_WRITE,
+		    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	for (size_t i = 0; i < (1 << 20) / 8; i++)
+		anon[i] = pattern((unsigned long)&anon[i]);
+	heap = sbrk(256 << 10);
+	for (size_t i = 0; i < 256 << 10; i++)
+		heap[i] = (char)(i * 7);
+	for (size_t i = 0; i < 2048; i++)
+		stack_pat[i] = pattern((unsigned long)&stack_pat[i]);
+	tls_var = 0x7157715771577157ULL;
+	write_file(PRIVATE_FILE, 'A', 2 * PAGE);
+	ofd = open(PRIVATE_FILE, O_RDONLY);
+	fmap = mmap(NULL, 2 * PAGE, PROT_READ | PROT_WRITE, MAP_PRIVATE, ofd, 0);
+	close(ofd);
+	memset(fmap + PAGE, 'B', PAGE);		/* page 1 differs from the file */
+	ro = mmap(NULL, PAGE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	memset(ro, 'R', PAGE);
+	mprotect(ro, PAGE, PROT_READ);
+	big = mmap(NULL, BIG, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	for (size_t i = 0; i < BIG; i += PAGE)
+		*(__u64 *)(big + i) = pattern(i);
+
+	sigaction(SIGUSR1, &sa, NULL);
+	sigemptyset(&block);
+	sigaddset(&block, SIGUSR2);
+	sigprocmask(SIG_BLOCK, &block, NULL);
+	sigaltstack(&ss, NULL);
+
+	ofd = open(OFFSET_FILE, O_RDWR | O_CREAT | O_TRUNC, 0600);
+	lseek(ofd, 100, SEEK_SET);
+	if (write(ofd, "abc", 3) != 3)
+		_exit(81);
+	mkdir(CWD, 0755);
+	if (chdir(CWD))
+		_exit(82);
+	umask(027);
+
+	ready(fd, "R", 1);
+	if (read(ctl[0], go, 2) != 2)
+		_exit(10);
+
+	for (size_t i = 0; i < (1 << 20) / 8; i++)
+		if (anon[i] != pattern((unsigned long)&anon[i]))
+			_exit(11);
+	for (size_t i = 0; i < 256 << 10; i++)
+		if (heap[i] != (char)(i * 7))
+			_exit(12);
+	for (size_t i = 0; i < 2048; i++)
+		if (stack_pat[i] != pattern((unsigned long)&stack_pat[i]))
+			_exit(13);
+	if (tls_var != 0x7157715771577157ULL)
+		_exit(14);
+	if (fmap[0] != 'A' || fmap[PAGE - 1] != 'A' || fmap[PAGE] != 'B' ||
+	    fmap[2 * PAGE - 1] != 'B')
+		_exit(15);
+	if (ro[0] != 'R' || ro[PAGE - 1] != 'R')
+		_exit(16);
+	for (size_t i = 0; i < BIG; i += PAGE)
+		if (*(__u64 *)(big + i) != pattern(i))
+			_exit(17);
+	raise(SIGUSR1);
+	if (usr1_hits != 1)
+		_exit(18);
+	sigprocmask(SIG_BLOCK, NULL, &cur);
+	if (!sigismember(&cur, SIGUSR2) || sigismember(&cur, SIGUSR1))
+		_exit(19);
+	if (sigaltstack(NULL, &old) || old.ss_sp != altstack ||
+	    old.ss_size != sizeof(altstack))
+		_exit(20);
+	if (lseek(ofd, 0, SEEK_CUR) != 103)
+		_exit(21);
+	if (write(ofd, "def", 3) != 3)
+		_exit(22);
+	if (!getcwd(cwd, sizeof(cwd)) || strcmp(cwd, CWD))
+		_exit(23);
+	if (umask(0) != 027)
+		_exit(24);
+	_exit(0);
+}
+
+/* ---- registers and vector state ------------------------------------------- */
+
+static const __u64 vec_pat[8] __attribute__((aligned(32))) = {
+	0x0123456789abcdefULL, 0xfedcba9876543210ULL,
+	0x1122334455667788ULL, 0x99aabbccddeeff00ULL,
+	0x0f1e2d3c4b5a6978ULL, 0x8796a5b4c3d2e1f0ULL,
+	0x1357913579135791ULL, 0x2468024680246802ULL,
+};
+
+struct reg_out {
+	__u64 r[4];
+	__u8 v[64];
+};
+
+/*
+ * Loads r12-r15, xmm0, xmm1 and (with AVX) ymm2, says ready with a raw
+ * write(2) and closes that pipe, then polls the non-blocking control pipe with raw read(2)s —
+ * system calls preserve all of these — and stores what the registers hold
+ * once "go" arrives. Exported and imported while in that loop.
+ */
+static void work_regs(int fd)
+{
+	static const char msg = 'R';
+	static char buf;
+	static struct reg_out out;
+	int avx = __builtin_cpu_supports("avx");
+	int cfd = ctl[0];
+
+	fcntl(cfd, F_SETFL, O_NONBLOCK);
+	asm volatile("cmpl $0, %[avx]\n\t"
+		     "jz 2f\n\t"
+		     "vmovdqu 32(%[x]), %%ymm2\n\t"
+		     "2:\n\t"
+		     "movdqu (%[x]), %%xmm0\n\t"
+		     "movdqu 16(%[x]), %%xmm1\n\t"
+		     "mov $0x1111111111111111, %%r12\n\t"
+		     "mov $0x2222222222222222, %%r13\n\t"
+		     "mov $0x3333333333333333, %%r14\n\t"
+		     "mov $0x4444444444444444, %%r15\n\t"
+		     "mov $1, %%eax\n\t"
+		     "mov %[rfd], %%edi\n\t"
+		     "lea %[msg], %%rsi\n\t"
+		     "mov $1, %%edx\n\t"
+		     "syscall\n\t"
+		     "mov $3, %%eax\n\t"		/* close(ready fd) */
+		     "mov %[rfd], %%edi\n\t"
+		     "syscall\n\t"
+		     "mov %[cfd], %%edi\n\t"
+		     "lea %[buf], %%rsi\n\t"
+		     "1: xor %%eax, %%eax\n\t"
+		     "syscall\n\t"
+		     "cmp $1, %%rax\n\t"
+		     "jne 1b\n\t"
+		     "mov %%r12, 0(%[o])\n\t"
+		     "mov %%r13, 8(%[o])\n\t"
+		     "mov %%r14, 16(%[o])\n\t"
+		     "mov %%r15, 24(%[o])\n\t"
+		     "movdqu %%xmm0, 32(%[o])\n\t"
+		     "movdqu %%xmm1, 48(%[o])\n\t"
+		     "cmpl $0, %[avx]\n\t"
+		     "jz 3f\n\t"
+		     "vmovdqu %%ymm2, 64(%[o])\n\t"
+		     "3:\n\t"
+		     :
+		     : [x] "r"(vec_pat), [o] "r"(&out), [avx] "m"(avx),
+		       [rfd] "m"(fd), [cfd] "m"(cfd), [msg] "m"(msg), [buf] "m"(buf)
+		     : "rax", "rcx", "rdx", "rsi", "rdi", "r11", "r12", "r13",
+		       "r14", "r15", "xmm0", "xmm1", "xmm2", "memory");
+
+	if (out.r[0] != 0x1111111111111111ULL || out.r[1] != 0x2222222222222222ULL ||
+	    out.r[2] != 0x3333333333333333ULL || out.r[3] != 0x4444444444444444ULL)
+		_exit(30);
+	if (memcmp(out.v, vec_pat, 32))
+		_exit(31);
+	if (avx && memcmp(out.v + 32, &vec_pat[4], 32))
+		_exit(32);
+	_exit(0);
+}
+
+/* Sleeps in nanosleep; exits 0 when the sleep completes normally. */
+static void work_sleeper(int fd)
+{
+	struct timespec req = { .tv_sec = 1 };
+
+	ready(fd, "R", 1);
+	_exit(nanosleep(&req, NULL) ? 40 : 0);
+}
+
+/* For duplication: reports its pid on the pipe after "go", exits 0. */
+static int rep[2];
+
+static void work_reporter(int fd)
+{
+	volatile __u64 v = 42;
+	pid_t me;
+	char go[2];
+
+	ready(fd, "R", 1);
+	if (read(ctl[0], go, 2) != 2)
+		_exit(50);
+	v++;
+	me = getpid();
+	if (write(rep[1], &me, sizeof(me)) != sizeof(me))
+		_exit(51);
+	_exit(v == 43 ? 0 : 52);
+}
+
+/* ---- harness helpers ------------------------------------------------------- */
+
+static char *slurp(const char *path)
+{
+	size_t len;
+	int fd = open(path, O_RDONLY);
+	char *s;
+
+	if (fd < 0)
+		return NULL;
+	s = read_all(fd, &len);
+	close(fd);
+	if (s)
+		s[len] = 0;
+	return s;
+}
+
+/* In a fresh child: import from @g; returns only on failure (exit 100). */
+static pid_t start_importer(int g)
+{
+	pid_t pid = fork();
+
+	if (pid == 0) {
+		struct ghost_import im;
+
+		prctl(PR_SET_PDEATHSIG, SIGKILL);	/* survives the import */
+		drop_shared_anon();
+		ghost_restore_self(g, &im);
+		fprintf(stderr, "import failed: %s (%s)\n", strerror(errno), im.reason);
+		_exit(100);
+	}
+	return pid;
+}
+
+/*
+ * /proc/PID/maps with adjacent compatible regions merged, as CRIU's zdtm
+ * compares them: a restore may merge neighbouring anonymous mappings that
+ * stayed separate in the original only because of kernel bookkeeping.
+ */
+static char *merged_maps(pid_t pid)
+{
+	char path[64], *raw, *out, *line, *save = NULL;
+	unsigned long ps = 0, pe = 0, po = 0, s, e, o;
+	char pperm[8] = "", pname[256] = "", perm[8], name[256];
+	size_t n = 0;
+
+	snprintf(path, sizeof(path), "/proc/%d/maps", pid);
+	raw = slurp(path);
+	if (!raw)
+		return NULL;
+	out = calloc(1, strlen(raw) + 1);
+	for (line = strtok_r(raw, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		name[0] = 0;
+		if (sscanf(line, "%lx-%lx %7s %lx %*s %*s %255[^\n]", &s, &e, perm, &o, name) < 4)
+			continue;
+		if (pe == s && !strcmp(perm, pperm) && !strcmp(name, pname) &&
+		    (!name[0] || name[0] == '[' || po + (pe - ps) == o)) {
+			pe = e;		/* extends the previous region */
+			continue;
+		}
+		if (pe)
+			n += sprintf(out + n, "%lx-%lx %s %s\n", ps, pe, pperm, pname);
+		ps = s;
+		pe = e;
+		po = o;
+		strcpy(pperm, perm);
+		strcpy(pname, name);
+	}
+	if (pe)
+		sprintf(out + n, "%lx-%lx %s %s\n", ps, pe, pperm, pname);
+	free(raw);
+	return out;
+}
+
+/*
+ * Waits until the merged maps of @pid equal @want (the import is then complete);
+ * *@last gets the maps seen last.
+ */
+static int wait_maps(pid_t pid, const char *want, int *status, char **last)
+{
+	for (int i = 0; i < 400; i++) {
+		char *now = merged_maps(pid);
+		int same = now && !strcmp(now, want);
+
+		free(*last);
+		*last = now;
+		if (same)
+			return 0;
+		if (waitpid(pid, status, WNOHANG) == pid)
+			return -1;	/* died */
+		usleep(25000);
+	}
+	return -2;
+}
+
+static int export_kill(pid_t pid, int g, char *reason)
+{
+	struct ghost_export e;
+	int err = ghost_do_export(g, pid, GHOST_EXPORT_KILL, &e);
+
+	strcpy(reason, e.reason);
+	if (!err)
+		waitpid(pid, NULL, 0);
+	return err;
+}
+
+/* ---- tests ---------------------------------------------------------------- */
+
+TEST(full_state_survives_memory_round_trip)
+{
+	char c, reason[GHOST_REASON_LEN], *before, *after = NULL;
+	int g, status = -1;
+	pid_t pid, imp;
+
+	ASSERT_EQ(0, pipe(ctl));
+	pid = spawn(work_full, &c, 1);
+	ASSERT_LT(0, pid);
+	usleep(100000);
+	before = merged_maps(pid);
+	ASSERT_NE(NULL, before);
+
+	g = ghost_new_mem();
+	ASSERT_LE(0, g) TH_LOG("ghost_new_mem: %s", strerror(errno));
+	ASSERT_EQ(0, export_kill(pid, g, reason)) TH_LOG("%s", reason);
+	imp = start_importer(g);
+	ASSERT_LT(0, imp);
+	/* The restored process has exactly the original's mappings. */
+	ASSERT_EQ(0, wait_maps(imp, before, &status, &after))
+		TH_LOG("maps differ or importer died (status %#x); wanted:\n%s\ngot:\n%s",
+		       status, before, after ? after : "(none)");
+
+	ASSERT_EQ(2, write(ctl[1], "go", 2));
+	ASSERT_EQ(imp, waitpid(imp, &status, 0));
+	ASSERT_TRUE(WIFEXITED(status)) TH_LOG("status %#x", status);
+	EXPECT_EQ(0, WEXITSTATUS(status)) TH_LOG("first failed check: %d", WEXITSTATUS(status));
+
+	{
+		char *content = slurp(OFFSET_FILE);
+
+		ASSERT_NE(NULL, content);
+		EXPECT_EQ(0, memcmp(content + 100, "abcdef", 6));
+		free(content);
+	}
+	free(before);
+	free(after);
+	close(g);
+	close(ctl[0]);
+	close(ctl[1]);
+}
+
+TEST(registers_and_vector_state_survive)
+{
+	char c, reason[GHOST_REASON_LEN];
+	int g, status;
+	pid_t pid, imp;
+
+	ASSERT_EQ(0, pipe(ctl));
+	pid = spawn(work_regs, &c, 1);
+	ASSERT_LT(0, pid);
+	usleep(50000);
+	g = ghost_new_mem();
+	ASSERT_EQ(0, export_kill(pid, g, reason)) TH_LOG("%s", reason);
+	imp = start_importer(g);
+	usleep(300000);
+	ASSERT_EQ(1, write(ctl[1], "g", 1));
+	ASSERT_EQ(imp, waitpid(imp, &status, 0));
+	ASSERT_TRUE(WIFEXITED(status)) TH_LOG("status %#x", status);
+	EXPECT_EQ(0, WEXITSTATUS(status)) TH_LOG("failed check %d", WEXITSTATUS(status));
+	close(g);
+	close(ctl[0]);
+	close(ctl[1]);
+}
+
+TEST(nanosleep_resumes_after_import)
+{
+	char c, reason[GHOST_REASON_LEN];
+	int g, status;
+	pid_t pid = spawn(work_sleeper, &c, 1), imp;
+
+	ASSERT_LT(0, pid);
+	usleep(200000);
+	g = ghost_new_mem();
+	ASSERT_EQ(0, export_kill(pid, g, reason)) TH_LOG("%s", reason);
+	imp = start_importer(g);
+	ASSERT_EQ(imp, waitpid(imp, &status, 0));
+	ASSERT_TRUE(WIFEXITED(status));
+	EXPECT_EQ(0, WEXITSTATUS(status));
+	close(g);
+}
+
+/* Export with "keep running", import: two independent processes. */
+TEST(duplication_gives_two_independent_processes)
+{
+	struct ghost_export e;
+	char c;
+	pid_t pid, imp, got[2];
+	int g, status;
+
+	ASSERT_EQ(0, pipe(ctl));
+	ASSERT_EQ(0, pipe(rep));
+	pid = spawn(work_reporter, &c, 1);
+	ASSERT_LT(0, pid);
+	usleep(100000);
+	g = ghost_new_mem();
+	ASSERT_EQ(0, ghost_do_export(g, pid, GHOST_EXPORT_RUN, &e)) TH_LOG("%s", e.reason);
+	imp = start_importer(g);
+	usleep(300000);
+	ASSERT_EQ(4, write(ctl[1], "gogo", 4));
+	for (size_t have = 0; have < sizeof(got);) {
+		ssize_t r = read(rep[0], (char *)got + have, sizeof(got) - have);
+
+		ASSERT_LT(0, r);
+		have += r;
+	}
+	EXPECT_TRUE((got[0] == pid && got[1] == imp) || (got[0] == imp && got[1] == pid));
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	EXPECT_EQ(0, WEXITSTATUS(status));
+	ASSERT_EQ(imp, waitpid(imp, &status, 0));
+	EXPECT_EQ(0, WEXITSTATUS(status));
+	close(g);
+}
+
+/* Export into a pipe or socket while a new process imports from the other end. */
+static void stream_round_trip(struct __test_metadata *_metadata, int kind)
+{
+	struct ghost_export e;
+	char c;
+	int fds[2], g, gi, status;
+	pid_t pid = spawn(work_sleeper, &c, 1), imp;
+
+	ASSERT_LT(0, pid);
+	usleep(100000);
+	if (kind == GHOST_RES_NETWORK) {
+		ASSERT_EQ(0, socketpair(AF_UNIX, SOCK_STREAM, 0, fds));
+	} else {
+		ASSERT_EQ(0, pipe(fds));
+	}
+	g = ghost_new();
+	gi = ghost_new();
+	ASSERT_EQ(0, ghost_plug(g, kind, fds[1]));
+	ASSERT_EQ(0, ghost_plug(gi, kind, fds[0]));
+	close(fds[0]);
+	close(fds[1]);
+	imp = start_importer(gi);	/* reads while the export writes */
+	close(gi);
+	ASSERT_EQ(0, ghost_do_export(g, pid, GHOST_EXPORT_KILL, &e)) TH_LOG("%s", e.reason);
+	waitpid(pid, NULL, 0);
+	ASSERT_EQ(imp, waitpid(imp, &status, 0));
+	ASSERT_TRUE(WIFEXITED(status));
+	EXPECT_EQ(0, WEXITSTATUS(status));
+	close(g);
+}
+
+TEST(pipe_round_trip)
+{
+	stream_round_trip(_metadata, GHOST_RES_FILE);
+}
+
+TEST(socket_round_trip)
+{
+	stream_round_trip(_metadata, GHOST_RES_NETWORK);
+}
+
+/* The demo: ghost-counter exported to a file, restored by the exec'd stub. */
+static int next_count(FILE *in, unsigned long *n, pid_t *pid)
+{
+	char line[128];
+
+	return fgets(line, sizeof(line), in) &&
+	       sscanf(line, "%lu pid=%d", n, pid) == 2;
+}
+
+TEST(counter_continues_through_restore_stub)
+{
+	char img[] = "/tmp/ghost-counter-XXXXXX";
+	struct ghost_export e;
+	unsigned long last = 0, n;
+	int out[2], fd, g, seen, pid_changes = 0;
+	pid_t pid, imp, lp, prev_pid = 0;
+	FILE *in;
+
+	ASSERT_EQ(0, pipe(out));
+	pid = fork();
+	if (pid == 0) {
+		dup2(out[1], 1);
+		close(out[0]);
+		close(out[1]);
+		execlp("ghost-counter", "ghost-counter", "20", NULL);
+		_exit(127);
+	}
+	in = fdopen(out[0], "r");
+	for (seen = 0; seen < 5; seen++) {
+		ASSERT_TRUE(next_count(in, &last, &prev_pid));
+	}
+	fd = mkstemp(img);
+	g = ghost_new();
+	ASSERT_EQ(0, ghost_plug(g, GHOST_RES_FILE, fd));
+	ASSERT_EQ(0, ghost_do_export(g, pid, GHOST_EXPORT_KILL, &e)) TH_LOG("%s", e.reason);
+	waitpid(pid, NULL, 0);
+	close(g);
+	close(fd);
+
+	/* A new process (another vDSO address) with the pipe as fd 1, as the counter had. */
+	imp = fork();
+	if (imp == 0) {
+		dup2(out[1], 1);
+		close(out[0]);
+		close(out[1]);
+		execlp("ghost-restore", "ghost-restore", img, NULL);
+		_exit(127);
+	}
+	close(out[1]);
+	/* Numbers go on without a gap, and the pid changes exactly once. */
+	for (; seen < 40; seen++) {
+		ASSERT_TRUE(next_count(in, &n, &lp)) TH_LOG("the stream ended after %lu", last);
+		ASSERT_EQ(last + 1, n) TH_LOG("after %lu came %lu", last, n);
+		if (lp != prev_pid)
+			pid_changes++;
+		prev_pid = lp;
+		last = n;
+	}
+	EXPECT_EQ(1, pid_changes);
+	EXPECT_EQ(imp, prev_pid);
+	kill(imp, SIGKILL);
+	waitpid(imp, NULL, 0);
+	fclose(in);
+	unlink(img);
+}
+
+/* ---- bad images ------------------------------------------------------------ */
+
+struct mutation {
+	const char *name;
+	int err;
+	const char *words;
+};
+
+static void mutate(char *img, size_t *len, int which)
+{
+	struct ghost_image_header *h = (void *)img;
+
+	switch (which) {
+	case 0: {					/* page data: crc */
+		static struct image_sec secs[4096];
+		int n = image_walk(img, *len, secs, 4096);
+		int k = image_find(secs, n, GHOST_SEC_PAGES, 0);
+		const struct ghost_pages *p = secs[k].payload;
+
+		((char *)p)[p->data_offset + 100] ^= 0x40;
+		break;
+	}
+	case 1: *len /= 2; break;
+	case 2: h->version = 2; break;
+	case 3: h->magic ^= 1; break;
+	case 4: *len = 0; break;
+	case 5: *len -= 8; break;				/* end section cut */
+	}
+}
+
+TEST(bad_images_are_rejected_and_the_caller_lives)
+{
+	static const struct mutation m[] = {
+		{ "corrupted page", EBADMSG, "checksum" },
+		{ "truncated", EBADMSG, "ends early" },
+		{ "wrong version", EBADMSG, "version" },
+		{ "bad magic", EBADMSG, "not a ghost image" },
+		{ "empty", EBADMSG, "ends early" },
+		{ "end cut", EBADMSG, "ends early" },
+	};
+	struct ghost_export e;
+	size_t len, l;
+	char c, *good, *bad;
+	int g;
+	pid_t pid = spawn(work_sleeper, &c, 1);
+
+	ASSERT_LT(0, pid);
+	g = ghost_new_mem();
+	ASSERT_EQ(0, ghost_do_export(g, pid, GHOST_EXPORT_KILL, &e)) TH_LOG("%s", e.reason);
+	waitpid(pid, NULL, 0);
+	good = ghost_read_image(g, &len);
+	close(g);
+	ASSERT_NE(NULL, good);
+	bad = malloc(len);
+
+	for (int i = 0; i < (int)ARRAY_SIZE(m); i++) {
+		pid_t child;
+		int status;
+
+		memcpy(bad, good, len);
+		l = len;
+		mutate(bad, &l, i);
+		g = ghost_new_mem();
+		ASSERT_EQ((ssize_t)l, write(g, bad, l));
+		child = fork();
+		if (child == 0) {
+			struct ghost_import im = { .size = sizeof(im) };
+
+			if (ioctl(g, GHOST_IOC_IMPORT, &im) == 0)
+				_exit(1);
+			if (errno != m[i].err || !strstr(im.reason, m[i].words)) {
+				fprintf(stderr, "%s: %s (%s)\n", m[i].name, strerror(errno),
+					im.reason);
+				_exit(errno != m[i].err ? 2 : 3);
+			}
+			_exit(0);	/* alive and told why */
+		}
+		ASSERT_EQ(child, waitpid(child, &status, 0));
+		EXPECT_TRUE(WIFEXITED(status)) TH_LOG("%s: killed", m[i].name);
+		EXPECT_EQ(0, WEXITSTATUS(status)) TH_LOG("%s: check %d", m[i].name,
+							  WEXITSTATUS(status));
+		close(g);
+	}
+	free(good);
+	free(bad);
+}
+
+/* ---- no leaks over many round trips ---------------------------------------- */
+
+static long meminfo(const char *key)
+{
+	char *s = slurp("/proc/meminfo"), *p;
+	long v = -1;
+
+	p = s ? strstr(s, key) : NULL;
+	if (p)
+		v = strtol(p + strlen(key), NULL, 10);
+	free(s);
+	return v;
+}
+
+/* Objects in use in the slab caches a leaked process, file or mm would grow. */
+static const char *const leak_caches[] = {
+	"task_struct", "mm_struct", "files_cache", "signal_cache", "sighand_cache",
+	"filp", "vm_area_struct", "anon_vma", "pid", "cred_jar",
+};
+
+static void slab_objects(long *objs)
+{
+	char *s = slurp("/proc/slabinfo"), *line, *save = NULL;
+
+	for (size_t i = 0; i < ARRAY_SIZE(leak_caches); i++)
+		objs[i] = -1;
+	for (line = s ? strtok_r(s, "\n", &save) : NULL; line;
+	     line = strtok_r(NULL, "\n", &save)) {
+		char name[64];
+		long active;
+
+		if (sscanf(line, "%63s %ld", name, &active) != 2)
+			continue;
+		for (size_t i = 0; i < ARRAY_SIZE(leak_caches); i++)
+			if (!strcmp(name, leak_caches[i]))
+				objs[i] = active;
+	}
+	free(s);
+}
+
+/* Settles memory counters: freed RCU objects and page cache out of the way. */
+static void settle(void)
+{
+	int fd = open("/proc/sys/vm/drop_caches", O_WRONLY);
+
+	sync();
+	usleep(200000);
+	if (fd >= 0) {
+		if (write(fd, "3", 1) != 1)
+			perror("drop_caches");
+		close(fd);
+	}
+}
+
+static int count_fds(void)
+{
+	int n = 0;
+
+	for (int fd = 0; fd < 1024; fd++)
+		n += fcntl(fd, F_GETFD) != -1;
+	return n;
+}
+
+static double now_s(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return t.tv_sec + t.tv_nsec / 1e9;
+}
+
+static void round_trips(struct __test_metadata *_metadata, int rounds)
+{
+	double t0 = now_s();
+
+	for (int i = 0; i < rounds; i++) {
+		if (i && i % 100 == 0)
+			TH_LOG("%d round trips, %.1f ms each", i, (now_s() - t0) * 1e3 / i);
+		struct ghost_export e;
+		char c;
+		int g = -1, status;
+		pid_t pid = spawn(work_idle, &c, 1), imp;
+
+		ASSERT_LT(0, pid);
+		g = ghost_new_mem();
+		ASSERT_EQ(0, ghost_do_export(g, pid, GHOST_EXPORT_KILL, &e))
+			TH_LOG("round %d: %s", i, e.reason);
+		waitpid(pid, NULL, 0);
+		imp = start_importer(g);
+		close(g);
+		/* restored: blocked in pause() again, until killed */
+		usleep(2000);
+		kill(imp, SIGKILL);
+		ASSERT_EQ(imp, waitpid(imp, &status, 0));
+		ASSERT_TRUE(WIFSIGNALED(status)) TH_LOG("round %d: importer exited %d", i,
+						      WEXITSTATUS(status));
+	}
+}
+
+FIXTURE(leak) {};
+FIXTURE_SETUP(leak) {}
+FIXTURE_TEARDOWN(leak) {}
+
+TEST_F_TIMEOUT(leak, thousand_round_trips_leak_nothing, 600)
+{
+	const char *env = getenv("GHOST_LEAK_ROUNDS");	/* shorter runs by hand */
+	int rounds = env ? atoi(env) : 1000;
+	long slab0, avail0, slab1, avail1;
+	long objs0[ARRAY_SIZE(leak_caches)], objs1[ARRAY_SIZE(leak_caches)];
+	int fds0;
+
+	if (rounds <= 0)
+		SKIP(return, "GHOST_LEAK_ROUNDS=%s", env);
+	round_trips(_metadata, 50);	/* warm caches */
+	settle();
+	slab0 = meminfo("Slab:");
+	avail0 = meminfo("MemAvailable:");
+	slab_objects(objs0);
+	fds0 = count_fds();
+	round_trips(_metadata, rounds);
+	settle();
+	slab1 = meminfo("Slab:");
+	avail1 = meminfo("MemAvailable:");
+	slab_objects(objs1);
+	TH_LOG("%d round trips: slab %+ld KiB, available %+ld KiB", rounds,
+	       slab1 - slab0, avail1 - avail0);
+	EXPECT_EQ(fds0, count_fds());
+	/*
+	 * One leaked object per round is @rounds objects. Pages: each round
+	 * stages and buffers an image of 25+ pages, so a leak of either is
+	 * 100 KiB a round; MemAvailable itself drifts by some 10 MiB here,
+	 * so up to 16 KiB a round is taken as noise.
+	 */
+	for (size_t i = 0; i < ARRAY_SIZE(leak_caches); i++) {
+		TH_LOG("  %-16s %6ld -> %6ld", leak_caches[i], objs0[i], objs1[i]);
+		EXPECT_GT(rounds / 10, objs1[i] - objs0[i]) TH_LOG("%s grew", leak_caches[i]);
+	}
+	EXPECT_GT(2048, slab1 - slab0);
+	EXPECT_GT(rounds * 16, avail0 - avail1);
+}
+
+TEST_HARNESS_MAIN
