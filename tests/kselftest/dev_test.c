@@ -11,6 +11,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -169,6 +170,21 @@ TEST(unprivileged_open_is_denied)
 	ASSERT_EQ(pid, waitpid(pid, &status, 0));
 	ASSERT_TRUE(WIFEXITED(status));
 	EXPECT_EQ(0, WEXITSTATUS(status));
+}
+
+/* A live ghost (or an open /dev/ghost) pins the module: unloading is refused. */
+TEST(module_is_pinned_while_a_ghost_lives)
+{
+	struct ghost_create c = { .size = sizeof(c) };
+	int dev = open(DEV, O_RDWR | O_CLOEXEC), g;
+
+	ASSERT_LE(0, dev);
+	g = ioctl(dev, GHOST_IOC_CREATE, &c);
+	ASSERT_LE(0, g);
+	close(dev);		/* only the ghost object holds the module now */
+	EXPECT_EQ(-1, syscall(SYS_delete_module, "ghost", O_NONBLOCK));
+	EXPECT_TRUE(errno == EWOULDBLOCK || errno == EBUSY) TH_LOG("errno %d", errno);
+	close(g);
 }
 
 TEST_HARNESS_MAIN
