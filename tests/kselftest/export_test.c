@@ -54,12 +54,6 @@ static void work_sparse(int fd)
 		pause();
 }
 
-static const __u64 xmm_pat[8] __attribute__((aligned(32))) = {
-	0x0123456789abcdefULL, 0xfedcba9876543210ULL,
-	0x1122334455667788ULL, 0x99aabbccddeeff00ULL,
-	0x0f1e2d3c4b5a6978ULL, 0x8796a5b4c3d2e1f0ULL,
-	0x1357913579135791ULL, 0x2468024680246802ULL,
-};
 
 /*
  * Loads known values into r12-r15, xmm0/xmm1 (and ymm0's upper half), then
@@ -81,7 +75,7 @@ static void work_regs(int fd)
 		     "syscall\n\t"
 		     "1: jmp 1b\n\t"
 		     :
-		     : [x] "r"(xmm_pat), "D"(fd), "S"(&msg), "d"(1)
+		     : [x] "r"(vec_pat), "D"(fd), "S"(&msg), "d"(1)
 		     : "rax", "rcx", "r11", "r12", "r13", "r14", "r15",
 		       "xmm0", "xmm1", "memory");
 }
@@ -97,7 +91,7 @@ static void work_regs_avx(int fd)
 		     "syscall\n\t"
 		     "1: jmp 1b\n\t"
 		     :
-		     : [x] "r"(&xmm_pat[4]), "D"(fd), "S"(&msg), "d"(1)
+		     : [x] "r"(&vec_pat[4]), "D"(fd), "S"(&msg), "d"(1)
 		     : "rax", "rcx", "r11", "xmm0", "memory");
 }
 
@@ -354,7 +348,7 @@ TEST(registers_and_sse_are_captured_in_context)
 	xs = x.secs[i].payload;
 	ASSERT_LE(512 + 64, xs->size);
 	xsave = (const __u8 *)(xs + 1);
-	EXPECT_EQ(0, memcmp(xsave + 160, xmm_pat, 32));	/* xmm0, xmm1 */
+	EXPECT_EQ(0, memcmp(xsave + 160, vec_pat, 32));	/* xmm0, xmm1 */
 	waitpid(pid, NULL, 0);
 	free(x.img);
 }
@@ -381,8 +375,8 @@ TEST(avx_upper_halves_are_captured)
 	xsave = (const __u8 *)(xs + 1);
 	ASSERT_LE(576 + 16, xs->size);
 	EXPECT_TRUE(*(const __u64 *)(xsave + 512) & 4);		/* XSTATE_BV has YMM */
-	EXPECT_EQ(0, memcmp(xsave + 160, &xmm_pat[4], 16));	/* low half */
-	EXPECT_EQ(0, memcmp(xsave + 576, &xmm_pat[6], 16));	/* high half */
+	EXPECT_EQ(0, memcmp(xsave + 160, &vec_pat[4], 16));	/* low half */
+	EXPECT_EQ(0, memcmp(xsave + 576, &vec_pat[6], 16));	/* high half */
 	waitpid(pid, NULL, 0);
 	free(x.img);
 }

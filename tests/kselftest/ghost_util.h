@@ -66,26 +66,6 @@ static inline int ghost_do_export(int g, pid_t pid, __u32 flags,
 	return ioctl(g, GHOST_IOC_EXPORT, e);
 }
 
-/* Reads the whole image out of a memory ghost; *len gets its size. */
-static inline void *ghost_read_image(int g, size_t *len)
-{
-	size_t cap = 1 << 20, n = 0;
-	char *buf = malloc(cap);
-	ssize_t r;
-
-	if (lseek(g, 0, SEEK_SET) != 0)
-		return NULL;
-	while (buf && (r = read(g, buf + n, cap - n)) > 0) {
-		n += r;
-		if (n == cap) {
-			cap *= 2;
-			buf = realloc(buf, cap);
-		}
-	}
-	*len = n;
-	return buf;
-}
-
 /* Reads everything from @fd until EOF into a malloc'd buffer. */
 static inline void *read_all(int fd, size_t *len)
 {
@@ -103,6 +83,22 @@ static inline void *read_all(int fd, size_t *len)
 	*len = n;
 	return buf;
 }
+
+/* Reads the whole image out of a memory ghost; *len gets its size. */
+static inline void *ghost_read_image(int g, size_t *len)
+{
+	if (lseek(g, 0, SEEK_SET) != 0)
+		return NULL;
+	return read_all(g, len);
+}
+
+/* Distinct 64-bit patterns for vector registers (xmm/ymm tests). */
+static const __u64 vec_pat[8] __attribute__((aligned(32))) = {
+	0x0123456789abcdefULL, 0xfedcba9876543210ULL,
+	0x1122334455667788ULL, 0x99aabbccddeeff00ULL,
+	0x0f1e2d3c4b5a6978ULL, 0x8796a5b4c3d2e1f0ULL,
+	0x1357913579135791ULL, 0x2468024680246802ULL,
+};
 
 static inline uint32_t crc32c_update(uint32_t crc, const void *p, size_t n)
 {

@@ -10,6 +10,7 @@
  * code naming the first check that failed.
  */
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -97,6 +98,15 @@ static void work_full(int fd)
 	if (chdir(CWD))
 		_exit(82);
 	umask(027);
+	{
+		struct rlimit rl;
+
+		getrlimit(RLIMIT_NOFILE, &rl);
+		rl.rlim_cur = 123;
+		if (setrlimit(RLIMIT_NOFILE, &rl))
+			_exit(83);
+	}
+	prctl(PR_SET_NAME, "ghost-workload");
 
 	ready(fd, "R", 1);
 	if (read(ctl[0], go, 2) != 2)
@@ -138,17 +148,17 @@ static void work_full(int fd)
 		_exit(23);
 	if (umask(0) != 027)
 		_exit(24);
+	{
+		struct rlimit rl;
+
+		if (getrlimit(RLIMIT_NOFILE, &rl) || rl.rlim_cur != 123)
+			_exit(25);
+	}
 	_exit(0);
 }
 
 /* ---- registers and vector state ------------------------------------------- */
 
-static const __u64 vec_pat[8] __attribute__((aligned(32))) = {
-	0x0123456789abcdefULL, 0xfedcba9876543210ULL,
-	0x1122334455667788ULL, 0x99aabbccddeeff00ULL,
-	0x0f1e2d3c4b5a6978ULL, 0x8796a5b4c3d2e1f0ULL,
-	0x1357913579135791ULL, 0x2468024680246802ULL,
-};
 
 struct reg_out {
 	__u64 r[4];
@@ -354,11 +364,37 @@ static int export_kill(pid_t pid, int g, char *reason)
 	return err;
 }
 
+/* /proc/PID/{comm,cmdline,environ,auxv} as one string (NULs kept as '|'). */
+static char *proc_identity(pid_t pid)
+{
+	static const char *const files[] = { "comm", "cmdline", "environ", "auxv" };
+	char path[64], *out = calloc(1, 1 << 16);
+	size_t n = 0;
+
+	for (size_t i = 0; out && i < ARRAY_SIZE(files); i++) {
+		size_t len;
+		char *s;
+		int fd;
+
+		snprintf(path, sizeof(path), "/proc/%d/%s", pid, files[i]);
+		fd = open(path, O_RDONLY);
+		s = fd >= 0 ? read_all(fd, &len) : NULL;
+		if (fd >= 0)
+			close(fd);
+		n += snprintf(out + n, (1 << 16) - n, "%s:", files[i]);
+		for (size_t k = 0; s && k < len && n < (1 << 16) - 8; k++)
+			n += snprintf(out + n, (1 << 16) - n, s[k] ? "%c" : "|",
+				      s[k] >= 32 && s[k] < 127 ? s[k] : '.');
+		free(s);
+	}
+	return out;
+}
+
 /* ---- tests ---------------------------------------------------------------- */
 
 TEST(full_state_survives_memory_round_trip)
 {
-	char c, reason[GHOST_REASON_LEN], *before, *after = NULL;
+	char c, reason[GHOST_REASON_LEN], *before, *after = NULL, *id_before, *id_after;
 	int g, status = -1;
 	pid_t pid, imp;
 
@@ -368,6 +404,7 @@ TEST(full_state_survives_memory_round_trip)
 	usleep(100000);
 	before = merged_maps(pid);
 	ASSERT_NE(NULL, before);
+	id_before = proc_identity(pid);
 
 	g = ghost_new_mem();
 	ASSERT_LE(0, g) TH_LOG("ghost_new_mem: %s", strerror(errno));
@@ -378,6 +415,10 @@ TEST(full_state_survives_memory_round_trip)
 	ASSERT_EQ(0, wait_maps(imp, before, &status, &after))
 		TH_LOG("maps differ or importer died (status %#x); wanted:\n%s\ngot:\n%s",
 		       status, before, after ? after : "(none)");
+	/* What ps and /proc show: name, arguments, environment, aux vector. */
+	id_after = proc_identity(imp);
+	EXPECT_STREQ(id_before, id_after);
+	EXPECT_NE(NULL, strstr(id_after, "comm:ghost-workload"));
 
 	ASSERT_EQ(2, write(ctl[1], "go", 2));
 	ASSERT_EQ(imp, waitpid(imp, &status, 0));
@@ -393,6 +434,8 @@ TEST(full_state_survives_memory_round_trip)
 	}
 	free(before);
 	free(after);
+	free(id_before);
+	free(id_after);
 	close(g);
 	close(ctl[0]);
 	close(ctl[1]);
