@@ -87,6 +87,7 @@ static inline void *read_all(int fd, size_t *len)
 /* Reads the whole image out of a memory ghost; *len gets its size. */
 static inline void *ghost_read_image(int g, size_t *len)
 {
+	*len = 0;
 	if (lseek(g, 0, SEEK_SET) != 0)
 		return NULL;
 	return read_all(g, len);

@@ -707,6 +707,124 @@ TEST(bad_images_are_rejected_and_the_caller_lives)
 	free(bad);
 }
 
+/*
+ * Mutated images with a *valid* checksum (recomputed after the mutation), so
+ * that they get past the crc and reach every check of the reader. Each is
+ * imported by a fresh child: it must be rejected with the child alive, or be
+ * restored (then the restored process may do anything and is killed). The
+ * VM harness fails the run if the kernel logs a warning or an oops.
+ */
+static __u64 rng_state;
+
+static __u64 rng(void)
+{
+	rng_state ^= rng_state << 13;
+	rng_state ^= rng_state >> 7;
+	rng_state ^= rng_state << 17;
+	return rng_state;
+}
+
+static void mutate_fields(char *img, size_t len, const struct image_sec *secs, int n)
+{
+	const struct image_sec *s = &secs[rng() % (n - 1)];	/* never END */
+	size_t span = sizeof(struct ghost_section);
+	char *p;
+
+	/* The header, or a section's header and fixed fields (not page data). */
+	if (rng() % 8 == 0) {
+		p = img;
+		span = sizeof(struct ghost_image_header);
+	} else {
+		p = (char *)s->hdr;
+		span += s->hdr->type == GHOST_SEC_PAGES ? sizeof(struct ghost_pages) :
+			(s->hdr->size < 256 ? s->hdr->size : 256);
+	}
+	switch (rng() % 4) {
+	case 0: p[rng() % span] ^= 1 << (rng() % 8); break;
+	case 1: p[rng() % span] = (char)rng(); break;
+	case 2: memset(p + rng() % span, 0xff, 1 + rng() % 8); break;
+	case 3: *(__u64 *)(p + (rng() % (span / 8)) * 8) = rng() >> (rng() % 64); break;
+	}
+	/* Keep the checksum valid where the END section was. */
+	{
+		const struct image_sec *end = &secs[n - 1];
+		struct ghost_end *e = (struct ghost_end *)end->payload;
+
+		if ((char *)e + sizeof(*e) <= img + len)
+			e->crc32c = ~crc32c_update(~0u, img, end->off);
+	}
+}
+
+TEST(mutated_images_are_rejected_or_restored_never_harmful)
+{
+	static struct image_sec secs[4096];
+	/* GHOST_FUZZ_SEED / GHOST_FUZZ_COUNT for longer runs by hand */
+	const char *seed = getenv("GHOST_FUZZ_SEED"), *count = getenv("GHOST_FUZZ_COUNT");
+	int rounds = count ? atoi(count) : 300;
+	struct ghost_export e;
+	int g, n, rejected = 0, restored = 0;
+	size_t len;
+	char c, *good, *bad;
+	pid_t pid = spawn(work_sleeper, &c, 1);
+
+	ASSERT_LT(0, pid);
+	g = ghost_new_mem();
+	ASSERT_EQ(0, ghost_do_export(g, pid, GHOST_EXPORT_KILL, &e)) TH_LOG("%s", e.reason);
+	waitpid(pid, NULL, 0);
+	good = ghost_read_image(g, &len);
+	close(g);
+	n = image_walk(good, len, secs, 4096);
+	ASSERT_LT(2, n);
+	bad = malloc(len);
+	rng_state = seed ? strtoull(seed, NULL, 0) : 0x9E3779B97F4A7C15ULL;
+	TH_LOG("seed %#llx, %d sections", (unsigned long long)rng_state, n);
+
+	for (int i = 0; i < rounds; i++) {
+		int status, pfd[2];
+		char verdict = 0;
+		pid_t child;
+
+		memcpy(bad, good, len);
+		image_walk(bad, len, secs, 4096);
+		mutate_fields(bad, len, secs, n);
+		g = ghost_new_mem();
+		ASSERT_EQ((ssize_t)len, write(g, bad, len));
+		ASSERT_EQ(0, pipe(pfd));
+		child = fork();
+		if (child == 0) {
+			struct ghost_import im;
+
+			prctl(PR_SET_PDEATHSIG, SIGKILL);
+			close(pfd[0]);
+			ghost_restore_self(g, &im);
+			/* rejected: alive, and told why */
+			c = im.reason[0] ? 'R' : 'r';
+			if (write(pfd[1], &c, 1) != 1)
+				_exit(3);
+			_exit(0);
+		}
+		close(pfd[1]);
+		close(g);
+		/* 'R'/'r' if rejected; EOF if restored (the pipe is not in the image) */
+		if (read(pfd[0], &verdict, 1) == 1) {
+			ASSERT_EQ(child, waitpid(child, &status, 0));
+			EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
+				TH_LOG("mutation %d: the rejected importer did not live on", i);
+			EXPECT_EQ('R', verdict) TH_LOG("mutation %d: rejected without a reason", i);
+			rejected++;
+		} else {
+			kill(child, SIGKILL);
+			waitpid(child, &status, 0);
+			restored++;
+		}
+		close(pfd[0]);
+	}
+	TH_LOG("%d mutated images: %d rejected, %d restored", rounds, rejected, restored);
+	EXPECT_LT(rounds / 2, rejected);
+	free(good);
+	free(bad);
+}
+
 /* ---- no leaks over many round trips ---------------------------------------- */
 
 static long meminfo(const char *key)
