@@ -24,6 +24,7 @@ struct staged_vma {
 	struct ghost_vma v;
 	struct file *file;		/* GHOST_VMA_FILE: reopened */
 	unsigned int nr_runs;
+	size_t runs_cap;
 	struct staged_run *runs;
 };
 
@@ -47,6 +48,7 @@ struct ghost_staged {
 	unsigned int nr_vmas;
 	struct staged_vma *vmas;
 	unsigned int nr_files;
+	size_t files_cap;
 	struct staged_file *files;
 	u64 bytes;
 };

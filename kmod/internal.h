@@ -18,6 +18,10 @@ void ghost_device_exit(void);
 long ghost_dev_ioctl(struct file *file, unsigned int cmd, unsigned long arg);
 bool ghost_all_zero(const __u64 *v, size_t n);
 
+/* array.c */
+int ghost_array_reserve(void **arr, size_t *cap, size_t used, size_t want,
+			size_t elem, gfp_t gfp);
+
 /* uarg.c: size-extensible ioctl arguments (see uapi/linux/ghost.h). */
 int ghost_uarg_in(void *karg, size_t ksize, size_t min_size,
 		  const void __user *uarg, u32 *usize);

@@ -42,21 +42,14 @@ static struct ghost_mem *to_mem(struct ghost_res *res)
 static int mem_grow(struct ghost_mem *m, size_t need)
 {
 	size_t want = DIV_ROUND_UP(need, PAGE_SIZE);
+	int err;
 
 	if (need > m->cap)
 		return -EFBIG;
-	if (want > m->nr_alloc) {
-		size_t n = max3(want, m->nr_alloc * 2, (size_t)64);
-		struct page **p = kvcalloc(n, sizeof(*p), GFP_KERNEL_ACCOUNT);
-
-		if (!p)
-			return -ENOMEM;
-		if (m->pages)
-			memcpy(p, m->pages, m->nr_pages * sizeof(*p));
-		kvfree(m->pages);
-		m->pages = p;
-		m->nr_alloc = n;
-	}
+	err = ghost_array_reserve((void **)&m->pages, &m->nr_alloc, m->nr_pages,
+				  want, sizeof(*m->pages), GFP_KERNEL_ACCOUNT);
+	if (err)
+		return err;
 	while (m->nr_pages < want) {
 		struct page *pg = alloc_page(GFP_KERNEL_ACCOUNT);
 

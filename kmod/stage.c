@@ -395,17 +395,10 @@ static int stage_run(struct ghost_stream *s, struct staged_vma *sv,
 	unsigned long i;
 	int err;
 
-	if (sv->nr_runs % 16 == 0) {
-		struct staged_run *n = kvcalloc(sv->nr_runs + 16, sizeof(*n),
-						GFP_KERNEL);
-
-		if (!n)
-			return -ENOMEM;
-		if (sv->runs)
-			memcpy(n, sv->runs, sv->nr_runs * sizeof(*n));
-		kvfree(sv->runs);
-		sv->runs = n;
-	}
+	err = ghost_array_reserve((void **)&sv->runs, &sv->runs_cap, sv->nr_runs,
+				  sv->nr_runs + 1, sizeof(*sv->runs), GFP_KERNEL);
+	if (err)
+		return err;
 	run = &sv->runs[sv->nr_runs++];
 	run->addr = p->addr;
 	run->pages = kvcalloc(p->nr_pages, sizeof(*run->pages), GFP_KERNEL);
@@ -523,17 +516,11 @@ static int stage_file(struct ghost_stream *s, struct ghost_staged *st,
 	char *path;
 	int err;
 
-	if (st->nr_files % 16 == 0) {
-		struct staged_file *n = kvcalloc(st->nr_files + 16, sizeof(*n),
-						 GFP_KERNEL);
-
-		if (!n)
-			return -ENOMEM;
-		if (st->files)
-			memcpy(n, st->files, st->nr_files * sizeof(*n));
-		kvfree(st->files);
-		st->files = n;
-	}
+	err = ghost_array_reserve((void **)&st->files, &st->files_cap,
+				  st->nr_files, st->nr_files + 1,
+				  sizeof(*st->files), GFP_KERNEL);
+	if (err)
+		return err;
 	sf = &st->files[st->nr_files];
 	f = &sf->f;
 	if (sec->size < sizeof(*f))
