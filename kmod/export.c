@@ -26,6 +26,7 @@
 #include <linux/ghost.h>
 
 #include "capture.h"
+#include "import.h"
 #include "internal.h"
 
 enum { CAP_PENDING, CAP_PARKED, CAP_ABANDONED };
@@ -292,6 +293,9 @@ long ghost_export(struct ghost *g, struct ghost_export *e)
 	if (err)
 		goto out_release;
 
+	/* A staged image may share the pages this export rewrites. */
+	ghost_staged_free(g->staged);
+	g->staged = NULL;
 	if (g->res->ops->truncate)
 		g->res->ops->truncate(g->res);
 	ghost_stream_init(&s, g->res);

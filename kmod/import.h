@@ -18,6 +18,7 @@ struct staged_run {
 	unsigned long addr;
 	unsigned long nr_pages;
 	struct page **pages;
+	unsigned long *lent;		/* bitmap: page borrowed from a memory ghost */
 };
 
 struct staged_vma {

@@ -19,6 +19,8 @@ long ghost_dev_ioctl(struct file *file, unsigned int cmd, unsigned long arg);
 bool ghost_all_zero(const __u64 *v, size_t n);
 
 /* array.c */
+struct page *ghost_alloc_page(void);
+void ghost_free_page(struct page *pg);
 int ghost_array_reserve(void **arr, size_t *cap, size_t used, size_t want,
 			size_t elem, gfp_t gfp);
 
@@ -35,6 +37,8 @@ struct ghost_res_ops {
 	/* All @len bytes or an error; -ENODATA when the image ends early. */
 	int (*read)(struct ghost_res *res, void *buf, size_t len);
 	void (*rewind)(struct ghost_res *res);		/* memory only */
+	/* memory only: a reference to the next whole page, if read is aligned */
+	struct page *(*take_page)(struct ghost_res *res);
 	void (*truncate)(struct ghost_res *res);	/* memory only */
 	void (*release)(struct ghost_res *res);
 };
@@ -64,6 +68,7 @@ int ghost_stream_write(struct ghost_stream *s, const void *buf, size_t len);
 int ghost_stream_write_zeros(struct ghost_stream *s, size_t len);
 int ghost_stream_read(struct ghost_stream *s, void *buf, size_t len);
 int ghost_stream_skip_zeros(struct ghost_stream *s, size_t len);
+struct page *ghost_stream_take_page(struct ghost_stream *s);
 int ghost_section_begin(struct ghost_stream *s, u32 type, u64 size);
 int ghost_section_end(struct ghost_stream *s, u64 size);
 int ghost_section_write(struct ghost_stream *s, u32 type, const void *a,

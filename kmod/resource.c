@@ -51,7 +51,7 @@ static int mem_grow(struct ghost_mem *m, size_t need)
 	if (err)
 		return err;
 	while (m->nr_pages < want) {
-		struct page *pg = alloc_page(GFP_KERNEL_ACCOUNT);
+		struct page *pg = ghost_alloc_page();
 
 		if (!pg)
 			return -ENOMEM;
@@ -97,6 +97,19 @@ static int mem_read(struct ghost_res *res, void *buf, size_t len)
 	return 0;
 }
 
+static struct page *mem_take_page(struct ghost_res *res)
+{
+	struct ghost_mem *m = to_mem(res);
+	struct page *pg;
+
+	if ((m->rpos & ~PAGE_MASK) || m->len - m->rpos < PAGE_SIZE)
+		return NULL;
+	pg = m->pages[m->rpos >> PAGE_SHIFT];
+	get_page(pg);
+	m->rpos += PAGE_SIZE;
+	return pg;
+}
+
 static void mem_rewind(struct ghost_res *res)
 {
 	to_mem(res)->rpos = 0;
@@ -114,7 +127,7 @@ static void mem_release(struct ghost_res *res)
 	size_t i;
 
 	for (i = 0; i < m->nr_pages; i++)
-		__free_page(m->pages[i]);
+		ghost_free_page(m->pages[i]);
 	kvfree(m->pages);
 	kfree(m);
 }
@@ -123,6 +136,7 @@ static const struct ghost_res_ops mem_ops = {
 	.write = mem_write,
 	.read = mem_read,
 	.rewind = mem_rewind,
+	.take_page = mem_take_page,
 	.truncate = mem_truncate,
 	.release = mem_release,
 };

@@ -6,6 +6,7 @@
  * its validation), and the checksum is verified. Any failure here leaves the
  * caller exactly as it was.
  */
+#include <linux/bitmap.h>
 #include <linux/capability.h>
 #include <linux/file.h>
 #include <linux/futex.h>
@@ -402,12 +403,21 @@ static int stage_run(struct ghost_stream *s, struct staged_vma *sv,
 	run = &sv->runs[sv->nr_runs++];
 	run->addr = p->addr;
 	run->pages = kvcalloc(p->nr_pages, sizeof(*run->pages), GFP_KERNEL);
-	if (!run->pages)
+	run->lent = bitmap_zalloc(p->nr_pages, GFP_KERNEL);
+	if (!run->pages || !run->lent)
 		return -ENOMEM;
 	for (i = 0; i < p->nr_pages; i++) {
-		struct page *pg = alloc_page(GFP_KERNEL_ACCOUNT | __GFP_NOWARN);
+		/* A memory ghost lends its own pages: no copy. */
+		struct page *pg = ghost_stream_take_page(s);
 		void *v;
 
+		if (pg) {
+			run->pages[i] = pg;
+			run->nr_pages = i + 1;
+			__set_bit(i, run->lent);
+			continue;
+		}
+		pg = ghost_alloc_page();
 		if (!pg)
 			return -ENOMEM;
 		run->pages[i] = pg;
@@ -637,9 +647,16 @@ void ghost_staged_free(struct ghost_staged *st)
 		struct staged_vma *sv = &st->vmas[i];
 
 		for (j = 0; j < sv->nr_runs; j++) {
-			for (k = 0; k < sv->runs[j].nr_pages; k++)
-				__free_page(sv->runs[j].pages[k]);
-			kvfree(sv->runs[j].pages);
+			struct staged_run *run = &sv->runs[j];
+
+			for (k = 0; k < run->nr_pages; k++) {
+				if (test_bit(k, run->lent))
+					put_page(run->pages[k]);
+				else
+					ghost_free_page(run->pages[k]);
+			}
+			kvfree(run->pages);
+			bitmap_free(run->lent);
 		}
 		kvfree(sv->runs);
 		if (sv->file)

@@ -4,6 +4,7 @@
  * back, with the running offset (for page alignment) and crc32c.
  */
 #include <linux/crc32c.h>
+#include <linux/highmem.h>
 #include <linux/minmax.h>
 #include <linux/mm.h>
 #include <linux/ghost.h>
@@ -52,6 +53,27 @@ int ghost_stream_read(struct ghost_stream *s, void *buf, size_t len)
 	s->crc = crc32c(s->crc, buf, len);
 	s->off += len;
 	return 0;
+}
+
+/*
+ * The next page of the stream without a copy, when the resource holds it as
+ * a page (a memory ghost) and the stream is at a page boundary; else NULL.
+ */
+struct page *ghost_stream_take_page(struct ghost_stream *s)
+{
+	struct page *pg;
+	void *v;
+
+	if (!s->res->ops->take_page || (s->off & ~PAGE_MASK))
+		return NULL;
+	pg = s->res->ops->take_page(s->res);
+	if (!pg)
+		return NULL;
+	v = kmap_local_page(pg);
+	s->crc = crc32c(s->crc, v, PAGE_SIZE);
+	kunmap_local(v);
+	s->off += PAGE_SIZE;
+	return pg;
 }
 
 /* Reads @len bytes that must be zero (padding). */

@@ -534,6 +534,23 @@ TEST(file_backend_matches_memory_layout)
 	reap(pid);
 }
 
+/* The module accounts the pages a memory image holds, and frees them. */
+TEST(memory_image_pages_are_accounted)
+{
+	struct ghost_export e;
+	char c;
+	pid_t pid = spawn(work_idle, &c, 1);
+	long before = ghost_pages_held();
+	int g = ghost_new_mem();
+
+	ASSERT_LE(0, before);
+	ASSERT_EQ(0, ghost_do_export(g, pid, GHOST_EXPORT_RUN, &e)) TH_LOG("%s", e.reason);
+	EXPECT_LE(before + (long)(e.bytes / PAGE), ghost_pages_held());
+	close(g);
+	EXPECT_EQ(before, ghost_pages_held());
+	reap(pid);
+}
+
 TEST(memory_image_mmaps_read_only)
 {
 	static struct exported x;

@@ -93,6 +93,18 @@ static inline void *ghost_read_image(int g, size_t *len)
 	return read_all(g, len);
 }
 
+/* Pages held by ghost images, as ghost.ko counts them (-1 if unreadable). */
+static inline long ghost_pages_held(void)
+{
+	char buf[32] = "";
+	int fd = open("/sys/module/ghost/parameters/pages_held", O_RDONLY);
+	ssize_t n = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
+
+	if (fd >= 0)
+		close(fd);
+	return n > 0 ? strtol(buf, NULL, 10) : -1;
+}
+
 /* Distinct 64-bit patterns for vector registers (xmm/ymm tests). */
 static const __u64 vec_pat[8] __attribute__((aligned(32))) = {
 	0x0123456789abcdefULL, 0xfedcba9876543210ULL,
