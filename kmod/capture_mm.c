@@ -24,7 +24,8 @@
 
 #define GUP_BATCH 64
 
-static const char *special_name(struct vm_area_struct *vma)
+/* "[vdso]", "[vvar]" and the like, or NULL for an ordinary mapping. */
+const char *ghost_vma_special_name(struct vm_area_struct *vma)
 {
 	if (vma->vm_ops && vma->vm_ops->name)
 		return vma->vm_ops->name(vma);
@@ -35,7 +36,7 @@ static const char *special_name(struct vm_area_struct *vma)
 static int classify(struct mm_struct *mm, struct vm_area_struct *vma,
 		    char *reason)
 {
-	const char *special = special_name(vma);
+	const char *special = ghost_vma_special_name(vma);
 	u32 flags = 0;
 
 	if (special) {

@@ -18,6 +18,10 @@ void ghost_device_exit(void);
 long ghost_dev_ioctl(struct file *file, unsigned int cmd, unsigned long arg);
 bool ghost_all_zero(const __u64 *v, size_t n);
 
+/* capture_mm.c */
+struct vm_area_struct;
+const char *ghost_vma_special_name(struct vm_area_struct *vma);
+
 /* array.c */
 struct page *ghost_alloc_page(void);
 void ghost_free_page(struct page *pg);

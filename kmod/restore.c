@@ -41,11 +41,8 @@
 
 bool ghost_vma_is_vdso(struct vm_area_struct *vma)
 {
-	const char *n;
+	const char *n = ghost_vma_special_name(vma);
 
-	if (!vma->vm_ops || !vma->vm_ops->name)
-		return false;
-	n = vma->vm_ops->name(vma);
 	return n && (!strcmp(n, "[vdso]") || !strcmp(n, "[vvar]"));
 }
 
