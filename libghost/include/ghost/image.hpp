@@ -1,0 +1,156 @@
+// Ghost images in user space: a validating reader that decodes an image from
+// any byte source, and a writer that builds images (tests use it to make
+// malformed ones on purpose). The format is that of uapi/linux/ghost.h and
+// Documentation/image-format.md; the kernel engine writes it, ghost.ko reads
+// it, and so do the tools through this reader.
+//
+// The reader checks everything that does not depend on the machine that will
+// import the image: framing, order, sizes, padding, reserved fields, user
+// addresses, mappings sorted and disjoint, page runs inside their mapping,
+// page data page-aligned, descriptors ascending, the end checksum. It never
+// opens a path or looks at the CPU. It reads front to back and never seeks,
+// so it works on pipes, and it is meant to be safe on hostile input: no
+// crash, no hang, bounded memory (fuzzed: tests/fuzz/).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <functional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <linux/ghost.h>
+
+#include "ghost/fd.hpp"
+#include "ghost/result.hpp"
+
+namespace ghost::image {
+
+// CRC-32C (Castagnoli) as the image's END section uses it: crc32c(0, ...)
+// of a whole buffer; chain by passing the previous value.
+std::uint32_t crc32c(std::uint32_t crc, std::span<const std::byte> data);
+
+// Name of a section type ("task", "regs", ...; "unknown" otherwise).
+std::string_view section_name(std::uint32_t type);
+
+// A run of pages carried in a PAGES section.
+struct PageRun {
+    std::uint64_t addr = 0;
+    std::uint64_t nr_pages = 0;
+    std::uint64_t data_offset = 0; // stream offset of the first page's data
+};
+
+struct Vma {
+    ghost_vma rec{};
+    std::string path; // when rec.flags & GHOST_VMA_FILE
+    std::vector<PageRun> runs;
+};
+
+struct File {
+    ghost_file rec{};
+    std::string path;
+};
+
+// A decoded image: every record but the page data (see ReadOptions).
+struct Image {
+    ghost_image_header header{};
+    ghost_task task{};
+    ghost_regs regs{};
+    ghost_xstate xstate{};
+    std::vector<std::byte> xsave; // xstate.size bytes of XSAVE area
+    ghost_signals signals{};
+    std::uint32_t umask = 0;
+    std::string cwd;
+    ghost_rlimits rlimits{};
+    ghost_mm mm{};
+    std::vector<Vma> vmas;
+    std::vector<File> files;
+    std::uint32_t crc32c = 0;
+    std::uint64_t bytes = 0; // whole image, END included
+
+    std::uint64_t pages() const; // pages carried, all mappings
+};
+
+// Where the bytes come from, front to back.
+class Source {
+  public:
+    virtual ~Source() = default;
+    // Fills up to buf.size() bytes; 0 means end of stream.
+    virtual Result<std::size_t> read(std::span<std::byte> buf) = 0;
+};
+
+// Reads a buffer in memory (a memory ghost's view, a file read whole).
+class SpanSource final : public Source {
+  public:
+    explicit SpanSource(std::span<const std::byte> data) : data_(data) {}
+    Result<std::size_t> read(std::span<std::byte> buf) override;
+
+  private:
+    std::span<const std::byte> data_;
+    std::size_t off_ = 0;
+};
+
+// Reads a descriptor (file, pipe, socket); borrows it, does not close it.
+class FdSource final : public Source {
+  public:
+    explicit FdSource(int fd) : fd_(fd) {}
+    Result<std::size_t> read(std::span<std::byte> buf) override;
+
+  private:
+    int fd_;
+};
+
+struct ReadOptions {
+    // Called for every page run with its data (nr_pages * page_size bytes),
+    // in stream order; an error stops the read with that error. Without it
+    // the data is skipped (still covered by the checksum).
+    std::function<Result<void>(const Vma&, const PageRun&, std::span<const std::byte>)> on_pages;
+    // Refuse images larger than this (bytes); 0: no limit.
+    std::uint64_t max_bytes = 0;
+};
+
+// Reads and validates a whole image. Errors carry std::errc::bad_message
+// (EBADMSG) and a sentence naming what is wrong and at which byte; read
+// errors of the source keep their own code.
+Result<Image> read(Source& src, const ReadOptions& opts = {});
+Result<Image> read(std::span<const std::byte> data, const ReadOptions& opts = {});
+
+// Builds an image into memory, section by section. It computes padding, page
+// alignment and the END checksum, and checks nothing else: a test can write
+// any sequence of sections, valid or not.
+class Writer {
+  public:
+    Writer();
+    void header(const ghost_image_header& h);
+    // A section with this payload, padded to 8 bytes.
+    void section(std::uint32_t type, std::span<const std::byte> payload, std::uint32_t flags = 0);
+    // A record followed by a tail (a path, the XSAVE area).
+    template <class T>
+    void record(std::uint32_t type, const T& rec, std::span<const std::byte> tail = {}) {
+        std::vector<std::byte> p(sizeof(T) + tail.size());
+        std::memcpy(p.data(), &rec, sizeof(T));
+        if (!tail.empty())
+            std::memcpy(p.data() + sizeof(T), tail.data(), tail.size());
+        section(type, p);
+    }
+    // A PAGES section for data.size() / page_size pages at addr, its data
+    // page-aligned in the stream.
+    void pages(std::uint64_t addr, std::span<const std::byte> data);
+    // END: checksum of everything written so far.
+    void end();
+    std::vector<std::byte>& bytes() { return out_; }
+
+  private:
+    std::vector<std::byte> out_;
+};
+
+// Encodes a decoded image back into bytes (a valid image, if img is one);
+// data gives each run's page data. Tests mutate an Image and encode it.
+std::vector<std::byte>
+encode(const Image& img,
+       const std::function<std::span<const std::byte>(const Vma&, const PageRun&)>& data);
+
+} // namespace ghost::image
