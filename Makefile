@@ -8,7 +8,7 @@ JOBS ?= $(shell nproc)
 KREL = $(shell tests/vm/kernel-release)
 KDIR ?= /lib/modules/$(KREL)/build
 
-.PHONY: all userland kmod deps check demo clean lint format
+.PHONY: all userland kmod deps check demo clean lint format install
 
 all: userland kmod
 
@@ -29,6 +29,12 @@ check: deps all
 
 demo: deps all
 	GHOST_BUILD=$(abspath $(BUILD)) scripts/demo
+
+# Installs libghost (shared library, headers, pkg-config file), ghostctl and
+# its man page under PREFIX (default /usr/local); DESTDIR is honoured.
+PREFIX ?= /usr/local
+install: userland
+	cmake --install $(BUILD) --prefix $(PREFIX)
 
 # Kernel style of the module and the uapi header (checkpatch from linux-source).
 # compat.h exists to compare LINUX_VERSION_CODE, so that check is off there.

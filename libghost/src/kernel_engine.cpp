@@ -2,11 +2,16 @@
 
 #include <fcntl.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
 
 #include <cerrno>
+#include <cstring>
 
 #include <fmt/format.h>
 #include <linux/ghost.h>
+
+#include "ghost/c/restore_self.h"
+#include "sys.hpp"
 
 namespace ghost {
 
@@ -28,11 +33,84 @@ Error open_error(int err, std::string_view dev) {
         return Error::from_errno(
             err, fmt::format("{} exists but no driver answers: ghost.ko was unloaded", dev));
     default:
-        return Error::from_errno(err, fmt::format("cannot open {}: {}", dev,
-                                                  std::error_code(err, std::system_category())
-                                                      .message()));
+        return Error::from_errno(err, fmt::format("cannot open {}: {}", dev, errno_text(err)));
     }
 }
+
+// The module's reason when it gave one, else a sentence from the errno.
+Error ioctl_error(int err, const char* reason, std::string_view what) {
+    if (reason[0])
+        return Error::from_errno(err, std::string(reason, strnlen(reason, GHOST_REASON_LEN)));
+    return Error::from_errno(err, fmt::format("{} failed: {}", what, errno_text(err)));
+}
+
+class KernelGhost final : public Ghost {
+  public:
+    KernelGhost(UniqueFd fd, Backend b) : fd_(std::move(fd)), backend_(b) {}
+
+    Result<ExportStats> export_process(pid_t pid, Fate fate) override {
+        ghost_export e{};
+        e.size = sizeof(e);
+        e.pid = pid;
+        e.flags = fate == Fate::Run    ? GHOST_EXPORT_RUN
+                  : fate == Fate::Stop ? GHOST_EXPORT_STOP
+                                       : GHOST_EXPORT_KILL;
+        if (::ioctl(fd_.get(), GHOST_IOC_EXPORT, &e) != 0) {
+            const int err = errno;
+            if (err == ESRCH && !e.reason[0])
+                return Error::from_errno(err, fmt::format("no process {}", pid));
+            if (err == EPERM && !e.reason[0])
+                return Error::from_errno(
+                    err, fmt::format("not allowed to export process {}: only its owner or root "
+                                     "may",
+                                     pid));
+            return ioctl_error(err, e.reason, fmt::format("exporting process {}", pid));
+        }
+        len_ = e.bytes;
+        return ExportStats{e.bytes, e.frozen_ns};
+    }
+
+    Error restore_self() override {
+        ghost_import im{};
+        ghost_restore_self(fd_.get(), &im);
+        return ioctl_error(errno, im.reason, "importing the image");
+    }
+
+    Result<void> write(std::span<const std::byte> data) override {
+        if (backend_.kind != Backend::Kind::Memory)
+            return Error::from_errno(EINVAL, "only a memory ghost takes image bytes by write");
+        while (!data.empty()) {
+            const ssize_t n = ::write(fd_.get(), data.data(), data.size());
+            if (n < 0 && errno == EINTR)
+                continue;
+            if (n < 0)
+                return Error::from_errno(errno, fmt::format("writing into the memory ghost: {}",
+                                                            errno_text(errno)));
+            data = data.subspan(static_cast<std::size_t>(n));
+            len_ += static_cast<std::uint64_t>(n);
+        }
+        return {};
+    }
+
+    Result<ImageView> view() override {
+        if (backend_.kind != Backend::Kind::Memory)
+            return Error::from_errno(EINVAL, "only a memory ghost has a view of its image");
+        if (len_ == 0)
+            return ImageView();
+        void* p = ::mmap(nullptr, len_, PROT_READ, MAP_SHARED, fd_.get(), 0);
+        if (p == MAP_FAILED)
+            return Error::from_errno(errno, fmt::format("mapping the memory ghost: {}",
+                                                        errno_text(errno)));
+        return ImageView(p, len_);
+    }
+
+    const Backend& backend() const override { return backend_; }
+
+  private:
+    UniqueFd fd_;
+    Backend backend_;
+    std::uint64_t len_ = 0; // bytes in a memory ghost
+};
 
 } // namespace
 
@@ -53,9 +131,8 @@ Result<EngineInfo> KernelEngine::info() {
             return Error::from_errno(err, fmt::format("{} is not a ghost device (it does not "
                                                       "answer the version ioctl)",
                                                       device_));
-        return Error::from_errno(err, fmt::format("version ioctl on {} failed: {}", device_,
-                                                  std::error_code(err, std::system_category())
-                                                      .message()));
+        return Error::from_errno(
+            err, fmt::format("version ioctl on {} failed: {}", device_, errno_text(err)));
     }
     EngineInfo info;
     info.engine = std::string(name());
@@ -64,6 +141,45 @@ Result<EngineInfo> KernelEngine::info() {
     info.image_version = v.image_version;
     info.image_min = v.image_min;
     return info;
+}
+
+Result<std::unique_ptr<Ghost>> KernelEngine::create(const Backend& b) {
+    ghost_create c{};
+    c.size = sizeof(c);
+    c.flags = GHOST_CREATE_CLOEXEC;
+    const int g = ::ioctl(fd_.get(), GHOST_IOC_CREATE, &c);
+    if (g < 0)
+        return Error::from_errno(errno, fmt::format("creating a ghost on {}: {}", device_,
+                                                    errno_text(errno)));
+    // Kept away from the low numbers an image's descriptors use, so that it
+    // never stands where the image wants an inherited descriptor.
+    UniqueFd fd = move_fd_high(UniqueFd(g));
+
+    ghost_plug p{};
+    p.size = sizeof(p);
+    p.fd = b.fd;
+    p.capacity = b.capacity;
+    switch (b.kind) {
+    case Backend::Kind::Memory:
+        p.type = GHOST_RES_MEMORY;
+        p.fd = -1;
+        break;
+    case Backend::Kind::File:
+        p.type = GHOST_RES_FILE;
+        break;
+    case Backend::Kind::Socket:
+        p.type = GHOST_RES_NETWORK;
+        break;
+    }
+    if (::ioctl(fd.get(), GHOST_IOC_PLUG, &p) != 0) {
+        const int err = errno;
+        const char* what = b.kind == Backend::Kind::Memory ? "a memory buffer"
+                           : b.kind == Backend::Kind::File ? "a file or pipe"
+                                                           : "a connected stream socket";
+        return Error::from_errno(err, fmt::format("cannot use fd {} as {} for a ghost: {}", b.fd,
+                                                  what, errno_text(err)));
+    }
+    return std::unique_ptr<Ghost>(std::make_unique<KernelGhost>(std::move(fd), b));
 }
 
 } // namespace ghost

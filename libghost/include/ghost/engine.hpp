@@ -1,10 +1,18 @@
 // The Engine interface: one way of turning processes into ghosts and back.
 // The kernel engine drives ghost.ko through /dev/ghost; a user-space engine
 // (ptrace) comes later for machines that cannot load the module.
+//
+// A Ghost holds one image in one backend: a memory buffer, a file (or pipe)
+// or a connected stream socket. A process is exported into a ghost, and a
+// ghost is imported by the process that wants to become the image.
 #pragma once
 
+#include <sys/types.h>
+
+#include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -29,11 +37,84 @@ struct EngineInfo {
 
 enum class EngineKind { Auto, Kernel };
 
+// What becomes of an exported process once its image is complete.
+enum class Fate {
+    Run,  // keeps running: checkpoint, duplication
+    Stop, // stays stopped (SIGSTOP): migration
+    Kill, // is killed: checkpoint-and-exit, as criu dump does
+};
+
+struct ExportStats {
+    std::uint64_t bytes = 0;     // image size
+    std::uint64_t frozen_ns = 0; // how long the process was held still
+};
+
+// Where a ghost keeps its image. The descriptor is borrowed: the ghost takes
+// its own reference, the caller still closes its fd.
+struct Backend {
+    enum class Kind { Memory, File, Socket };
+    Kind kind = Kind::Memory;
+    int fd = -1;
+    std::uint64_t capacity = 0; // Memory: largest image (0: the engine's default)
+
+    static Backend memory(std::uint64_t capacity = 0) { return {Kind::Memory, -1, capacity}; }
+    static Backend file(int fd) { return {Kind::File, fd, 0}; }
+    static Backend socket(int fd) { return {Kind::Socket, fd, 0}; }
+};
+
+// A read-only view of a memory ghost's image; unmaps itself.
+class ImageView {
+  public:
+    ImageView() = default;
+    ImageView(const void* addr, std::size_t len);
+    ImageView(ImageView&& o) noexcept;
+    ImageView& operator=(ImageView&& o) noexcept;
+    ImageView(const ImageView&) = delete;
+    ImageView& operator=(const ImageView&) = delete;
+    ~ImageView();
+
+    std::span<const std::byte> bytes() const {
+        return {static_cast<const std::byte*>(addr_), len_};
+    }
+
+  private:
+    const void* addr_ = nullptr;
+    std::size_t len_ = 0;
+};
+
+class Ghost {
+  public:
+    virtual ~Ghost() = default;
+
+    // Captures process pid into the backend. Only its owner (or root) may;
+    // on failure the process is left running as it was, and the error says
+    // why (for state ghost cannot carry: EOPNOTSUPP and what it is).
+    virtual Result<ExportStats> export_process(pid_t pid, Fate fate) = 0;
+
+    // Replaces the calling process with the image, like execve(): returns
+    // only on failure, with the caller unchanged (but for where its vDSO
+    // is). The caller must be single-threaded; descriptors the image marks
+    // as inherited must be open at the same numbers.
+    virtual Error restore_self() = 0;
+
+    // Memory backend: appends image bytes (to import an image that arrives
+    // from elsewhere, e.g. decompressed).
+    virtual Result<void> write(std::span<const std::byte> data) = 0;
+
+    // Memory backend: the image bytes (after an export or writes).
+    virtual Result<ImageView> view() = 0;
+
+    virtual const Backend& backend() const = 0;
+};
+
 class Engine {
   public:
     virtual ~Engine() = default;
     virtual std::string_view name() const = 0;
     virtual Result<EngineInfo> info() = 0;
+
+    // A new, empty ghost on that backend.
+    virtual Result<std::unique_ptr<Ghost>> create(const Backend& backend) = 0;
 
     // Opens the engine of that kind; Auto picks the best one available.
     // device is the kernel engine's device node.
@@ -42,5 +123,8 @@ class Engine {
 
     static constexpr std::string_view default_device = "/dev/ghost";
 };
+
+// "auto", "kernel" -> kind; errors name the accepted values.
+Result<EngineKind> parse_engine_kind(std::string_view s);
 
 } // namespace ghost

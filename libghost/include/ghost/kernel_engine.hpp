@@ -17,6 +17,7 @@ class KernelEngine final : public Engine {
 
     std::string_view name() const override { return "kernel"; }
     Result<EngineInfo> info() override;
+    Result<std::unique_ptr<Ghost>> create(const Backend& backend) override;
     const std::string& device() const { return device_; }
 
   private:

@@ -1,0 +1,76 @@
+// Checkpoint, restart and duplication of whole processes: what ghostctl and
+// runtimes do with an Engine, in one call each.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <span>
+
+#include "ghost/engine.hpp"
+#include "ghost/image.hpp"
+
+namespace ghost {
+
+struct Progress {
+    std::uint64_t done = 0;  // bytes so far
+    std::uint64_t total = 0; // expected bytes, 0 when unknown (an estimate)
+};
+
+// Called from a helper thread (checkpoint) or the calling thread (restart)
+// about ten times a second while the image moves, and once at the end.
+using ProgressFn = std::function<void(const Progress&)>;
+
+struct CheckpointOptions {
+    Fate fate = Fate::Kill;
+    bool compress = false; // a zstd frame instead of the raw image
+    int level = 3;         // zstd level
+    ProgressFn progress;
+    // Runs once the image is complete, before a Kill fate is carried out
+    // (e.g. fsync and rename the output). If it fails, the process is let go
+    // (it keeps running) and checkpoint fails with its error.
+    std::function<Result<void>()> commit;
+};
+
+// Writes the image of process pid to out (a file from its current offset, a
+// pipe or a socket). With Fate::Kill the process is stopped for the capture
+// and killed only after the image is complete and committed, so a failed
+// checkpoint never loses the process.
+Result<ExportStats> checkpoint(Engine& engine, pid_t pid, int out,
+                               const CheckpointOptions& opts = {});
+
+struct RestartOptions {
+    ProgressFn progress;
+};
+
+// Rebuilds the image read from in (raw or zstd-compressed; file, pipe or
+// socket) as a new child process of the caller and returns its pid once it
+// runs as the image. Reap it with waitpid(). The child inherits the caller's
+// descriptors that the image marks as inherited (stdio, pipes). Forks: call
+// it where fork() is safe.
+Result<pid_t> restart(Engine& engine, int in, const RestartOptions& opts = {});
+
+// Rebuilds the image read from in in this very process: returns only on
+// failure, and then the caller is as it was (but for its vDSO's address).
+// The caller must be single-threaded.
+Error restart_self(Engine& engine, int in);
+
+// A second, independent copy of process pid (which keeps running), as a
+// child of the caller; returns its pid. The copy shares pid's inherited
+// descriptors (pipes, terminals) and reopens its files by path.
+Result<pid_t> duplicate(Engine& engine, pid_t pid);
+
+// Roughly how many bytes the image of pid will take (its anonymous memory
+// plus headers), for progress reports; 0 when it cannot be read.
+std::uint64_t estimate_image_bytes(pid_t pid);
+
+// Whether the bytes begin a zstd frame (ghostctl checkpoint --compress).
+bool is_zstd(std::span<const std::byte> head);
+
+// The raw image bytes read from fd (borrowed), decompressed on the fly when
+// they are a zstd stream: for image::read over checkpoint files.
+Result<std::unique_ptr<image::Source>> image_source(int fd);
+
+} // namespace ghost

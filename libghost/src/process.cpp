@@ -1,0 +1,386 @@
+#include "ghost/process.hpp"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <array>
+#include <cerrno>
+#include <chrono>
+#include <condition_variable>
+#include <cstring>
+#include <fstream>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "ghost/image.hpp"
+#include "sys.hpp"
+#include "zstd_stream.hpp"
+
+namespace ghost {
+
+namespace {
+
+using namespace std::chrono_literals;
+
+constexpr std::array<std::byte, 4> zstd_magic{std::byte{0x28}, std::byte{0xb5}, std::byte{0x2f},
+                                              std::byte{0xfd}};
+
+Result<UniqueFd> open_pidfd(pid_t pid) {
+    UniqueFd fd(static_cast<int>(::syscall(SYS_pidfd_open, pid, 0)));
+    if (!fd) {
+        const int err = errno;
+        if (err == ESRCH)
+            return Error::from_errno(err, fmt::format("no process {}", pid));
+        return Error::from_errno(err, fmt::format("cannot open process {}: {}", pid,
+                                                  errno_text(err)));
+    }
+    return move_fd_high(std::move(fd));
+}
+
+int pidfd_signal(int pidfd, int sig) {
+    return static_cast<int>(::syscall(SYS_pidfd_send_signal, pidfd, sig, nullptr, 0));
+}
+
+// Calls fn about every 100 ms on its own thread until destroyed.
+class Ticker {
+  public:
+    explicit Ticker(std::function<void()> fn) {
+        if (!fn)
+            return;
+        thread_ = std::jthread([this, fn = std::move(fn)](std::stop_token st) {
+            std::unique_lock lk(mu_);
+            for (;;) {
+                cv_.wait_for(lk, st, 100ms, [] { return false; });
+                if (st.stop_requested())
+                    return;
+                fn();
+            }
+        });
+    }
+    ~Ticker() {
+        if (thread_.joinable()) {
+            thread_.request_stop();
+            thread_.join();
+        }
+    }
+
+  private:
+    std::mutex mu_;
+    std::condition_variable_any cv_;
+    std::jthread thread_;
+};
+
+std::uint64_t file_size_since(int fd, off_t start) {
+    struct stat st;
+    if (::fstat(fd, &st) != 0 || st.st_size < start)
+        return 0;
+    return static_cast<std::uint64_t>(st.st_size - start);
+}
+
+// Bytes process pid has read so far (kernel reads on its behalf included).
+std::uint64_t rchar_of(pid_t pid) {
+    std::ifstream io(fmt::format("/proc/{}/io", pid));
+    std::string key;
+    std::uint64_t v = 0;
+    while (io >> key >> v)
+        if (key == "rchar:")
+            return v;
+    return 0;
+}
+
+// Reads the child's one-shot status report: empty on success (the restore
+// closed the descriptor), else "errno reason".
+Result<void> await_restored(pid_t child, int status_fd, std::uint64_t total,
+                            const ProgressFn& progress) {
+    std::string report;
+    const std::uint64_t base = progress ? rchar_of(child) : 0;
+    for (;;) {
+        pollfd p{status_fd, POLLIN, 0};
+        const int r = ::poll(&p, 1, progress ? 100 : -1);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r == 0) {
+            const std::uint64_t now = rchar_of(child);
+            progress({now > base ? now - base : 0, total});
+            continue;
+        }
+        char buf[512];
+        const ssize_t n = ::read(status_fd, buf, sizeof(buf));
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            break;
+        report.append(buf, static_cast<std::size_t>(n));
+    }
+    if (report.empty()) {
+        if (progress)
+            progress({total, total});
+        return {};
+    }
+    int status;
+    while (::waitpid(child, &status, 0) < 0 && errno == EINTR) {
+    }
+    const auto space = report.find(' ');
+    const int err = std::atoi(report.substr(0, space).c_str());
+    return Error::from_errno(err > 0 ? err : EIO,
+                             space == std::string::npos ? report : report.substr(space + 1));
+}
+
+// In a forked child: tell the parent why the restore failed, and go.
+[[noreturn]] void child_failed(int status_fd, const Error& e) {
+    const std::string msg = fmt::format("{} {}", e.code.value(), e.what());
+    (void)write_all(status_fd, std::as_bytes(std::span(msg)));
+    ::_exit(127);
+}
+
+// SIGKILL, then wait (the pidfd polls readable) until the process is gone:
+// a checkpoint that says "killed" must mean it.
+Result<void> kill_and_wait(int pidfd, pid_t pid) {
+    if (pidfd_signal(pidfd, SIGKILL) != 0 && errno != ESRCH)
+        return Error::from_errno(errno, fmt::format("the image is complete but process {} could "
+                                                    "not be killed: {}",
+                                                    pid, errno_text(errno)));
+    pollfd p{pidfd, POLLIN, 0};
+    int r;
+    while ((r = ::poll(&p, 1, 10000)) < 0 && errno == EINTR) {
+    }
+    if (r == 0) {
+        pidfd_signal(pidfd, SIGCONT);
+        return Error::from_errno(ETIMEDOUT, fmt::format("the image is complete but process {} "
+                                                        "did not die within 10 s of SIGKILL "
+                                                        "(it is left running)",
+                                                        pid));
+    }
+    return {};
+}
+
+struct StatusPipe {
+    UniqueFd rd, wr;
+    static Result<StatusPipe> make() {
+        int p[2];
+        if (::pipe2(p, O_CLOEXEC) != 0)
+            return Error::from_errno(errno, fmt::format("pipe: {}", errno_text(errno)));
+        return StatusPipe{move_fd_high(UniqueFd(p[0])), move_fd_high(UniqueFd(p[1]))};
+    }
+};
+
+} // namespace
+
+bool is_zstd(std::span<const std::byte> head) {
+    return head.size() >= zstd_magic.size() &&
+           std::equal(zstd_magic.begin(), zstd_magic.end(), head.begin());
+}
+
+std::uint64_t estimate_image_bytes(pid_t pid) {
+    std::ifstream f(fmt::format("/proc/{}/smaps_rollup", pid));
+    std::string key;
+    std::uint64_t kb = 0;
+    while (f >> key) {
+        if (key == "Anonymous:" && f >> kb)
+            return kb * 1024 + 64 * 1024; // plus headers, registers, a few stray pages
+        f.ignore(4096, '\n');
+    }
+    return 0;
+}
+
+Result<ExportStats> checkpoint(Engine& engine, pid_t pid, int out, const CheckpointOptions& o) {
+    if (o.fate == Fate::Kill && pid == 1)
+        return Error::from_errno(EPERM, "process 1 is init: it cannot be killed after its "
+                                        "checkpoint (leave it running or stopped)");
+    auto pidfd = open_pidfd(pid);
+    if (!pidfd)
+        return pidfd.error();
+    // A Kill is carried out here, after the image is safe: the kernel only
+    // holds the process stopped.
+    const Fate fate = o.fate == Fate::Kill ? Fate::Stop : o.fate;
+    const std::uint64_t total = o.progress ? estimate_image_bytes(pid) : 0;
+    Result<ExportStats> stats = Error{};
+
+    if (!o.compress) {
+        auto g = engine.create(Backend::file(out));
+        if (!g)
+            return g.error();
+        const off_t start = ::lseek(out, 0, SEEK_CUR);
+        {
+            Ticker t(o.progress && start >= 0 ? std::function<void()>([&] {
+                o.progress({file_size_since(out, start), total});
+            })
+                                              : std::function<void()>());
+            stats = (*g)->export_process(pid, fate);
+        }
+    } else {
+        int p[2];
+        if (::pipe2(p, O_CLOEXEC) != 0)
+            return Error::from_errno(errno, fmt::format("pipe: {}", errno_text(errno)));
+        UniqueFd rd(p[0]), wr(p[1]);
+        ::fcntl(wr.get(), F_SETPIPE_SZ, 1 << 20); // fewer wakeups; best effort
+        std::atomic<std::uint64_t> done{0};
+        Result<void> zres;
+        {
+            std::jthread compressor([&] {
+                zres = compress_fd(rd.get(), out, o.level, [&](std::uint64_t n) { done += n; });
+                rd.reset(); // an exporter still writing gets EPIPE, not a hang
+            });
+            Ticker t(o.progress ? std::function<void()>([&] { o.progress({done.load(), total}); })
+                                : std::function<void()>());
+            auto g = engine.create(Backend::file(wr.get()));
+            if (g)
+                stats = (*g)->export_process(pid, fate);
+            else
+                stats = g.error();
+            g = Error{}; // drops the ghost's reference to the pipe
+            wr.reset();  // and ours: the compressor sees the end
+        }
+        if (stats && !zres) {
+            if (fate == Fate::Stop && o.fate == Fate::Kill)
+                pidfd_signal(pidfd->get(), SIGCONT);
+            return zres.error();
+        }
+    }
+    if (!stats)
+        return stats.error();
+    if (o.progress)
+        o.progress({stats->bytes, stats->bytes});
+    if (o.commit) {
+        if (auto c = o.commit(); !c) {
+            if (o.fate == Fate::Kill)
+                pidfd_signal(pidfd->get(), SIGCONT);
+            return c.error();
+        }
+    }
+    if (o.fate == Fate::Kill) {
+        if (auto k = kill_and_wait(pidfd->get(), pid); !k)
+            return k.error();
+    }
+    return stats;
+}
+
+Error restart_self(Engine& engine, int in) {
+    // Peek at the first bytes: a zstd frame, or a raw image. A regular file
+    // is peeked without moving its offset, so the kernel reads it straight.
+    std::array<std::byte, 8> head{};
+    std::size_t got = 0;
+    const off_t at = ::lseek(in, 0, SEEK_CUR);
+    if (at >= 0) {
+        const ssize_t n = ::pread(in, head.data(), head.size(), at);
+        if (n < 0)
+            return Error::from_errno(errno, fmt::format("reading the image: {}", errno_text(errno)));
+        got = static_cast<std::size_t>(n);
+        struct stat st;
+        if (!is_zstd(std::span(head.data(), got)) && ::fstat(in, &st) == 0 &&
+            S_ISREG(st.st_mode)) {
+            auto g = engine.create(Backend::file(in));
+            if (!g)
+                return g.error();
+            return (*g)->restore_self();
+        }
+        ::lseek(in, static_cast<off_t>(got), SEEK_CUR);
+    } else {
+        while (got < head.size()) {
+            auto n = read_some(in, std::span(head).subspan(got));
+            if (!n)
+                return n.error();
+            if (*n == 0)
+                break;
+            got += *n;
+        }
+    }
+    // Pipes, sockets and compressed images go through a memory ghost.
+    auto g = engine.create(Backend::memory());
+    if (!g)
+        return g.error();
+    const auto h = std::span<const std::byte>(head.data(), got);
+    auto r = is_zstd(h) ? decompress_into(in, h, **g) : copy_into(in, h, **g);
+    if (!r)
+        return r.error();
+    return (*g)->restore_self();
+}
+
+Result<pid_t> restart(Engine& engine, int in, const RestartOptions& o) {
+    auto sp = StatusPipe::make();
+    if (!sp)
+        return sp.error();
+    std::uint64_t total = 0;
+    struct stat st;
+    if (::fstat(in, &st) == 0 && S_ISREG(st.st_mode)) {
+        const off_t at = ::lseek(in, 0, SEEK_CUR);
+        total = static_cast<std::uint64_t>(st.st_size - (at > 0 ? at : 0));
+    }
+    const pid_t child = ::fork();
+    if (child < 0)
+        return Error::from_errno(errno, fmt::format("fork: {}", errno_text(errno)));
+    if (child == 0) {
+        sp->rd.reset();
+        child_failed(sp->wr.get(), restart_self(engine, in));
+    }
+    sp->wr.reset();
+    if (auto r = await_restored(child, sp->rd.get(), total, o.progress); !r)
+        return r.error();
+    return child;
+}
+
+Result<pid_t> duplicate(Engine& engine, pid_t pid) {
+    auto pidfd = open_pidfd(pid);
+    if (!pidfd)
+        return pidfd.error();
+    auto g = engine.create(Backend::memory());
+    if (!g)
+        return g.error();
+    if (auto s = (*g)->export_process(pid, Fate::Run); !s)
+        return s.error();
+
+    // The copy shares the original's pipes and terminals: take them from it
+    // (same permission as the export) to hand them to the copy.
+    std::vector<std::pair<int, UniqueFd>> inherited;
+    {
+        auto view = (*g)->view();
+        if (!view)
+            return view.error();
+        auto img = image::read(view->bytes());
+        if (!img)
+            return img.error();
+        for (const auto& f : img->files) {
+            if (f.rec.kind != GHOST_FILE_INHERIT)
+                continue;
+            UniqueFd fd(static_cast<int>(::syscall(SYS_pidfd_getfd, pidfd->get(), f.rec.fd, 0)));
+            if (!fd)
+                return Error::from_errno(errno,
+                                         fmt::format("cannot take fd {} ({}) of process {} for "
+                                                     "the copy: {}",
+                                                     f.rec.fd, f.path, pid, errno_text(errno)));
+            inherited.emplace_back(f.rec.fd, move_fd_high(std::move(fd)));
+        }
+    }
+
+    auto sp = StatusPipe::make();
+    if (!sp)
+        return sp.error();
+    const pid_t child = ::fork();
+    if (child < 0)
+        return Error::from_errno(errno, fmt::format("fork: {}", errno_text(errno)));
+    if (child == 0) {
+        sp->rd.reset();
+        for (const auto& [num, fd] : inherited)
+            if (::dup2(fd.get(), num) < 0)
+                child_failed(sp->wr.get(),
+                             Error::from_errno(errno, fmt::format("dup2 to fd {}: {}", num,
+                                                                  errno_text(errno))));
+        child_failed(sp->wr.get(), (*g)->restore_self());
+    }
+    sp->wr.reset();
+    if (auto r = await_restored(child, sp->rd.get(), 0, {}); !r)
+        return r.error();
+    return child;
+}
+
+} // namespace ghost

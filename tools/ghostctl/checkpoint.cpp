@@ -1,0 +1,166 @@
+// checkpoint, restart, dup: moving whole processes in and out of images.
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <filesystem>
+#include <optional>
+#include <string>
+
+#include <fmt/format.h>
+
+#include "commands.hpp"
+#include "ghost/fd.hpp"
+#include "ghost/process.hpp"
+#include "progress.hpp"
+
+namespace ghostctl {
+
+namespace {
+
+std::string errno_text(int err) { return std::error_code(err, std::system_category()).message(); }
+
+// The output file is written under a temporary name beside it and renamed
+// into place only once complete, so a failed checkpoint leaves no partial
+// image and never replaces a good one.
+class PendingFile {
+  public:
+    static ghost::Result<PendingFile> create(const std::string& path) {
+        const auto parent = std::filesystem::path(path).parent_path();
+        std::string tmpl = (parent.empty() ? std::filesystem::path(".") : parent) /
+                           fmt::format(".{}.XXXXXX", std::filesystem::path(path).filename().string());
+        ghost::UniqueFd fd(::mkostemp(tmpl.data(), O_CLOEXEC)); // mode 0600: images hold secrets
+        if (!fd)
+            return ghost::Error::from_errno(errno, fmt::format("cannot create {} in {}: {}", path,
+                                                               parent.empty() ? "." : parent.string(),
+                                                               errno_text(errno)));
+        return PendingFile(std::move(fd), tmpl, path);
+    }
+    PendingFile(PendingFile&&) = default;
+    ~PendingFile() {
+        if (!committed_ && !tmp_.empty())
+            ::unlink(tmp_.c_str());
+    }
+    int fd() const { return fd_.get(); }
+
+    ghost::Result<void> commit() {
+        if (::fsync(fd_.get()) != 0)
+            return ghost::Error::from_errno(errno, fmt::format("cannot write {}: {}", path_,
+                                                               errno_text(errno)));
+        if (::rename(tmp_.c_str(), path_.c_str()) != 0)
+            return ghost::Error::from_errno(errno, fmt::format("cannot rename {} to {}: {}", tmp_,
+                                                               path_, errno_text(errno)));
+        committed_ = true;
+        return {};
+    }
+
+  private:
+    PendingFile(ghost::UniqueFd fd, std::string tmp, std::string path)
+        : fd_(std::move(fd)), tmp_(std::move(tmp)), path_(std::move(path)) {}
+    ghost::UniqueFd fd_;
+    std::string tmp_, path_;
+    bool committed_ = false;
+};
+
+int exit_status_of(int status) {
+    if (WIFEXITED(status))
+        return WEXITSTATUS(status);
+    if (WIFSIGNALED(status))
+        return 128 + WTERMSIG(status);
+    return exit_failure;
+}
+
+} // namespace
+
+int cmd_checkpoint(const Globals& g, const CheckpointArgs& a) {
+    auto engine = open_engine(g);
+    if (!engine)
+        return exit_failure;
+    ::signal(SIGPIPE, SIG_IGN); // a closed output is an error to report, not a death
+
+    ghost::CheckpointOptions o;
+    o.fate = a.leave_running   ? ghost::Fate::Run
+             : a.leave_stopped ? ghost::Fate::Stop
+                               : ghost::Fate::Kill;
+    o.compress = a.compress;
+    o.level = a.level;
+    ProgressBar bar(fmt::format("checkpoint {}", a.pid));
+    o.progress = bar.callback();
+
+    const bool to_stdout = a.output == "-";
+    std::optional<PendingFile> file;
+    if (!to_stdout) {
+        auto f = PendingFile::create(a.output);
+        if (!f)
+            return fail(f.error());
+        file.emplace(std::move(*f));
+        o.commit = [&] { return file->commit(); };
+    } else if (::isatty(STDOUT_FILENO)) {
+        return fail("refusing to write an image to a terminal (use -o FILE or a pipe)");
+    }
+    auto stats = ghost::checkpoint(*engine, a.pid, to_stdout ? STDOUT_FILENO : file->fd(), o);
+    bar.finish();
+    if (!stats)
+        return fail(stats.error());
+    if (!to_stdout && ::isatty(STDERR_FILENO))
+        fmt::print(stderr, "ghostctl: process {} checkpointed to {} ({}, frozen {:.1f} ms){}\n",
+                   a.pid, a.output, human_bytes(stats->bytes),
+                   static_cast<double>(stats->frozen_ns) / 1e6,
+                   o.fate == ghost::Fate::Kill   ? ", process killed"
+                   : o.fate == ghost::Fate::Stop ? ", process left stopped"
+                                                 : "");
+    return exit_ok;
+}
+
+int cmd_restart(const Globals& g, const RestartArgs& a) {
+    auto engine = open_engine(g);
+    if (!engine)
+        return exit_failure;
+    ghost::UniqueFd owned;
+    int in = STDIN_FILENO;
+    if (a.input != "-") {
+        owned.reset(::open(a.input.c_str(), O_RDONLY | O_CLOEXEC));
+        if (!owned)
+            return fail(fmt::format("cannot open {}: {}", a.input, errno_text(errno)));
+        // Off the low numbers: the image may want inherited descriptors there.
+        const int hi = ::fcntl(owned.get(), F_DUPFD_CLOEXEC, 512);
+        if (hi >= 0)
+            owned.reset(hi);
+        in = owned.get();
+    }
+    ProgressBar bar("restart");
+    ghost::RestartOptions o;
+    o.progress = bar.callback();
+    auto pid = ghost::restart(*engine, in, o);
+    bar.finish();
+    if (!pid)
+        return fail(pid.error());
+    owned.reset();
+    if (a.detach) {
+        fmt::print("{}\n", *pid);
+        return exit_ok;
+    }
+    int status;
+    while (::waitpid(*pid, &status, 0) < 0) {
+        if (errno != EINTR)
+            return fail(fmt::format("waiting for process {}: {}", *pid, errno_text(errno)));
+    }
+    return exit_status_of(status);
+}
+
+int cmd_dup(const Globals& g, pid_t pid) {
+    auto engine = open_engine(g);
+    if (!engine)
+        return exit_failure;
+    auto copy = ghost::duplicate(*engine, pid);
+    if (!copy)
+        return fail(copy.error());
+    fmt::print("{}\n", *copy);
+    return exit_ok;
+}
+
+} // namespace ghostctl

@@ -1,0 +1,312 @@
+// inspect: what an image holds, for people (a summary) and scripts (--json).
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <cerrno>
+#include <cstring>
+#include <csignal>
+#include <ctime>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "commands.hpp"
+#include "ghost/fd.hpp"
+#include "ghost/image.hpp"
+#include "ghost/process.hpp"
+#include "progress.hpp"
+
+namespace ghostctl {
+
+namespace {
+
+using nlohmann::json;
+
+std::string prot_string(const ghost_vma& v) {
+    std::string s;
+    s += (v.prot & PROT_READ) ? 'r' : '-';
+    s += (v.prot & PROT_WRITE) ? 'w' : '-';
+    s += (v.prot & PROT_EXEC) ? 'x' : '-';
+    s += (v.flags & GHOST_VMA_SHARED) ? 's' : 'p';
+    return s;
+}
+
+std::vector<std::string> vma_flag_names(std::uint32_t f) {
+    static constexpr std::pair<std::uint32_t, const char*> names[] = {
+        {GHOST_VMA_SHARED, "shared"}, {GHOST_VMA_GROWSDOWN, "growsdown"},
+        {GHOST_VMA_FILE, "file"},     {GHOST_VMA_HEAP, "heap"},
+        {GHOST_VMA_STACK, "stack"},   {GHOST_VMA_VDSO, "vdso"},
+        {GHOST_VMA_VVAR, "vvar"},
+    };
+    std::vector<std::string> out;
+    for (const auto& [bit, name] : names)
+        if (f & bit)
+            out.emplace_back(name);
+    return out;
+}
+
+std::string mapping_name(const ghost::image::Vma& v) {
+    const auto f = v.rec.flags;
+    if (f & GHOST_VMA_FILE)
+        return v.path;
+    if (f & GHOST_VMA_VDSO)
+        return "[vdso]";
+    if (f & GHOST_VMA_VVAR)
+        return "[vvar]";
+    if (f & GHOST_VMA_HEAP)
+        return "[heap]";
+    if (f & GHOST_VMA_STACK)
+        return "[stack]";
+    return "[anon]";
+}
+
+std::string access_mode(std::uint32_t flags) {
+    switch (flags & O_ACCMODE) {
+    case O_RDONLY:
+        return "r";
+    case O_WRONLY:
+        return "w";
+    default:
+        return "rw";
+    }
+}
+
+std::string file_kind(std::uint32_t kind) {
+    return kind == GHOST_FILE_PATH ? "path" : kind == GHOST_FILE_INHERIT ? "inherit" : "unknown";
+}
+
+std::string capture_time(std::uint64_t ns) {
+    const std::time_t t = static_cast<std::time_t>(ns / 1000000000ULL);
+    std::tm tm{};
+    ::gmtime_r(&t, &tm);
+    char buf[64];
+    std::strftime(buf, sizeof(buf), "%Y-%m-%d %H:%M:%S UTC", &tm);
+    return buf;
+}
+
+// Signals with a handler (not SIG_DFL).
+std::vector<std::pair<int, std::uint64_t>> handlers(const ghost_signals& s) {
+    std::vector<std::pair<int, std::uint64_t>> out;
+    for (int i = 0; i < GHOST_NSIG; ++i)
+        if (s.action[i].handler)
+            out.emplace_back(i + 1, s.action[i].handler);
+    return out;
+}
+
+std::string sigset_string(std::uint64_t set) {
+    if (!set)
+        return "none";
+    std::string s;
+    for (int i = 0; i < 64; ++i)
+        if (set & (1ULL << i)) {
+            const char* abbrev = i + 1 < NSIG ? sigabbrev_np(i + 1) : nullptr;
+            s += fmt::format("{}{}", s.empty() ? "" : " ",
+                             abbrev ? fmt::format("SIG{}", abbrev) : fmt::format("{}", i + 1));
+        }
+    return s;
+}
+
+json regs_json(const ghost_regs& r) {
+    return {{"rip", r.ip},   {"rsp", r.sp},   {"rbp", r.bp},       {"rax", r.ax},
+            {"rbx", r.bx},   {"rcx", r.cx},   {"rdx", r.dx},       {"rsi", r.si},
+            {"rdi", r.di},   {"r8", r.r8},    {"r9", r.r9},        {"r10", r.r10},
+            {"r11", r.r11},  {"r12", r.r12},  {"r13", r.r13},      {"r14", r.r14},
+            {"r15", r.r15},  {"eflags", r.flags}, {"orig_rax", r.orig_ax},
+            {"fs_base", r.fs_base}, {"gs_base", r.gs_base}, {"cs", r.cs}, {"ss", r.ss}};
+}
+
+void print_regs(const ghost::image::Image& img) {
+    const auto& r = img.regs;
+    fmt::print("registers\n");
+    fmt::print("  rip {:016x}  rsp {:016x}  rbp {:016x}  eflags {:08x}\n", r.ip, r.sp, r.bp,
+               r.flags);
+    fmt::print("  rax {:016x}  rbx {:016x}  rcx {:016x}  rdx {:016x}\n", r.ax, r.bx, r.cx, r.dx);
+    fmt::print("  rsi {:016x}  rdi {:016x}  r8  {:016x}  r9  {:016x}\n", r.si, r.di, r.r8, r.r9);
+    fmt::print("  r10 {:016x}  r11 {:016x}  r12 {:016x}  r13 {:016x}\n", r.r10, r.r11, r.r12,
+               r.r13);
+    fmt::print("  r14 {:016x}  r15 {:016x}  orig_rax {:x}\n", r.r14, r.r15, r.orig_ax);
+    fmt::print("  fs_base {:016x}  gs_base {:016x}\n", r.fs_base, r.gs_base);
+    fmt::print("  xstate {} bytes, features {:#x}\n", img.xstate.size, img.xstate.xfeatures);
+}
+
+using StackPages = std::vector<std::pair<std::uint64_t, std::vector<std::byte>>>;
+
+// argv joined by spaces, from the carried stack pages; empty if not there.
+std::string command_line(const ghost::image::Image& img, const StackPages& stack) {
+    const std::uint64_t lo = img.mm.arg_start, hi = img.mm.arg_end;
+    if (hi <= lo || hi - lo > 65536)
+        return {};
+    std::string out(hi - lo, '\0');
+    std::uint64_t found = 0;
+    for (const auto& [addr, data] : stack) {
+        const std::uint64_t a = std::max(lo, addr), b = std::min(hi, addr + data.size());
+        if (a >= b)
+            continue;
+        std::memcpy(out.data() + (a - lo), data.data() + (a - addr), b - a);
+        found += b - a;
+    }
+    if (found != hi - lo)
+        return {};
+    while (!out.empty() && out.back() == '\0')
+        out.pop_back();
+    std::replace(out.begin(), out.end(), '\0', ' ');
+    return out;
+}
+
+json to_json(const ghost::image::Image& img, const std::string& cmdline, bool compressed,
+             bool regs) {
+    json vmas = json::array();
+    for (const auto& v : img.vmas) {
+        json runs = json::array();
+        for (const auto& r : v.runs)
+            runs.push_back({{"addr", r.addr}, {"nr_pages", r.nr_pages},
+                            {"data_offset", r.data_offset}});
+        vmas.push_back({{"start", v.rec.start},
+                        {"end", v.rec.end},
+                        {"prot", prot_string(v.rec)},
+                        {"flags", vma_flag_names(v.rec.flags)},
+                        {"name", mapping_name(v)},
+                        {"path", v.path},
+                        {"pgoff", v.rec.pgoff},
+                        {"pages", v.rec.nr_pages},
+                        {"runs", std::move(runs)}});
+    }
+    json files = json::array();
+    for (const auto& f : img.files)
+        files.push_back({{"fd", f.rec.fd},
+                         {"kind", file_kind(f.rec.kind)},
+                         {"path", f.path},
+                         {"access", access_mode(f.rec.flags)},
+                         {"flags", f.rec.flags},
+                         {"cloexec", (f.rec.fd_flags & FD_CLOEXEC) != 0},
+                         {"pos", f.rec.pos},
+                         {"mode", f.rec.mode}});
+    json sig_handlers = json::array();
+    for (const auto& [sig, h] : handlers(img.signals))
+        sig_handlers.push_back({{"signal", sig}, {"handler", h},
+                                {"flags", img.signals.action[sig - 1].flags},
+                                {"mask", img.signals.action[sig - 1].mask}});
+    json j = {{"version", img.header.version},
+              {"compressed", compressed},
+              {"bytes", img.bytes},
+              {"pid", img.header.pid},
+              {"time_ns", img.header.time_ns},
+              {"comm", std::string(img.task.comm, strnlen(img.task.comm, sizeof(img.task.comm)))},
+              {"cmdline", cmdline},
+              {"cwd", img.cwd},
+              {"umask", img.umask},
+              {"pages", img.pages()},
+              {"vmas", std::move(vmas)},
+              {"files", std::move(files)},
+              {"signals",
+               {{"blocked", img.signals.blocked},
+                {"pending", img.signals.pending},
+                {"altstack", {{"sp", img.signals.altstack_sp},
+                              {"size", img.signals.altstack_size},
+                              {"flags", img.signals.altstack_flags}}},
+                {"handlers", std::move(sig_handlers)}}},
+              {"crc32c", img.crc32c}};
+    if (regs) {
+        j["regs"] = regs_json(img.regs);
+        j["xstate"] = {{"size", img.xstate.size}, {"xfeatures", img.xstate.xfeatures}};
+    }
+    return j;
+}
+
+void print_summary(const std::string& name, const ghost::image::Image& img,
+                   const std::string& cmdline, bool compressed, std::uint64_t file_bytes) {
+    const std::string comm(img.task.comm, strnlen(img.task.comm, sizeof(img.task.comm)));
+    fmt::print("image      {}: ghost image v{}, {}{}\n", name, img.header.version,
+               human_bytes(img.bytes),
+               compressed ? fmt::format(" (zstd, {} on disk)", human_bytes(file_bytes)) : "");
+    fmt::print("captured   {} from pid {} (x86-64)\n", capture_time(img.header.time_ns),
+               img.header.pid);
+    fmt::print("process    {}  cwd {}  umask {:04o}\n", comm, img.cwd, img.umask);
+    if (!cmdline.empty())
+        fmt::print("command    {}\n", cmdline);
+
+    std::uint64_t mapped = 0;
+    for (const auto& v : img.vmas)
+        mapped += v.rec.end - v.rec.start;
+    fmt::print("memory     {} mappings, {} mapped, {} carried ({} pages)\n", img.vmas.size(),
+               human_bytes(mapped), human_bytes(img.pages() * img.header.page_size), img.pages());
+    fmt::print("  {:<16} {:<16} {:<4} {:>10} {:>10}  {}\n", "START", "END", "PROT", "SIZE",
+               "CARRIED", "MAPPING");
+    for (const auto& v : img.vmas)
+        fmt::print("  {:016x} {:016x} {:<4} {:>10} {:>10}  {}\n", v.rec.start, v.rec.end,
+                   prot_string(v.rec), human_bytes(v.rec.end - v.rec.start),
+                   human_bytes(v.rec.nr_pages * img.header.page_size), mapping_name(v));
+
+    fmt::print("files      {} descriptors\n", img.files.size());
+    if (!img.files.empty()) {
+        fmt::print("  {:>4} {:<8} {:<3} {:>10}  {}\n", "FD", "KIND", "ACC", "POS", "PATH");
+        for (const auto& f : img.files)
+            fmt::print("  {:>4} {:<8} {:<3} {:>10}  {}{}\n", f.rec.fd, file_kind(f.rec.kind),
+                       access_mode(f.rec.flags), f.rec.pos, f.path,
+                       (f.rec.fd_flags & FD_CLOEXEC) ? " (cloexec)" : "");
+    }
+    fmt::print("signals    blocked: {}; pending: {}\n", sigset_string(img.signals.blocked),
+               sigset_string(img.signals.pending));
+    for (const auto& [sig, h] : handlers(img.signals))
+        fmt::print("  {} -> {}\n", sigset_string(1ULL << (sig - 1)),
+                   h == 1 ? std::string("ignored") : fmt::format("handler {:#x}", h));
+    if (img.signals.altstack_size)
+        fmt::print("  alternate stack {:#x}, {} bytes\n", img.signals.altstack_sp,
+                   img.signals.altstack_size);
+}
+
+} // namespace
+
+int cmd_inspect(const InspectArgs& a) {
+    ghost::UniqueFd owned;
+    int fd = STDIN_FILENO;
+    if (a.input != "-") {
+        owned.reset(::open(a.input.c_str(), O_RDONLY | O_CLOEXEC));
+        if (!owned)
+            return fail(fmt::format("cannot open {}: {}", a.input,
+                                    std::error_code(errno, std::system_category()).message()));
+        fd = owned.get();
+    }
+    struct stat st {};
+    ::fstat(fd, &st);
+    auto src = ghost::image_source(fd);
+    if (!src)
+        return fail(src.error());
+    std::array<std::byte, 4> head{};
+    const bool compressed = S_ISREG(st.st_mode) && ::pread(fd, head.data(), head.size(), 0) == 4 &&
+                            ghost::is_zstd(head);
+
+    // The command line lives in the process's memory, at the top of its
+    // stack: keep the stack's carried pages (bounded) as they stream by.
+    std::vector<std::pair<std::uint64_t, std::vector<std::byte>>> stack;
+    std::size_t kept = 0;
+    ghost::image::ReadOptions ro;
+    ro.on_pages = [&](const ghost::image::Vma& v, const ghost::image::PageRun& run,
+                      std::span<const std::byte> data) -> ghost::Result<void> {
+        if ((v.rec.flags & GHOST_VMA_STACK) && kept + data.size() <= (8u << 20)) {
+            stack.emplace_back(run.addr, std::vector<std::byte>(data.begin(), data.end()));
+            kept += data.size();
+        }
+        return {};
+    };
+    auto img = ghost::image::read(**src, ro);
+    if (!img)
+        return fail(fmt::format("{}: {}", a.input, img.error().what()));
+    const std::string cmdline = command_line(*img, stack);
+    if (a.json) {
+        fmt::print("{}\n", to_json(*img, cmdline, compressed, a.regs).dump(2));
+        return exit_ok;
+    }
+    print_summary(a.input, *img, cmdline, compressed, static_cast<std::uint64_t>(st.st_size));
+    if (a.regs)
+        print_regs(*img);
+    return exit_ok;
+}
+
+} // namespace ghostctl

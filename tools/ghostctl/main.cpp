@@ -1,0 +1,201 @@
+// ghostctl: the operator's command line for ghost.
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <nlohmann/json.hpp>
+
+#include "commands.hpp"
+
+namespace ghostctl {
+
+int fail(const ghost::Error& e) { return fail(e.what()); }
+
+int fail(const std::string& message) {
+    fmt::print(stderr, "ghostctl: {}\n", message);
+    return exit_failure;
+}
+
+std::unique_ptr<ghost::Engine> open_engine(const Globals& g) {
+    auto kind = ghost::parse_engine_kind(g.engine);
+    if (!kind) {
+        fail(kind.error());
+        return nullptr;
+    }
+    auto engine = ghost::Engine::open(*kind, g.device);
+    if (!engine) {
+        fail(engine.error());
+        return nullptr;
+    }
+    return std::move(*engine);
+}
+
+namespace {
+
+std::string image_line(const ghost::EngineInfo& info) {
+    if (info.image_version == 0 && info.image_min == 0)
+        return "none (this module neither exports nor imports yet)";
+    std::string s;
+    if (info.image_version)
+        s = fmt::format("exports v{}", info.image_version);
+    if (info.image_min)
+        s += fmt::format("{}imports v{}..v{}", s.empty() ? "" : ", ", info.image_min,
+                         info.image_version ? info.image_version : info.image_min);
+    return s;
+}
+
+} // namespace
+
+int cmd_check(const Globals& g, bool json) {
+    auto engine = open_engine(g);
+    if (!engine)
+        return exit_failure;
+    auto info = engine->info();
+    if (!info)
+        return fail(info.error());
+    const auto names = ghost::feature_names(info->features);
+    if (json) {
+        nlohmann::json j = {{"engine", info->engine},
+                            {"device", g.device},
+                            {"version", info->version},
+                            {"features", names},
+                            {"features_mask", info->features},
+                            {"image_version", info->image_version},
+                            {"image_min", info->image_min}};
+        fmt::print("{}\n", j.dump(2));
+        return exit_ok;
+    }
+    fmt::print("ghost.ko interface {} on {}\n", info->version, g.device);
+    fmt::print("image format: {}\n", image_line(*info));
+    fmt::print("features: {}\n", names.empty() ? std::string("none")
+                                                : fmt::format("{}", fmt::join(names, " ")));
+    return exit_ok;
+}
+
+} // namespace ghostctl
+
+int main(int argc, char** argv) {
+    using namespace ghostctl;
+    CLI::App app{"ghostctl - checkpoint, restart, duplicate and inspect Linux processes with "
+                 "ghost",
+                 "ghostctl"};
+    app.footer(
+        "Exit status: 0 success, 1 failure (the reason is printed on stderr), 2 usage error;\n"
+        "'restart' without --detach exits with the restored process's status.\n"
+        "Run 'ghostctl COMMAND --help' for a command's options. Images hold the process's\n"
+        "memory: they are created mode 0600. See ghostctl(1) and Documentation/ in the\n"
+        "ghost sources for the image format and the ioctl API.");
+    app.require_subcommand(1);
+    app.fallthrough();
+    app.set_version_flag("--version", std::string(GHOST_VERSION));
+
+    Globals g;
+    if (const char* env = std::getenv("GHOST_DEVICE"))
+        g.device = env;
+    app.add_option("--device", g.device,
+                   "device node of the ghost kernel module (default /dev/ghost, or "
+                   "$GHOST_DEVICE)")
+        ->type_name("PATH");
+    app.add_option("--engine", g.engine,
+                   "engine: 'kernel' (ghost.ko) or 'auto' (the best one available; default)")
+        ->type_name("auto|kernel");
+
+    bool check_json = false;
+    auto* check = app.add_subcommand(
+        "check", "Show whether the ghost kernel module is loaded, its interface version, "
+                 "the image format versions it handles and its features. Fails (status 1) "
+                 "with the reason when the module cannot be used.");
+    check->add_flag("--json", check_json, "print the result as JSON for scripts");
+
+    CheckpointArgs ck;
+    auto* checkpoint = app.add_subcommand(
+        "checkpoint",
+        "Write an image of process PID to FILE. By default the process is killed once the "
+        "image is complete and safely on disk (like 'criu dump'); if anything fails it keeps "
+        "running and FILE is left as it was. The image is written under a temporary name "
+        "beside FILE and renamed into place. Only the process's owner or root may "
+        "checkpoint it. Single-threaded processes only; sockets, shared anonymous memory "
+        "and deleted files are refused with the reason.");
+    checkpoint->add_option("PID", ck.pid, "the process")->required()->check(CLI::PositiveNumber);
+    checkpoint->add_option("-o,--output", ck.output, "image file to write ('-' for stdout)")
+        ->required()
+        ->type_name("FILE");
+    auto* lr = checkpoint->add_flag("--leave-running", ck.leave_running,
+                                    "keep the process running after the checkpoint");
+    checkpoint
+        ->add_flag("--leave-stopped", ck.leave_stopped,
+                   "leave the process stopped (SIGSTOP) after the checkpoint, for migration")
+        ->excludes(lr);
+    checkpoint->add_flag("--compress", ck.compress, "compress the image with zstd");
+    checkpoint->add_option("--level", ck.level, "zstd level with --compress (default 3)")
+        ->check(CLI::Range(1, 19))
+        ->type_name("N");
+
+    RestartArgs rs;
+    auto* restart = app.add_subcommand(
+        "restart",
+        "Rebuild the process in image FILE (raw or compressed; '-' for stdin) as a new "
+        "process, a child of ghostctl, which waits for it and exits with its status. Its "
+        "memory, registers, signal state, working directory and files are those of the "
+        "image; files are reopened by path at their offsets, and descriptors the image "
+        "marks as inherited (pipes, terminals) are taken from ghostctl's own descriptors "
+        "of the same numbers.");
+    restart->add_option("FILE", rs.input, "the image")->required();
+    restart->add_flag("--detach,-d", rs.detach,
+                      "print the restored process's pid and return once it runs");
+
+    pid_t dup_pid = 0;
+    auto* dup = app.add_subcommand(
+        "dup", "Make a second, independent copy of process PID on this host, which keeps "
+               "running; prints the copy's pid. The copy shares PID's pipes and terminals "
+               "and reopens its files by path.");
+    dup->add_option("PID", dup_pid, "the process")->required()->check(CLI::PositiveNumber);
+
+    InspectArgs ins;
+    auto* inspect = app.add_subcommand(
+        "inspect", "Validate image FILE (raw or compressed; '-' for stdin) and describe it: the "
+                   "process, its memory map with sizes, its files and signal state. Fails "
+                   "(status 1) with the reason on a damaged or foreign file.");
+    inspect->add_option("FILE", ins.input, "the image")->required();
+    inspect->add_flag("--json", ins.json, "print everything as JSON for scripts");
+    inspect->add_flag("--regs", ins.regs, "also show the registers");
+
+    MonitorArgs mon;
+    auto* monitor = app.add_subcommand(
+        "monitor", "Print every export and import as the module announces it (generic "
+                   "netlink family \"ghost\", group \"events\"; needs CAP_NET_ADMIN).");
+    monitor->add_flag("--json", mon.json, "one JSON object per line");
+    monitor->add_option("--count", mon.count, "exit after N events")
+        ->check(CLI::PositiveNumber)
+        ->type_name("N");
+
+    try {
+        app.parse(argc, argv);
+    } catch (const CLI::CallForHelp& e) {
+        return app.exit(e);
+    } catch (const CLI::CallForAllHelp& e) {
+        return app.exit(e);
+    } catch (const CLI::CallForVersion& e) {
+        return app.exit(e);
+    } catch (const CLI::ParseError& e) {
+        fmt::print(stderr, "ghostctl: {}\nRun 'ghostctl --help' for usage.\n", e.what());
+        return exit_usage;
+    }
+
+    if (check->parsed())
+        return cmd_check(g, check_json);
+    if (checkpoint->parsed())
+        return cmd_checkpoint(g, ck);
+    if (restart->parsed())
+        return cmd_restart(g, rs);
+    if (dup->parsed())
+        return cmd_dup(g, dup_pid);
+    if (inspect->parsed())
+        return cmd_inspect(ins);
+    if (monitor->parsed())
+        return cmd_monitor(mon);
+    return exit_usage;
+}
