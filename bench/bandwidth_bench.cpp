@@ -14,7 +14,6 @@
 // copy routine (read(2) of a tmpfs file), which is what the module's copies
 // run at. Prints a table and the ratios to both.
 #include <fcntl.h>
-#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
@@ -32,7 +31,7 @@
 
 #include <fmt/format.h>
 
-#include "ghost/c/restore_self.h"
+#include "ghost/engine.hpp"
 #include "ghost/fd.hpp"
 
 namespace {
@@ -83,21 +82,6 @@ bool read_all(int fd, void* p, size_t n) {
     }
 }
 
-int ghost_mem() {
-    ghost::UniqueFd dev(open("/dev/ghost", O_RDWR | O_CLOEXEC));
-    ghost_create c{};
-    c.size = sizeof(c);
-    c.flags = GHOST_CREATE_CLOEXEC;
-    const int g = dev ? ioctl(dev.get(), GHOST_IOC_CREATE, &c) : -1;
-    ghost_plug p{};
-    p.size = sizeof(p);
-    p.type = GHOST_RES_MEMORY;
-    p.fd = -1;
-    if (g < 0 || ioctl(g, GHOST_IOC_PLUG, &p) != 0)
-        return -1;
-    return g;
-}
-
 struct Result {
     size_t bytes = 0;
     double export_s = 1e9, import_s = 1e9, memcpy_s = 1e9, kcopy_s = 1e9, frozen_s = 1e9;
@@ -115,22 +99,26 @@ bool measure(size_t size, int repeat, Result& r) {
     if (!read_all(ready.r.get(), &c, 1))
         return false;
 
-    ghost::UniqueFd g(ghost_mem());
-    if (!g)
+    auto engine = ghost::Engine::open(ghost::EngineKind::Kernel);
+    if (!engine) {
+        fmt::print(stderr, "{}\n", engine.error().what());
         return false;
+    }
+    auto g = (*engine)->create(ghost::Backend::memory());
+    if (!g) {
+        fmt::print(stderr, "{}\n", g.error().what());
+        return false;
+    }
     for (int i = 0; i < repeat; i++) {
-        ghost_export e{};
-        e.size = sizeof(e);
-        e.flags = GHOST_EXPORT_RUN;
-        e.pid = pid;
         const double t = now();
-        if (ioctl(g.get(), GHOST_IOC_EXPORT, &e) != 0) {
-            fmt::print(stderr, "export: {} ({})\n", strerror(errno), e.reason);
+        auto e = (*g)->export_process(pid, ghost::Fate::Run);
+        if (!e) {
+            fmt::print(stderr, "export: {}\n", e.error().what());
             return false;
         }
         r.export_s = std::min(r.export_s, now() - t);
-        r.frozen_s = std::min(r.frozen_s, static_cast<double>(e.frozen_ns) / 1e9);
-        r.bytes = e.bytes;
+        r.frozen_s = std::min(r.frozen_s, static_cast<double>(e->frozen_ns) / 1e9);
+        r.bytes = e->bytes;
     }
 
     // Only the restored copies may answer from now on.
@@ -140,11 +128,10 @@ bool measure(size_t size, int repeat, Result& r) {
         const pid_t imp = fork();
         if (imp == 0) {
             prctl(PR_SET_PDEATHSIG, SIGKILL);
-            ghost_import im{};
             const double t = now();
             write_all(t0pipe.w.get(), &t, sizeof(t));
-            ghost_restore_self(g.get(), &im);
-            fmt::print(stderr, "import: {} ({})\n", strerror(errno), im.reason);
+            const ghost::Error err = (*g)->restore_self();
+            fmt::print(stderr, "import: {}\n", err.what());
             _exit(100);
         }
         double t0 = 0, t1 = 0;
