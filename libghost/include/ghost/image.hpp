@@ -32,6 +32,9 @@ namespace ghost::image {
 // CRC-32C (Castagnoli) as the image's END section uses it: crc32c(0, ...)
 // of a whole buffer; chain by passing the previous value.
 std::uint32_t crc32c(std::uint32_t crc, std::span<const std::byte> data);
+// The same, always table-driven: what crc32c() uses on CPUs without SSE4.2
+// (exposed so that tests compare the two).
+std::uint32_t crc32c_portable(std::uint32_t crc, std::span<const std::byte> data);
 
 // Name of a section type ("task", "regs", ...; "unknown" otherwise).
 std::string_view section_name(std::uint32_t type);
@@ -106,13 +109,26 @@ class FdSource final : public Source {
 struct ReadOptions {
     // Called for every page run with its data (nr_pages * page_size bytes),
     // in stream order; an error stops the read with that error. Without it
-    // the data is skipped (still covered by the checksum).
+    // the data is skipped (still covered by the checksum). The reader holds
+    // at most kPagesChunk bytes of page data at a time: a longer run comes in
+    // several calls, each with a PageRun for just that part (its addr,
+    // nr_pages and data_offset), ascending. The Vma is the one being read
+    // (its runs so far, not this one). The data is only checked by the END
+    // checksum, after the last call: a caller must not trust it before
+    // read() succeeded.
     std::function<Result<void>(const Vma&, const PageRun&, std::span<const std::byte>)> on_pages;
-    // Refuse images larger than this (bytes); 0: no limit.
+    // Refuse images larger than this (bytes), with std::errc::file_too_large;
+    // 0: no limit.
     std::uint64_t max_bytes = 0;
 };
 
-// Reads and validates a whole image. Errors carry std::errc::bad_message
+// Largest piece of page data given to ReadOptions::on_pages at once.
+inline constexpr std::size_t kPagesChunk = 1 << 20;
+
+// Reads and validates a whole image, and not one byte past its END section
+// (what follows in a stream is left to the caller). Memory use is bounded by
+// the image's records (never by a size field it has not yet checked) plus
+// one kPagesChunk buffer. Errors carry std::errc::bad_message
 // (EBADMSG) and a sentence naming what is wrong and at which byte; read
 // errors of the source keep their own code.
 Result<Image> read(Source& src, const ReadOptions& opts = {});
@@ -149,6 +165,12 @@ class Writer {
 
 // Encodes a decoded image back into bytes (a valid image, if img is one);
 // data gives each run's page data. Tests mutate an Image and encode it.
+// Records are written as they are (path_len, nr_pages, nr_vmas, xstate.size
+// are not recomputed, so they can be made inconsistent on purpose); what the
+// Image does not hold is derived: FS's cwd_len from cwd, and each PAGES
+// record's nr_pages and data_offset from the data given for the run.
+// Encoding what read() decoded from an image of ghost.ko gives that image
+// back, byte for byte.
 std::vector<std::byte>
 encode(const Image& img,
        const std::function<std::span<const std::byte>(const Vma&, const PageRun&)>& data);

@@ -1,0 +1,863 @@
+// The user-space image reader and writer. The reader applies the checks of
+// ghost.ko's own reader (kmod/stage.c), in the same order, except those that
+// depend on the importing machine: opening paths, the CPU's FPU features,
+// the caller's resource limits, the vDSO's place. Two bounds are the
+// format's rather than one kernel's (see Documentation/image-format.md):
+// user addresses end at 2^47 - 4096 (a kernel with 5-level page tables
+// accepts more), and the aux vector holds up to GHOST_AUXV_WORDS words
+// (Linux 6.1 keeps 48 on x86-64 with IA32 emulation, 46 without, and
+// refuses more).
+#include "ghost/image.hpp"
+
+#include <poll.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <cerrno>
+#include <cstddef>
+#include <cstring>
+
+#include <fmt/format.h>
+
+namespace ghost::image {
+
+// ---- reading ------------------------------------------------------------------
+
+namespace {
+
+constexpr std::uint64_t kPage = 4096;
+// TASK_SIZE_MAX of x86-64 with 4-level page tables: the end of user space.
+constexpr std::uint64_t kUserEnd = (1ULL << 47) - kPage;
+// The bounds of kmod/stage.c.
+constexpr std::uint32_t kMaxVmas = 65536;
+constexpr std::uint32_t kMinXstate = 512 + 64; // legacy area + XSAVE header
+constexpr std::uint32_t kMaxXstate = 64 * 1024;
+constexpr std::uint32_t kPathMax = 4096; // PATH_MAX, counting the NUL
+constexpr std::int64_t kMaxFd = 1 << 20;
+constexpr int kRlimitNofile = 7;
+
+// The sigaction flags Linux accepts on x86-64 (UAPI_SA_FLAGS): NOCLDSTOP,
+// NOCLDWAIT, SIGINFO, EXPOSE_TAGBITS, RESTORER, ONSTACK, RESTART, NODEFER,
+// RESETHAND.
+constexpr std::uint64_t kSaFlags =
+    0x1 | 0x2 | 0x4 | 0x800 | 0x04000000 | 0x08000000 | 0x10000000 | 0x40000000 | 0x80000000;
+constexpr std::uint32_t kSsFlags = 1 | 2 | (1u << 31); // SS_ONSTACK, SS_DISABLE, SS_AUTODISARM
+constexpr int kSigKill = 9, kSigStop = 19, kSigRtMin = 32;
+constexpr std::uint64_t kAtNull = 0;
+
+// XSAVE layout (standard format).
+constexpr std::size_t kMxcsr = 24;
+constexpr std::size_t kXstateBv = 512, kXcompBv = 520, kXsaveReserved = 528;
+constexpr std::uint64_t kXfeatureFpSseYmm = 0x7;
+
+Error bad(std::string msg) {
+    return Error{std::make_error_code(std::errc::bad_message), std::move(msg)};
+}
+
+bool user_addr(std::uint64_t a) {
+    return a < kUserEnd;
+}
+
+template <class T> std::span<std::byte> bytes_of(T& v) {
+    return std::as_writable_bytes(std::span(&v, 1));
+}
+
+template <class T> std::span<const std::byte> cbytes_of(const T& v) {
+    return std::as_bytes(std::span(&v, 1));
+}
+
+template <class T> bool all_zero(const T& v) {
+    const auto b = cbytes_of(v);
+    return std::all_of(b.begin(), b.end(), [](std::byte x) { return x == std::byte{0}; });
+}
+
+std::uint64_t load64(std::span<const std::byte> b, std::size_t off) {
+    std::uint64_t v;
+    std::memcpy(&v, b.data() + off, sizeof(v));
+    return v;
+}
+
+std::string name_of(std::uint32_t type) {
+    const auto n = section_name(type);
+    return n == "unknown" ? fmt::format("type {}", type) : std::string(n);
+}
+
+// The byte stream: exact reads, the running offset and checksum, the limit.
+class Stream {
+  public:
+    Stream(Source& src, std::uint64_t max) : src_(src), max_(max) {}
+
+    std::uint64_t off() const { return off_; }
+    std::uint32_t crc() const { return crc_; } // crc32c of every byte so far
+
+    Result<void> read(std::span<std::byte> buf) {
+        if (max_ && (buf.size() > max_ || off_ > max_ - buf.size()))
+            return Error{std::make_error_code(std::errc::file_too_large),
+                         fmt::format("the image is larger than the limit of {} bytes (at byte {})",
+                                     max_, off_)};
+        std::size_t got = 0;
+        while (got < buf.size()) {
+            auto r = src_.read(buf.subspan(got));
+            if (!r)
+                return r.error();
+            if (*r > buf.size() - got)
+                return Error{std::make_error_code(std::errc::io_error),
+                             "the image source returned more bytes than asked for"};
+            if (*r == 0) {
+                account(buf.first(got));
+                return bad(fmt::format("the image ends early, at byte {}", off_));
+            }
+            got += *r;
+        }
+        account(buf);
+        return {};
+    }
+
+    template <class T> Result<void> read(T& v) { return read(bytes_of(v)); }
+
+    // @n bytes that must be zero; @what names them for the error.
+    Result<void> zeros(std::uint64_t n, std::string_view what) {
+        std::array<std::byte, 4096> buf;
+        while (n) {
+            const auto k = static_cast<std::size_t>(std::min<std::uint64_t>(n, buf.size()));
+            const auto start = off_;
+            if (auto r = read(std::span(buf).first(k)); !r)
+                return r;
+            for (std::size_t i = 0; i < k; i++)
+                if (buf[i] != std::byte{0})
+                    return bad(fmt::format("non-zero {} (byte {})", what, start + i));
+            n -= k;
+        }
+        return {};
+    }
+
+  private:
+    void account(std::span<const std::byte> b) {
+        crc_ = crc32c(crc_, b);
+        off_ += b.size();
+    }
+
+    Source& src_;
+    std::uint64_t max_;
+    std::uint64_t off_ = 0;
+    std::uint32_t crc_ = 0;
+};
+
+struct Sec {
+    ghost_section h{};
+    std::uint64_t at = 0; // stream offset of the section header
+    // Stream offset of a field of the payload.
+    std::uint64_t field(std::size_t offset) const { return at + sizeof(h) + offset; }
+};
+
+#define FIELD(sec, type, member) (sec).field(offsetof(type, member))
+
+class Reader {
+  public:
+    Reader(Source& src, const ReadOptions& o) : s_(src, o.max_bytes), o_(o) {}
+
+    Result<Image> run() {
+        Result<void> r = header();
+        if (r)
+            r = task();
+        if (r)
+            r = regs();
+        if (r)
+            r = xstate();
+        if (r)
+            r = signals();
+        if (r)
+            r = fs();
+        if (r)
+            r = rlimits();
+        if (r)
+            r = mm();
+        for (std::uint32_t i = 0; r && i < img_.mm.nr_vmas; i++)
+            r = vma(i);
+        if (r)
+            r = tail();
+        if (r)
+            r = layout();
+        if (!r)
+            return r.error();
+        return std::move(img_);
+    }
+
+  private:
+    Result<void> header() {
+        auto& h = img_.header;
+        if (auto r = s_.read(h); !r)
+            return r;
+        if (h.magic != GHOST_IMAGE_MAGIC)
+            return bad(fmt::format("not a ghost image: bad magic {:#018x} at byte 0", h.magic));
+        if (h.version != GHOST_IMAGE_VERSION)
+            return bad(fmt::format("image format version {} (byte 8) is not supported: this "
+                                   "reader reads version {}",
+                                   h.version, GHOST_IMAGE_VERSION));
+        if (h.header_size != sizeof(h))
+            return bad(fmt::format("the image header size is {} (byte 12), expected {}",
+                                   h.header_size, sizeof(h)));
+        if (h.arch != GHOST_ARCH_X86_64)
+            return bad(fmt::format("the image is for architecture {} (byte 16), not x86-64 ({})",
+                                   h.arch, GHOST_ARCH_X86_64));
+        if (h.page_size != kPage)
+            return bad(
+                fmt::format("the image's page size is {} (byte 20), not {}", h.page_size, kPage));
+        if (h.__pad || !all_zero(h.resv))
+            return bad("the image header has non-zero reserved fields (bytes 36-63)");
+        return {};
+    }
+
+    // The next section header (its flags checked), at an 8-aligned offset.
+    Result<Sec> next() {
+        Sec s;
+        s.at = s_.off();
+        if (auto r = s_.read(s.h); !r)
+            return r.error();
+        if (s.h.flags)
+            return bad(fmt::format("the {} section at byte {} has unknown flags {:#x}",
+                                   name_of(s.h.type), s.at, s.h.flags));
+        return s;
+    }
+
+    // A section of @type whose payload starts with a @fixed-byte record.
+    Result<Sec> expect(std::uint32_t type, std::size_t fixed) {
+        auto s = next();
+        if (!s)
+            return s;
+        if (s->h.type != type)
+            return bad(fmt::format("expected section {} at byte {}, found section {}",
+                                   name_of(type), s->at, name_of(s->h.type)));
+        if (s->h.size < fixed)
+            return bad(fmt::format("the {} section at byte {} has {} bytes, too short for its "
+                                   "{}-byte record",
+                                   name_of(type), s->at, s->h.size, fixed));
+        return s;
+    }
+
+    // The payload ends after @fixed + @tail bytes, then the padding.
+    Result<void> size_is(const Sec& s, std::uint64_t want) {
+        if (s.h.size != want)
+            return bad(fmt::format("the {} section at byte {} has {} bytes, expected {}",
+                                   name_of(s.h.type), s.at, s.h.size, want));
+        return {};
+    }
+
+    Result<void> pad(const Sec& s) {
+        return s_.zeros(
+            (8 - s.h.size % 8) % 8,
+            fmt::format("padding after the {} section at byte {}", name_of(s.h.type), s.at));
+    }
+
+    template <class T> Result<Sec> fixed(std::uint32_t type, T& rec) {
+        auto s = expect(type, sizeof(T));
+        if (!s)
+            return s;
+        if (auto r = size_is(*s, sizeof(T)); !r)
+            return r.error();
+        if (auto r = s_.read(rec); !r)
+            return r.error();
+        if (auto r = pad(*s); !r)
+            return r.error();
+        return s;
+    }
+
+    // A name of @len bytes after a @fixed-byte record; @absolute when it is a
+    // path to open (an inherited descriptor's name is informational).
+    Result<std::string> path(const Sec& s, std::size_t fixed, std::uint32_t len, bool absolute,
+                             std::uint64_t len_at) {
+        if (len == 0 || len >= kPathMax)
+            return bad(fmt::format("the {} section at byte {} has a path of length {} (byte {}): "
+                                   "must be 1 to {}",
+                                   name_of(s.h.type), s.at, len, len_at, kPathMax - 1));
+        if (auto r = size_is(s, fixed + len); !r)
+            return r.error();
+        std::string p(len, '\0');
+        const auto at = s_.off();
+        if (auto r = s_.read(std::as_writable_bytes(std::span(p))); !r)
+            return r.error();
+        if (auto r = pad(s); !r)
+            return r.error();
+        if (const auto nul = p.find('\0'); nul != std::string::npos)
+            return bad(fmt::format("the path in the {} section at byte {} has a NUL at byte {}",
+                                   name_of(s.h.type), s.at, at + nul));
+        if (absolute && p[0] != '/')
+            return bad(fmt::format("the path in the {} section at byte {} is not absolute: {}",
+                                   name_of(s.h.type), s.at, p));
+        return p;
+    }
+
+    Result<void> task() {
+        auto& t = img_.task;
+        auto s = fixed(GHOST_SEC_TASK, t);
+        if (!s)
+            return s.error();
+        const std::string where = fmt::format("the task section at byte {}", s->at);
+        if (t.__pad || !all_zero(t.resv))
+            return bad(where + " has non-zero reserved fields");
+        if (!user_addr(t.rseq))
+            return bad(fmt::format("{}: the rseq area {:#x} (byte {}) is not a user address", where,
+                                   t.rseq, FIELD(*s, ghost_task, rseq)));
+        if (!user_addr(t.clear_child_tid))
+            return bad(fmt::format("{}: clear_child_tid {:#x} (byte {}) is not a user address",
+                                   where, t.clear_child_tid,
+                                   FIELD(*s, ghost_task, clear_child_tid)));
+        if (!user_addr(t.robust_list))
+            return bad(fmt::format("{}: the robust list {:#x} (byte {}) is not a user address",
+                                   where, t.robust_list, FIELD(*s, ghost_task, robust_list)));
+        if (t.robust_list && t.robust_list_len != 24)
+            return bad(fmt::format("{}: robust_list_len is {} (byte {}), not 24", where,
+                                   t.robust_list_len, FIELD(*s, ghost_task, robust_list_len)));
+        if (t.rseq && t.rseq_len != 32)
+            return bad(fmt::format("{}: rseq_len is {} (byte {}), not 32", where, t.rseq_len,
+                                   FIELD(*s, ghost_task, rseq_len)));
+        return {};
+    }
+
+    Result<void> regs() {
+        auto& r = img_.regs;
+        auto s = fixed(GHOST_SEC_REGS, r);
+        if (!s)
+            return s.error();
+        const auto check = [&](bool ok, std::string_view what, std::uint64_t v,
+                               std::size_t off) -> Result<void> {
+            if (ok)
+                return {};
+            return bad(fmt::format("the registers at byte {} are not those of a 64-bit user "
+                                   "process: {} is {:#x} (byte {})",
+                                   s->at, what, v, s->field(off)));
+        };
+        Result<void> res = check(r.cs == 0x33, "cs", r.cs, offsetof(ghost_regs, cs));
+        if (res)
+            res = check(r.ss == 0x2b, "ss", r.ss, offsetof(ghost_regs, ss));
+        if (res)
+            res = check(r.fs == 0, "the fs selector", r.fs, offsetof(ghost_regs, fs));
+        if (res)
+            res = check(r.gs == 0, "the gs selector", r.gs, offsetof(ghost_regs, gs));
+        if (res)
+            res = check(user_addr(r.ip), "ip", r.ip, offsetof(ghost_regs, ip));
+        if (res)
+            res = check(user_addr(r.fs_base), "fs_base", r.fs_base, offsetof(ghost_regs, fs_base));
+        if (res)
+            res = check(user_addr(r.gs_base), "gs_base", r.gs_base, offsetof(ghost_regs, gs_base));
+        return res;
+    }
+
+    // What XRSTOR would refuse on any CPU; the features themselves are the
+    // importing CPU's business.
+    Result<void> xstate() {
+        auto& x = img_.xstate;
+        auto s = expect(GHOST_SEC_XSTATE, sizeof(x));
+        if (!s)
+            return s.error();
+        if (auto r = s_.read(x); !r)
+            return r;
+        if (x.__pad)
+            return bad(fmt::format("the FPU section at byte {} has non-zero padding", s->at));
+        if (x.size < kMinXstate || x.size > kMaxXstate)
+            return bad(fmt::format("the FPU section at byte {} holds {} bytes of XSAVE data "
+                                   "(byte {}): must be {} to {}",
+                                   s->at, x.size, FIELD(*s, ghost_xstate, size), kMinXstate,
+                                   kMaxXstate));
+        if (auto r = size_is(*s, sizeof(x) + x.size); !r)
+            return r;
+        const auto data_at = s_.off();
+        img_.xsave.resize(x.size);
+        if (auto r = s_.read(std::span(img_.xsave)); !r)
+            return r;
+        if (auto r = pad(*s); !r)
+            return r;
+        const auto xsave = std::span<const std::byte>(img_.xsave);
+        if (load64(xsave, kXcompBv))
+            return bad(fmt::format("the XSAVE header at byte {} is in the compacted format "
+                                   "(xcomp_bv {:#x}): the format is the standard one",
+                                   data_at + kXcompBv, load64(xsave, kXcompBv)));
+        for (std::size_t i = kXsaveReserved; i < kMinXstate; i += 8)
+            if (load64(xsave, i))
+                return bad(fmt::format("the XSAVE header has non-zero reserved bytes at byte {}",
+                                       data_at + i));
+        std::uint32_t mxcsr;
+        std::memcpy(&mxcsr, xsave.data() + kMxcsr, sizeof(mxcsr));
+        if ((load64(xsave, kXstateBv) & kXfeatureFpSseYmm) && (mxcsr & 0xffff0000u))
+            return bad(fmt::format("MXCSR {:#x} (byte {}) has reserved bits set", mxcsr,
+                                   data_at + kMxcsr));
+        return {};
+    }
+
+    Result<void> signals() {
+        auto& sg = img_.signals;
+        auto s = fixed(GHOST_SEC_SIGNALS, sg);
+        if (!s)
+            return s.error();
+        for (int i = 0; i < GHOST_NSIG; i++) {
+            const auto& a = sg.action[i];
+            const int sig = i + 1;
+            const auto at = s->field(offsetof(ghost_signals, action) + i * sizeof(a));
+            if (a.flags & ~kSaFlags)
+                return bad(fmt::format("the action of signal {} (byte {}) has unknown flags {:#x}",
+                                       sig, at, a.flags & ~kSaFlags));
+            if (!user_addr(a.restorer))
+                return bad(fmt::format("the action of signal {} (byte {}) has restorer {:#x}, "
+                                       "not a user address",
+                                       sig, at, a.restorer));
+            if ((sig == kSigKill || sig == kSigStop) && a.handler != 0)
+                return bad(fmt::format("the action of signal {} (byte {}) is not the default: "
+                                       "SIGKILL and SIGSTOP cannot be caught",
+                                       sig, at));
+        }
+        const std::string where = fmt::format("the signal section at byte {}", s->at);
+        if (sg.__pad)
+            return bad(where + " has non-zero padding");
+        if (sg.pending & (~0ULL << (kSigRtMin - 1)))
+            return bad(fmt::format("{}: pending {:#x} (byte {}) holds real-time or unknown "
+                                   "signals",
+                                   where, sg.pending, FIELD(*s, ghost_signals, pending)));
+        if (sg.altstack_flags & ~kSsFlags)
+            return bad(fmt::format("{}: the alternate stack has unknown flags {:#x} (byte {})",
+                                   where, sg.altstack_flags,
+                                   FIELD(*s, ghost_signals, altstack_flags)));
+        if (!user_addr(sg.altstack_sp))
+            return bad(fmt::format("{}: the alternate stack {:#x} (byte {}) is not a user address",
+                                   where, sg.altstack_sp, FIELD(*s, ghost_signals, altstack_sp)));
+        return {};
+    }
+
+    Result<void> fs() {
+        ghost_fs f{};
+        auto s = expect(GHOST_SEC_FS, sizeof(f));
+        if (!s)
+            return s.error();
+        if (auto r = s_.read(f); !r)
+            return r;
+        auto p = path(*s, sizeof(f), f.cwd_len, true, FIELD(*s, ghost_fs, cwd_len));
+        if (!p)
+            return p.error();
+        img_.umask = f.umask;
+        img_.cwd = std::move(*p);
+        return {};
+    }
+
+    Result<void> rlimits() {
+        auto& rl = img_.rlimits;
+        auto s = fixed(GHOST_SEC_RLIMITS, rl);
+        if (!s)
+            return s.error();
+        for (int i = 0; i < GHOST_NRLIMITS; i++) {
+            const auto at = s->field(i * sizeof(rl.rlim[0]));
+            if (rl.rlim[i].cur > rl.rlim[i].max)
+                return bad(fmt::format("limit {} (byte {}): the soft limit {} is above the hard "
+                                       "limit {}",
+                                       i, at, rl.rlim[i].cur, rl.rlim[i].max));
+            if (i == kRlimitNofile && rl.rlim[i].max > static_cast<std::uint64_t>(kMaxFd))
+                return bad(fmt::format("the file limit {} (byte {}) is above {}", rl.rlim[i].max,
+                                       at + 8, kMaxFd));
+        }
+        return {};
+    }
+
+    Result<void> mm() {
+        auto& m = img_.mm;
+        auto s = fixed(GHOST_SEC_MM, m);
+        if (!s)
+            return s.error();
+        mm_ = *s;
+        const std::string where = fmt::format("the memory layout section at byte {}", s->at);
+        if (m.nr_vmas == 0 || m.nr_vmas > kMaxVmas)
+            return bad(fmt::format("{}: {} mappings (byte {}), must be 1 to {}", where, m.nr_vmas,
+                                   FIELD(*s, ghost_mm, nr_vmas), kMaxVmas));
+        if (m.auxv_words < 2 || m.auxv_words > GHOST_AUXV_WORDS || (m.auxv_words & 1))
+            return bad(fmt::format("{}: auxv_words is {} (byte {}): must be an even number from "
+                                   "2 to {}",
+                                   where, m.auxv_words, FIELD(*s, ghost_mm, auxv_words),
+                                   GHOST_AUXV_WORDS));
+        if (m.auxv[m.auxv_words - 2] != kAtNull)
+            return bad(fmt::format(
+                "{}: the aux vector does not end with AT_NULL (byte {})", where,
+                s->field(offsetof(ghost_mm, auxv) + (m.auxv_words - 2) * sizeof(m.auxv[0]))));
+        struct Pair {
+            const char* lo_name;
+            std::uint64_t lo;
+            const char* hi_name;
+            std::uint64_t hi;
+        };
+        for (const Pair& p : {Pair{"start_brk", m.start_brk, "brk", m.brk},
+                              Pair{"arg_start", m.arg_start, "arg_end", m.arg_end},
+                              Pair{"env_start", m.env_start, "env_end", m.env_end}})
+            if (p.lo > p.hi)
+                return bad(fmt::format("{}: {} {:#x} is above {} {:#x}", where, p.lo_name, p.lo,
+                                       p.hi_name, p.hi));
+        struct Addr {
+            const char* name;
+            std::uint64_t v;
+            std::size_t off;
+        };
+        for (const Addr& a : {Addr{"brk", m.brk, offsetof(ghost_mm, brk)},
+                              Addr{"arg_end", m.arg_end, offsetof(ghost_mm, arg_end)},
+                              Addr{"env_end", m.env_end, offsetof(ghost_mm, env_end)},
+                              Addr{"start_stack", m.start_stack, offsetof(ghost_mm, start_stack)},
+                              Addr{"end_code", m.end_code, offsetof(ghost_mm, end_code)},
+                              Addr{"end_data", m.end_data, offsetof(ghost_mm, end_data)}})
+            if (!user_addr(a.v))
+                return bad(fmt::format("{}: {} {:#x} (byte {}) is not a user address", where,
+                                       a.name, a.v, s->field(a.off)));
+        return {};
+    }
+
+    Result<void> vma(std::uint32_t idx) {
+        Vma v;
+        auto& r = v.rec;
+        auto s = expect(GHOST_SEC_VMA, sizeof(r));
+        if (!s)
+            return s.error();
+        if (auto res = s_.read(r); !res)
+            return res;
+        const auto pages = (r.end - r.start) / kPage;
+        const auto what = [&](std::string_view why) {
+            return bad(fmt::format("the mapping {:#x}-{:#x} (section at byte {}) {}", r.start,
+                                   r.end, s->at, why));
+        };
+        if (r.__pad)
+            return what("has non-zero padding");
+        if ((r.start | r.end) % kPage)
+            return what("is not page-aligned");
+        if (r.start >= r.end)
+            return what("is empty or inverted");
+        if (r.end > kUserEnd)
+            return what("ends above user space");
+        if (idx && r.start < img_.vmas.back().rec.end)
+            return what(fmt::format("overlaps or precedes the mapping before it, which ends at "
+                                    "{:#x}",
+                                    img_.vmas.back().rec.end));
+        if (r.prot & ~7u)
+            return what(fmt::format("has unknown protection bits {:#x}", r.prot));
+        if (r.flags & ~static_cast<std::uint32_t>(GHOST_VMA_FLAGS))
+            return what(fmt::format("has unknown flags {:#x}", r.flags));
+        if (r.nr_pages > pages)
+            return what(fmt::format("carries {} pages but has only {}", r.nr_pages, pages));
+        if (!(r.flags & GHOST_VMA_FILE) != !r.path_len)
+            return what((r.flags & GHOST_VMA_FILE) ? "is a file mapping without a path"
+                                                   : "is anonymous but has a path");
+        if ((r.flags & GHOST_VMA_SHARED) && !(r.flags & GHOST_VMA_FILE))
+            return what("is shared but not a file mapping");
+        if ((r.flags & (GHOST_VMA_SHARED | GHOST_VMA_VDSO | GHOST_VMA_VVAR)) && r.nr_pages)
+            return what("carries pages but is shared or the vDSO");
+        if (r.flags & GHOST_VMA_FILE) {
+            auto p = path(*s, sizeof(r), r.path_len, true, FIELD(*s, ghost_vma, path_len));
+            if (!p)
+                return p.error();
+            v.path = std::move(*p);
+        } else {
+            if (auto res = size_is(*s, sizeof(r)); !res)
+                return res;
+            if (auto res = pad(*s); !res)
+                return res;
+        }
+        std::uint64_t carried = 0;
+        while (carried < r.nr_pages)
+            if (auto res = run(v, carried); !res)
+                return res;
+        img_.vmas.push_back(std::move(v));
+        return {};
+    }
+
+    Result<void> run(Vma& v, std::uint64_t& carried) {
+        const auto& vr = v.rec;
+        ghost_pages p{};
+        auto s = expect(GHOST_SEC_PAGES, sizeof(p));
+        if (!s)
+            return s.error();
+        if (auto r = s_.read(p); !r)
+            return r;
+        const auto what = [&](std::string_view why) {
+            return bad(fmt::format("the page run at byte {} ({} page{} at {:#x}, mapping "
+                                   "{:#x}-{:#x}) {}",
+                                   s->at, p.nr_pages, p.nr_pages == 1 ? "" : "s", p.addr, vr.start,
+                                   vr.end, why));
+        };
+        if (p.__pad)
+            return what("has non-zero padding");
+        if (p.data_offset < sizeof(p))
+            return what(fmt::format("has data_offset {}, inside its own record", p.data_offset));
+        if (p.nr_pages == 0)
+            return what("is empty");
+        if (p.addr % kPage)
+            return what("is not page-aligned");
+        if (p.addr < vr.start || p.addr >= vr.end)
+            return what("starts outside its mapping");
+        // Overflow-free: nr_pages is not trusted to be small.
+        if (p.nr_pages > (vr.end - p.addr) / kPage)
+            return what("ends past its mapping");
+        if (!v.runs.empty() && p.addr < v.runs.back().addr + v.runs.back().nr_pages * kPage)
+            return what("overlaps or precedes the run before it");
+        if (p.nr_pages > vr.nr_pages - carried)
+            return what(
+                fmt::format("brings the mapping's pages above its nr_pages {}", vr.nr_pages));
+        if (s->h.size != p.data_offset + p.nr_pages * kPage)
+            return what(fmt::format("has a section size of {}, expected {}", s->h.size,
+                                    p.data_offset + p.nr_pages * kPage));
+        if ((s->field(0) + p.data_offset) % kPage)
+            return what(fmt::format("has its data at byte {}, not page-aligned",
+                                    s->field(0) + p.data_offset));
+        if (auto r = s_.zeros(p.data_offset - sizeof(p),
+                              fmt::format("padding in the page run at byte {}", s->at));
+            !r)
+            return r;
+
+        PageRun run{p.addr, p.nr_pages, s_.off()};
+        for (std::uint64_t done = 0; done < p.nr_pages;) {
+            const auto n = std::min<std::uint64_t>(p.nr_pages - done, kPagesChunk / kPage);
+            if (chunk_.size() < n * kPage)
+                chunk_.resize(n * kPage);
+            const auto data = std::span(chunk_).first(n * kPage);
+            const PageRun part{p.addr + done * kPage, n, s_.off()};
+            if (auto r = s_.read(data); !r)
+                return r;
+            if (o_.on_pages)
+                if (auto r = o_.on_pages(v, part, data); !r)
+                    return r;
+            done += n;
+        }
+        carried += p.nr_pages;
+        v.runs.push_back(run);
+        return {};
+    }
+
+    // FILE sections, then END.
+    Result<void> tail() {
+        for (;;) {
+            const auto crc = s_.crc();
+            auto s = next();
+            if (!s)
+                return s.error();
+            if (s->h.type == GHOST_SEC_FILE) {
+                if (auto r = file(*s); !r)
+                    return r;
+                continue;
+            }
+            if (s->h.type != GHOST_SEC_END)
+                return bad(fmt::format("unexpected section {} at byte {}: expected a file or the "
+                                       "end section",
+                                       name_of(s->h.type), s->at));
+            ghost_end e{};
+            if (auto r = size_is(*s, sizeof(e)); !r)
+                return r;
+            if (auto r = s_.read(e); !r)
+                return r;
+            if (e.__pad)
+                return bad(fmt::format("the end section at byte {} has non-zero padding", s->at));
+            if (e.bytes != s->at)
+                return bad(fmt::format("the end section at byte {} says it is at byte {}", s->at,
+                                       e.bytes));
+            if (e.crc32c != crc)
+                return bad(fmt::format("checksum mismatch: the image is corrupted (the {} bytes "
+                                       "before the end section have crc32c {:#010x}, it says "
+                                       "{:#010x})",
+                                       s->at, crc, e.crc32c));
+            img_.crc32c = e.crc32c;
+            img_.bytes = s_.off();
+            return {};
+        }
+    }
+
+    Result<void> file(const Sec& s) {
+        File f;
+        auto& r = f.rec;
+        if (s.h.size < sizeof(r))
+            return bad(fmt::format("the file section at byte {} has {} bytes, too short for its "
+                                   "{}-byte record",
+                                   s.at, s.h.size, sizeof(r)));
+        if (auto res = s_.read(r); !res)
+            return res;
+        auto p = path(s, sizeof(r), r.path_len, r.kind == GHOST_FILE_PATH,
+                      FIELD(s, ghost_file, path_len));
+        if (!p)
+            return p.error();
+        f.path = std::move(*p);
+        const auto what = [&](std::string_view why) {
+            return bad(fmt::format("the file section of fd {} at byte {} {}", r.fd, s.at, why));
+        };
+        if (r.fd < 0 || r.fd >= kMaxFd)
+            return what(fmt::format("has a descriptor out of range (0 to {})", kMaxFd - 1));
+        if (!img_.files.empty() && r.fd <= img_.files.back().rec.fd)
+            return what(fmt::format("does not come after fd {}: descriptors must ascend",
+                                    img_.files.back().rec.fd));
+        if (r.fd_flags & ~1u) // FD_CLOEXEC
+            return what(fmt::format("has unknown descriptor flags {:#x}", r.fd_flags));
+        if (r.kind != GHOST_FILE_PATH && r.kind != GHOST_FILE_INHERIT)
+            return what(fmt::format("has unknown kind {}", r.kind));
+        img_.files.push_back(std::move(f));
+        return {};
+    }
+
+    // The arguments, environment and stack lie in the mappings.
+    Result<void> layout() {
+        const auto& m = img_.mm;
+        struct Addr {
+            const char* name;
+            std::uint64_t v;
+            std::size_t off;
+        };
+        for (const Addr& a :
+             {Addr{"arg_start", m.arg_start, offsetof(ghost_mm, arg_start)},
+              Addr{"env_start", m.env_start, offsetof(ghost_mm, env_start)},
+              Addr{"start_stack", m.start_stack, offsetof(ghost_mm, start_stack)}}) {
+            if (!a.v)
+                continue;
+            const bool inside = std::any_of(img_.vmas.begin(), img_.vmas.end(), [&](const Vma& v) {
+                return v.rec.start <= a.v && a.v < v.rec.end;
+            });
+            if (!inside)
+                return bad(fmt::format("the memory layout points outside the mappings: {} {:#x} "
+                                       "(byte {})",
+                                       a.name, a.v, mm_.field(a.off)));
+        }
+        return {};
+    }
+
+    Stream s_;
+    const ReadOptions& o_;
+    Image img_;
+    Sec mm_;
+    std::vector<std::byte> chunk_;
+};
+
+#undef FIELD
+
+} // namespace
+
+std::string_view section_name(std::uint32_t type) {
+    switch (type) {
+    case GHOST_SEC_TASK:
+        return "task";
+    case GHOST_SEC_REGS:
+        return "regs";
+    case GHOST_SEC_XSTATE:
+        return "xstate";
+    case GHOST_SEC_SIGNALS:
+        return "signals";
+    case GHOST_SEC_FS:
+        return "fs";
+    case GHOST_SEC_RLIMITS:
+        return "rlimits";
+    case GHOST_SEC_MM:
+        return "mm";
+    case GHOST_SEC_VMA:
+        return "vma";
+    case GHOST_SEC_PAGES:
+        return "pages";
+    case GHOST_SEC_FILE:
+        return "file";
+    case GHOST_SEC_END:
+        return "end";
+    default:
+        return "unknown";
+    }
+}
+
+std::uint64_t Image::pages() const {
+    std::uint64_t n = 0;
+    for (const auto& v : vmas)
+        for (const auto& r : v.runs)
+            n += r.nr_pages;
+    return n;
+}
+
+Result<std::size_t> SpanSource::read(std::span<std::byte> buf) {
+    const auto n = std::min(buf.size(), data_.size() - off_);
+    if (n)
+        std::memcpy(buf.data(), data_.data() + off_, n);
+    off_ += n;
+    return n;
+}
+
+Result<std::size_t> FdSource::read(std::span<std::byte> buf) {
+    for (;;) {
+        const auto n = ::read(fd_, buf.data(), buf.size());
+        if (n >= 0)
+            return static_cast<std::size_t>(n);
+        if (errno == EINTR)
+            continue;
+        if (errno == EAGAIN || errno == EWOULDBLOCK) {
+            // A non-blocking pipe or socket: wait for the writer.
+            pollfd p{fd_, POLLIN, 0};
+            if (::poll(&p, 1, -1) >= 0 || errno == EINTR)
+                continue;
+        }
+        const int err = errno;
+        return Error::from_errno(
+            err, fmt::format("reading the image failed: {}", std::generic_category().message(err)));
+    }
+}
+
+Result<Image> read(Source& src, const ReadOptions& opts) {
+    return Reader(src, opts).run();
+}
+
+Result<Image> read(std::span<const std::byte> data, const ReadOptions& opts) {
+    SpanSource src(data);
+    return read(src, opts);
+}
+
+// ---- writing ------------------------------------------------------------------
+
+Writer::Writer() = default;
+
+void Writer::header(const ghost_image_header& h) {
+    const auto b = cbytes_of(h);
+    out_.insert(out_.end(), b.begin(), b.end());
+}
+
+void Writer::section(std::uint32_t type, std::span<const std::byte> payload, std::uint32_t flags) {
+    const ghost_section s{type, flags, payload.size()};
+    const auto b = cbytes_of(s);
+    out_.insert(out_.end(), b.begin(), b.end());
+    out_.insert(out_.end(), payload.begin(), payload.end());
+    out_.resize(out_.size() + (8 - payload.size() % 8) % 8);
+}
+
+void Writer::pages(std::uint64_t addr, std::span<const std::byte> data) {
+    // As ghost.ko writes it: the least padding that page-aligns the data.
+    const std::uint64_t hdr_end = out_.size() + sizeof(ghost_section) + sizeof(ghost_pages);
+    const std::uint64_t pad = (kPage - hdr_end % kPage) % kPage;
+    const ghost_pages p{addr, data.size() / kPage, static_cast<std::uint32_t>(sizeof(p) + pad), 0};
+    const std::uint64_t size = p.data_offset + data.size();
+    const ghost_section s{GHOST_SEC_PAGES, 0, size};
+    const auto sb = cbytes_of(s), pb = cbytes_of(p);
+    out_.insert(out_.end(), sb.begin(), sb.end());
+    out_.insert(out_.end(), pb.begin(), pb.end());
+    out_.resize(out_.size() + pad);
+    out_.insert(out_.end(), data.begin(), data.end());
+    out_.resize(out_.size() + (8 - size % 8) % 8);
+}
+
+void Writer::end() {
+    const ghost_end e{crc32c(0, out_), 0, out_.size()};
+    record(GHOST_SEC_END, e);
+}
+
+std::vector<std::byte>
+encode(const Image& img,
+       const std::function<std::span<const std::byte>(const Vma&, const PageRun&)>& data) {
+    Writer w;
+    w.header(img.header);
+    w.record(GHOST_SEC_TASK, img.task);
+    w.record(GHOST_SEC_REGS, img.regs);
+    w.record(GHOST_SEC_XSTATE, img.xstate, img.xsave);
+    w.record(GHOST_SEC_SIGNALS, img.signals);
+    const ghost_fs fs{img.umask, static_cast<std::uint32_t>(img.cwd.size())};
+    w.record(GHOST_SEC_FS, fs, std::as_bytes(std::span(img.cwd)));
+    w.record(GHOST_SEC_RLIMITS, img.rlimits);
+    w.record(GHOST_SEC_MM, img.mm);
+    for (const auto& v : img.vmas) {
+        w.record(GHOST_SEC_VMA, v.rec, std::as_bytes(std::span(v.path)));
+        for (const auto& r : v.runs)
+            w.pages(r.addr, data(v, r));
+    }
+    for (const auto& f : img.files)
+        w.record(GHOST_SEC_FILE, f.rec, std::as_bytes(std::span(f.path)));
+    w.end();
+    return std::move(w.bytes());
+}
+
+} // namespace ghost::image
