@@ -5,8 +5,14 @@
 #include <algorithm>
 #include <cstdio>
 #include <fstream>
+#include <iterator>
+#include <span>
+#include <vector>
 #include <string>
 
+#include <nlohmann/json.hpp>
+
+#include "ghost/image.hpp"
 #include "subprocess.hpp"
 
 namespace {
@@ -96,6 +102,49 @@ TEST(Ghostctl, InspectRefusesATruncatedCompressedStream) {
     EXPECT_EQ(o.status, 1);
     EXPECT_EQ(o.err.rfind("ghostctl: ", 0), 0u) << o.err;
     std::remove(path.c_str());
+}
+
+TEST(Ghostctl, InspectDescribesARealImage) {
+    const std::string img = std::string(GHOST_CORPUS_DIR) + "/counter.img";
+    const auto o = run({GHOSTCTL_PATH, "inspect", img});
+    ASSERT_EQ(o.status, 0) << o.err;
+    for (const char* want : {"ghost-counter 50", "[heap]", "[stack]", "[vdso]", "libc.so.6",
+                             "descriptors", "signals"})
+        EXPECT_NE(o.out.find(want), std::string::npos) << want << " in\n" << o.out;
+}
+
+TEST(Ghostctl, InspectJsonMatchesTheReader) {
+    const std::string img = std::string(GHOST_CORPUS_DIR) + "/counter.img";
+    const auto o = run({GHOSTCTL_PATH, "inspect", "--json", "--regs", img});
+    ASSERT_EQ(o.status, 0) << o.err;
+    const auto j = nlohmann::json::parse(o.out);
+
+    std::ifstream f(img, std::ios::binary);
+    std::vector<char> raw((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+    auto decoded = ghost::image::read(std::as_bytes(std::span(raw)));
+    ASSERT_TRUE(decoded) << decoded.error().what();
+    EXPECT_EQ(j["bytes"], decoded->bytes);
+    EXPECT_EQ(j["pages"], decoded->pages());
+    ASSERT_EQ(j["vmas"].size(), decoded->vmas.size());
+    for (std::size_t i = 0; i < decoded->vmas.size(); ++i) {
+        EXPECT_EQ(j["vmas"][i]["start"], decoded->vmas[i].rec.start);
+        EXPECT_EQ(j["vmas"][i]["pages"], decoded->vmas[i].rec.nr_pages);
+        // data_offset points at the run's bytes in the file.
+        for (const auto& r : j["vmas"][i]["runs"])
+            EXPECT_EQ(r["data_offset"].get<std::uint64_t>() % 4096, 0u);
+    }
+    EXPECT_EQ(j["regs"]["rip"], decoded->regs.ip);
+    EXPECT_EQ(j["files"].size(), decoded->files.size());
+}
+
+TEST(Ghostctl, InspectReadsCompressedImages) {
+    const std::string img = std::string(GHOST_CORPUS_DIR) + "/counter.img";
+    const std::string zst = testing::TempDir() + "ghostctl_counter.img.zst";
+    ASSERT_EQ(std::system(("zstd -q -f -o " + zst + " " + img).c_str()), 0);
+    const auto o = run({GHOSTCTL_PATH, "inspect", zst});
+    EXPECT_EQ(o.status, 0) << o.err;
+    EXPECT_NE(o.out.find("(zstd,"), std::string::npos) << o.out;
+    std::remove(zst.c_str());
 }
 
 } // namespace
