@@ -19,6 +19,8 @@ struct staged_run {
 	unsigned long nr_pages;
 	struct page **pages;
 	unsigned long *lent;		/* bitmap: page borrowed from a memory ghost */
+	size_t pages_cap;		/* allocated entries of @pages */
+	size_t lent_cap;		/* allocated words of @lent */
 };
 
 struct staged_vma {

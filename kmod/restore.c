@@ -316,7 +316,8 @@ static void restore_signals(const struct ghost_staged *st)
 		set_tsk_thread_flag(current, TIF_SIGPENDING);
 	}
 	spin_unlock_irq(&current->sighand->siglock);
-	blocked.sig[0] = sg->blocked;
+	/* as rt_sigprocmask(2) does: SIGKILL and SIGSTOP are never blocked */
+	blocked.sig[0] = sg->blocked & ~(sigmask(SIGKILL) | sigmask(SIGSTOP));
 	sigprocmask(SIG_SETMASK, &blocked, NULL);
 	for (i = 1; i < SIGRTMIN; i++)
 		if (sg->pending & sigmask(i))

@@ -389,6 +389,10 @@ static int stage_mm(struct ghost_stream *s, struct ghost_staged *st,
 	return st->vmas ? 0 : -ENOMEM;
 }
 
+/*
+ * The run's arrays grow as its pages arrive, never sized by the header: a
+ * short stream claiming a huge run must not make the kernel allocate for it.
+ */
 static int stage_run(struct ghost_stream *s, struct staged_vma *sv,
 		     const struct ghost_pages *p, char *reason)
 {
@@ -401,16 +405,25 @@ static int stage_run(struct ghost_stream *s, struct staged_vma *sv,
 	if (err)
 		return err;
 	run = &sv->runs[sv->nr_runs++];
+	memset(run, 0, sizeof(*run));
 	run->addr = p->addr;
-	run->pages = kvcalloc(p->nr_pages, sizeof(*run->pages), GFP_KERNEL);
-	run->lent = bitmap_zalloc(p->nr_pages, GFP_KERNEL);
-	if (!run->pages || !run->lent)
-		return -ENOMEM;
 	for (i = 0; i < p->nr_pages; i++) {
 		/* A memory ghost lends its own pages: no copy. */
-		struct page *pg = ghost_stream_take_page(s);
+		struct page *pg;
 		void *v;
 
+		err = ghost_array_reserve((void **)&run->pages, &run->pages_cap,
+					  i, i + 1, sizeof(*run->pages),
+					  GFP_KERNEL);
+		if (!err)
+			err = ghost_array_reserve((void **)&run->lent,
+						  &run->lent_cap,
+						  BITS_TO_LONGS(i),
+						  BITS_TO_LONGS(i + 1),
+						  sizeof(*run->lent), GFP_KERNEL);
+		if (err)
+			return err;
+		pg = ghost_stream_take_page(s);
 		if (pg) {
 			run->pages[i] = pg;
 			run->nr_pages = i + 1;
@@ -431,10 +444,35 @@ static int stage_run(struct ghost_stream *s, struct staged_vma *sv,
 	return 0;
 }
 
+/*
+ * Bounds are compared by subtraction, never by adding a count from the
+ * image to something else, so that no huge nr_pages can wrap past them.
+ */
+static bool run_fits(const struct staged_vma *sv, const struct ghost_pages *p,
+		     u64 carried)
+{
+	const struct ghost_vma *v = &sv->v;
+	u64 first;
+
+	if ((p->addr & ~PAGE_MASK) || p->addr < v->start || p->addr >= v->end)
+		return false;
+	first = (p->addr - v->start) >> PAGE_SHIFT;
+	if (p->nr_pages == 0 ||
+	    p->nr_pages > ((v->end - v->start) >> PAGE_SHIFT) - first ||
+	    p->nr_pages > v->nr_pages - carried)
+		return false;
+	if (sv->nr_runs) {
+		const struct staged_run *last = &sv->runs[sv->nr_runs - 1];
+
+		if (p->addr < last->addr + last->nr_pages * PAGE_SIZE)
+			return false;
+	}
+	return true;
+}
+
 static int stage_pages(struct ghost_stream *s, struct staged_vma *sv,
 		       u64 *carried, char *reason)
 {
-	const struct ghost_vma *v = &sv->v;
 	struct ghost_section sec;
 	struct ghost_pages p;
 	u64 at = s->off;
@@ -443,13 +481,8 @@ static int stage_pages(struct ghost_stream *s, struct staged_vma *sv,
 	err = read_head(s, GHOST_SEC_PAGES, &p, sizeof(p), &sec, reason);
 	if (err)
 		return err;
-	if (p.__pad || p.data_offset < sizeof(p) || p.nr_pages == 0 ||
-	    (p.addr & ~PAGE_MASK) || p.addr < v->start ||
-	    (p.addr - v->start) / PAGE_SIZE + p.nr_pages >
-			(v->end - v->start) / PAGE_SIZE ||
-	    (sv->nr_runs && p.addr < sv->runs[sv->nr_runs - 1].addr +
-			sv->runs[sv->nr_runs - 1].nr_pages * PAGE_SIZE) ||
-	    *carried + p.nr_pages > v->nr_pages ||
+	/* nr_pages is bounded by the mapping before it is multiplied */
+	if (p.__pad || p.data_offset < sizeof(p) || !run_fits(sv, &p, *carried) ||
 	    sec.size != p.data_offset + p.nr_pages * PAGE_SIZE ||
 	    ((at + sizeof(sec) + p.data_offset) & ~PAGE_MASK))
 		return bad(reason, "the page run at byte %llu is malformed", at);
@@ -656,7 +689,7 @@ void ghost_staged_free(struct ghost_staged *st)
 					ghost_free_page(run->pages[k]);
 			}
 			kvfree(run->pages);
-			bitmap_free(run->lent);
+			kvfree(run->lent);
 		}
 		kvfree(sv->runs);
 		if (sv->file)
