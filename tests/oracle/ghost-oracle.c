@@ -440,10 +440,15 @@ static void fail(struct instance *in, const char *fmt, ...)
 {
 	va_list ap;
 
-	if (in->why[0])
-		return;
 	va_start(ap, fmt);
-	vsnprintf(in->why, sizeof(in->why), fmt, ap);
+	if (!in->why[0]) {
+		vsnprintf(in->why, sizeof(in->why), fmt, ap);
+	} else {
+		/* Only the first failure is the verdict; the rest still shows. */
+		printf("#   %s: also: ", in->tool);
+		vprintf(fmt, ap);
+		printf("\n");
+	}
 	va_end(ap);
 }
 
@@ -678,6 +683,20 @@ static void finish(struct instance *in, const struct buf *before)
 	double t0;
 	int status, gone = 0;
 
+	if (exited(in->pid, &status)) {
+		char st[64];
+
+		describe_status(st, sizeof(st), status);
+		xsnprintf(out, sizeof(out), "%s/out", in->dir);
+		verdict = slurp(out);
+		fail(in, "the restored process ended right after the restore (%s)%s%s", st,
+		     verdict ? ": " : "", verdict ? strtok(verdict, "\n") : "");
+		free(verdict);
+		xsnprintf(log, sizeof(log), "%s/log", in->dir);
+		print_tail("workload log", log, 10);
+		in->pid = 0;
+		return;
+	}
 	/* A restored process could still be settling: give it a few tries. */
 	for (int i = 0; i < 20; i++) {
 		bfree(&after);
@@ -785,6 +804,54 @@ out:
 	return in->why[0] ? -1 : 0;
 }
 
+/*
+ * Copies the tree @from (files and directories) into @to in 4 MiB writes:
+ * busybox cp's small writes over 9p crawl under TCG when the host is busy.
+ */
+static int copy_tree(const char *from, const char *to)
+{
+	struct dirent *d;
+	DIR *dir = opendir(from);
+	int err = 0;
+
+	if (!dir)
+		return -1;
+	mkdir(to, 0755);
+	while ((d = readdir(dir))) {
+		char src[1200], dst[1200];
+		struct stat st;
+
+		if (d->d_name[0] == '.' && (!d->d_name[1] || (d->d_name[1] == '.' && !d->d_name[2])))
+			continue;
+		xsnprintf(src, sizeof(src), "%s/%s", from, d->d_name);
+		xsnprintf(dst, sizeof(dst), "%s/%s", to, d->d_name);
+		if (lstat(src, &st)) {
+			err = -1;
+		} else if (S_ISDIR(st.st_mode)) {
+			err |= copy_tree(src, dst);
+		} else if (S_ISREG(st.st_mode)) {
+			static char buf[4 << 20];
+			int in = open(src, O_RDONLY | O_CLOEXEC);
+			int out = open(dst, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+			ssize_t n = 0;
+
+			while (in >= 0 && out >= 0 && (n = read(in, buf, sizeof(buf))) > 0)
+				if (write(out, buf, n) != n) {
+					n = -1;
+					break;
+				}
+			if (in < 0 || out < 0 || n < 0)
+				err = -1;
+			if (in >= 0)
+				close(in);
+			if (out >= 0)
+				close(out);
+		}
+	}
+	closedir(dir);
+	return err;
+}
+
 /* Copies the workload's own small files, for the host's clean-page check. */
 static void copy_files(const char *from, const char *to)
 {
@@ -805,7 +872,8 @@ static void copy_files(const char *from, const char *to)
  */
 static void pass_memory(struct instance *in)
 {
-	char dir[1024], tmp[1024], path[1200], cmd[4096], *maps;
+	char dir[1024], tmp[1024], path[1200], *maps;
+	double t0;
 	int status;
 	FILE *f;
 
@@ -858,9 +926,11 @@ out:
 		printf("#   memory capture: %s\n", in->why);
 	}
 	cleanup(in);
-	xsnprintf(cmd, sizeof(cmd), "cp -r '%s'/. '%s'/", tmp, dir);
-	if (system(cmd) != 0)
+	t0 = now();
+	if (copy_tree(tmp, dir))
 		printf("#   memory capture: copying %s to %s failed\n", tmp, dir);
+	if (verbose)
+		printf("#   memory capture: images copied in %.1f s\n", now() - t0);
 	rm_rf(tmp);
 }
 

@@ -1,13 +1,12 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * oracle-regs: general-purpose registers. An assembly loop loads ten
- * registers with distinct 64-bit values and checks them over and over
- * without touching them, with a 1 ms nanosleep now and then, so the
- * checkpoint catches the process either in user mode in the middle of the
- * loop or inside the system call. A register that changes is reported
- * with its value. rax, rcx, rdi, rsi and r11 are the loop's own scratch and
- * syscall registers and are not checked; rsp and rip are checked by the
- * program working at all.
+ * oracle-regs: general-purpose registers. An assembly loop loads all fifteen
+ * (rsp aside) with distinct 64-bit values and compares each against its
+ * copy on the stack, over and over, with no system call in the loop: the
+ * checkpoint must interrupt it in user mode, where nothing — not even the
+ * registers a system call would clobber (rax, rcx, rdx, rsi, rdi, r8-r11) —
+ * may change. A register that changes is reported with its value. (The
+ * sleeper and pipe workloads are checkpointed inside system calls.)
  */
 #include "oracle.h"
 
@@ -15,87 +14,75 @@ struct spin_state {
 	uint64_t iterations;	/* 0 */
 	uint64_t bad_reg;	/* 8: index into reg_names, when it fails */
 	uint64_t bad_value;	/* 16 */
+	uint64_t want[15];	/* 24: in reg_names order */
 };
 
 static const char *const reg_names[] = {
-	"rbx", "rbp", "rdx", "r8", "r9", "r10", "r12", "r13", "r14", "r15",
+	"rax", "rbx", "rcx", "rdx", "rsi", "rdi", "rbp", "r8",
+	"r9", "r10", "r11", "r12", "r13", "r14", "r15",
 };
 
 int oracle_spin_regs(const volatile sig_atomic_t *stop, struct spin_state *st);
 
-#define CHECK(reg, idx, val)					\
-	"movabs $" val ", %rax\n\t"				\
-	"cmp %rax, %" #reg "\n\t"				\
-	"je 3f\n\t"						\
-	"mov %" #reg ", %rax\n\t"				\
-	"mov $" #idx ", %ecx\n\t"				\
-	"jmp 8f\n"						\
-	"3:\n\t"
-
-#define LOAD(reg, val) "movabs $" val ", %" #reg "\n\t"
-
-#define R_RBX 0x1111111111111111
-#define R_RBP 0x2222222222222222
-#define R_RDX 0x3333333333333333
-#define R_R8  0x4444444444444444
-#define R_R9  0x5555555555555555
-#define R_R10 0x6666666666666666
-#define R_R12 0x7777777777777777
-#define R_R13 0x0123456789abcdef
-#define R_R14 0x7edcba9876543210
-#define R_R15 0x0f0e0d0c0b0a0908
-#define STR(x) STR2(x)
-#define STR2(x) #x
-
 /*
- * int oracle_spin_regs(stop, st): 0 when *stop became non-zero with every
- * register intact, 1 with st->bad_* filled in.
- * Stack: 0 stop, 8 st, 16 struct timespec {0, 1 ms}.
+ * Stack frame: 0 stop, 8 st, 16 round counter, 24 bad value, 32 bad index,
+ * 40 + 8 * i the value of register i.
  */
+#define FRAME "168"
+#define LOAD(reg, i) "mov 40+8*" #i "(%rsp), %" #reg "\n\t"
+#define CHECK(reg, i) "cmp 40+8*" #i "(%rsp), %" #reg "\n\t" "jne .Lregs_bad_" #reg "\n\t"
+#define BAD(reg, i)							\
+	".Lregs_bad_" #reg ":\n\t"					\
+	"mov %" #reg ", 24(%rsp)\n\t"					\
+	"movq $" #i ", 32(%rsp)\n\t"					\
+	"jmp .Lregs_fail\n"
+
 __asm__(
 	".text\n"
 	".globl oracle_spin_regs\n"
 	".type oracle_spin_regs, @function\n"
 	"oracle_spin_regs:\n\t"
 	"push %rbx\n\tpush %rbp\n\tpush %r12\n\tpush %r13\n\tpush %r14\n\tpush %r15\n\t"
-	"sub $40, %rsp\n\t"
+	"sub $" FRAME ", %rsp\n\t"
 	"mov %rdi, 0(%rsp)\n\t"
 	"mov %rsi, 8(%rsp)\n\t"
-	"movq $0, 16(%rsp)\n\t"
-	"movq $1000000, 24(%rsp)\n\t"
-	LOAD(rbx, STR(R_RBX)) LOAD(rbp, STR(R_RBP)) LOAD(rdx, STR(R_RDX))
-	LOAD(r8, STR(R_R8)) LOAD(r9, STR(R_R9)) LOAD(r10, STR(R_R10))
-	LOAD(r12, STR(R_R12)) LOAD(r13, STR(R_R13)) LOAD(r14, STR(R_R14))
-	LOAD(r15, STR(R_R15))
+	"xor %ecx, %ecx\n"
 	"1:\n\t"
-	"mov $20000, %r11d\n"
+	"mov 24(%rsi,%rcx,8), %rax\n\t"
+	"mov %rax, 40(%rsp,%rcx,8)\n\t"
+	"inc %ecx\n\t"
+	"cmp $15, %ecx\n\t"
+	"jne 1b\n"
 	"2:\n\t"
-	CHECK(rbx, 0, STR(R_RBX)) CHECK(rbp, 1, STR(R_RBP)) CHECK(rdx, 2, STR(R_RDX))
-	CHECK(r8, 3, STR(R_R8)) CHECK(r9, 4, STR(R_R9)) CHECK(r10, 5, STR(R_R10))
-	CHECK(r12, 6, STR(R_R12)) CHECK(r13, 7, STR(R_R13)) CHECK(r14, 8, STR(R_R14))
-	CHECK(r15, 9, STR(R_R15))
-	"dec %r11d\n\t"
-	"jnz 2b\n\t"
+	"movq $20000, 16(%rsp)\n\t"
+	LOAD(rax, 0) LOAD(rbx, 1) LOAD(rcx, 2) LOAD(rdx, 3) LOAD(rsi, 4) LOAD(rdi, 5)
+	LOAD(rbp, 6) LOAD(r8, 7) LOAD(r9, 8) LOAD(r10, 9) LOAD(r11, 10) LOAD(r12, 11)
+	LOAD(r13, 12) LOAD(r14, 13) LOAD(r15, 14)
+	"3:\n\t"
+	CHECK(rax, 0) CHECK(rbx, 1) CHECK(rcx, 2) CHECK(rdx, 3) CHECK(rsi, 4) CHECK(rdi, 5)
+	CHECK(rbp, 6) CHECK(r8, 7) CHECK(r9, 8) CHECK(r10, 9) CHECK(r11, 10) CHECK(r12, 11)
+	CHECK(r13, 12) CHECK(r14, 13) CHECK(r15, 14)
+	"decq 16(%rsp)\n\t"
+	"jnz 3b\n\t"
 	"mov 8(%rsp), %rax\n\t"
-	"incq 0(%rax)\n\t"
+	"incq 0(%rax)\n\t"		/* st->iterations */
 	"mov 0(%rsp), %rax\n\t"
-	"cmpl $0, (%rax)\n\t"
-	"jne 9f\n\t"
-	"lea 16(%rsp), %rdi\n\t"	/* nanosleep(&ts, NULL) */
-	"xor %esi, %esi\n\t"
-	"mov $35, %eax\n\t"
-	"syscall\n\t"
-	"jmp 1b\n"
-	"8:\n\t"			/* bad: index in ecx, value in rax */
-	"mov 8(%rsp), %rsi\n\t"
-	"mov %rcx, 8(%rsi)\n\t"
-	"mov %rax, 16(%rsi)\n\t"
-	"mov $1, %eax\n\t"
-	"jmp 10f\n"
-	"9:\n\t"
-	"xor %eax, %eax\n"
-	"10:\n\t"
-	"add $40, %rsp\n\t"
+	"cmpl $0, (%rax)\n\t"		/* *stop */
+	"je 2b\n\t"
+	"xor %eax, %eax\n\t"
+	"jmp .Lregs_out\n"
+	BAD(rax, 0) BAD(rbx, 1) BAD(rcx, 2) BAD(rdx, 3) BAD(rsi, 4) BAD(rdi, 5)
+	BAD(rbp, 6) BAD(r8, 7) BAD(r9, 8) BAD(r10, 9) BAD(r11, 10) BAD(r12, 11)
+	BAD(r13, 12) BAD(r14, 13) BAD(r15, 14)
+	".Lregs_fail:\n\t"
+	"mov 8(%rsp), %rax\n\t"
+	"mov 32(%rsp), %rcx\n\t"
+	"mov %rcx, 8(%rax)\n\t"
+	"mov 24(%rsp), %rcx\n\t"
+	"mov %rcx, 16(%rax)\n\t"
+	"mov $1, %eax\n"
+	".Lregs_out:\n\t"
+	"add $" FRAME ", %rsp\n\t"
 	"pop %r15\n\tpop %r14\n\tpop %r13\n\tpop %r12\n\tpop %rbp\n\tpop %rbx\n\t"
 	"ret\n"
 	".size oracle_spin_regs, .-oracle_spin_regs\n");
@@ -105,9 +92,13 @@ int main(int argc, char **argv)
 	struct spin_state st = { 0 };
 
 	oracle_init(argc, argv);
+	/* Every value uses all 64 bits: a register cut to 32 shows. */
+	for (int i = 0; i < 15; i++)
+		st.want[i] = oracle_pat(i, 0x5EC5) | (1ULL << 63) | (1ULL << 40);
 	oracle_ready();
 	if (oracle_spin_regs(&oracle_stop, &st))
-		oracle_fail("%s holds %#lx", reg_names[st.bad_reg], (unsigned long)st.bad_value);
+		oracle_fail("%s holds %#lx, expected %#lx", reg_names[st.bad_reg],
+			    (unsigned long)st.bad_value, (unsigned long)st.want[st.bad_reg]);
 	oracle_phase = "final";
 	if (!st.iterations)
 		oracle_fail("the register loop never completed a round");
