@@ -185,9 +185,9 @@ int main(int argc, char** argv) {
         }
     }
 
-    fmt::print("{:>5} {:>10} {:>8} {:>8} {:>8} {:>8} {:>10} {:>10} {:>10} {:>10} {:>9}\n",
-               "MiB", "image B", "export", "import", "memcpy", "kcopy", "exp/memcpy",
-               "imp/memcpy", "exp/kcopy", "imp/kcopy", "frozen ms");
+    fmt::print("{:>5} {:>10} {:>8} {:>8} {:>8} {:>8} {:>10} {:>10} {:>10} {:>10} {:>9}\n", "MiB",
+               "image B", "export", "import", "memcpy", "kcopy", "exp/memcpy", "imp/memcpy",
+               "exp/kcopy", "imp/kcopy", "frozen ms");
     fmt::print("{:>5} {:>10} {:>8} {:>8} {:>8} {:>8}\n", "", "", "MB/s", "MB/s", "MB/s", "MB/s");
     for (size_t mib : sizes) {
         Result r;
@@ -198,9 +198,9 @@ int main(int argc, char** argv) {
         const double mb = static_cast<double>(r.bytes) / 1e6;
         fmt::print("{:>5} {:>10} {:>8.0f} {:>8.0f} {:>8.0f} {:>8.0f} {:>9.2f}x {:>9.2f}x {:>9.2f}x "
                    "{:>9.2f}x {:>9.1f}\n",
-                   mib, r.bytes, mb / r.export_s, mb / r.import_s, mb / r.memcpy_s,
-                   mb / r.kcopy_s, r.memcpy_s / r.export_s, r.memcpy_s / r.import_s,
-                   r.kcopy_s / r.export_s, r.kcopy_s / r.import_s, r.frozen_s * 1e3);
+                   mib, r.bytes, mb / r.export_s, mb / r.import_s, mb / r.memcpy_s, mb / r.kcopy_s,
+                   r.memcpy_s / r.export_s, r.memcpy_s / r.import_s, r.kcopy_s / r.export_s,
+                   r.kcopy_s / r.import_s, r.frozen_s * 1e3);
     }
     return 0;
 }

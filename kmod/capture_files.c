@@ -137,15 +137,16 @@ static int classify(const struct fd_entry *e, char *buf, char *reason)
 	return -EOPNOTSUPP;
 }
 
+/* @pos: the file offset, or for GHOST_FILE_DUP the earlier descriptor. */
 static int write_one(struct ghost_stream *s, const struct fd_entry *e,
-		     int kind, char *buf, char *reason)
+		     int kind, u64 pos, char *buf, char *reason)
 {
 	struct ghost_file f = {
 		.fd = e->fd,
 		.kind = kind,
 		.flags = e->file->f_flags,
 		.fd_flags = e->cloexec ? FD_CLOEXEC : 0,
-		.pos = e->file->f_pos,
+		.pos = pos,
 		.mode = file_inode(e->file)->i_mode & S_IFMT,
 	};
 	const char *path = d_path(&e->file->f_path, buf, PATH_MAX);
@@ -157,6 +158,17 @@ static int write_one(struct ghost_stream *s, const struct fd_entry *e,
 	f.path_len = strlen(path);
 	return ghost_section_write(s, GHOST_SEC_FILE, &f, sizeof(f), path,
 				   f.path_len);
+}
+
+/* The first descriptor before @i with the same open file, or @i. */
+static unsigned int shared_with(const struct fd_list *l, unsigned int i)
+{
+	unsigned int j;
+
+	for (j = 0; j < i; j++)
+		if (l->v[j].file == l->v[i].file)
+			return j;
+	return i;
 }
 
 static int scan_fds(struct task_struct *task, struct ghost_stream *s,
@@ -172,12 +184,22 @@ static int scan_fds(struct task_struct *task, struct ghost_stream *s,
 		return -ENOMEM;
 	err = get_fds(task, &l);
 	for (i = 0; !err && i < l.n; i++) {
-		int kind = classify(&l.v[i], buf, reason);
+		unsigned int j = shared_with(&l, i);
+		int kind;
 
+		/* A dup of an earlier descriptor: one open file, one offset. */
+		if (j < i) {
+			if (s)
+				err = write_one(s, &l.v[i], GHOST_FILE_DUP,
+						l.v[j].fd, buf, reason);
+			continue;
+		}
+		kind = classify(&l.v[i], buf, reason);
 		if (kind < 0)
 			err = kind;
 		else if (s)
-			err = write_one(s, &l.v[i], kind, buf, reason);
+			err = write_one(s, &l.v[i], kind, l.v[i].file->f_pos,
+					buf, reason);
 	}
 	if (l.v)
 		put_fds(&l);

@@ -11,7 +11,10 @@
 #include <linux/file.h>
 #include <linux/mm.h>
 #include <linux/fs_struct.h>
+#include <linux/ptrace.h>
 #include <linux/sched/signal.h>
+#include <linux/sched/task_stack.h>
+#include <linux/task_work.h>
 #include <asm/segment.h>
 #include <linux/ghost.h>
 
@@ -59,9 +62,29 @@ static int check_caller(const struct ghost_staged *st, char *reason)
 	return 0;
 }
 
+/*
+ * The ioctl system call returns an int, so the restored rax cannot travel
+ * as its return value whole: this puts all 64 bits back on the way out to
+ * user mode, after the syscall's return value was stored and before any
+ * signal frame is built (TWA_SIGNAL work runs first in get_signal()).
+ */
+struct ax_work {
+	struct callback_head cb;
+	unsigned long ax;
+};
+
+static void set_ax(struct callback_head *cb)
+{
+	struct ax_work *w = container_of(cb, struct ax_work, cb);
+
+	current_pt_regs()->ax = w->ax;
+	kfree(w);
+}
+
 int ghost_import(struct ghost *g, struct ghost_import *im, struct file *self,
 		 long *ax)
 {
+	struct ax_work *axw;
 	const struct staged_vma *sv;
 	struct ghost_staged *st;
 	struct ghost_stream s;
@@ -111,8 +134,17 @@ int ghost_import(struct ghost *g, struct ghost_import *im, struct file *self,
 		goto out;
 	}
 
+	axw = kmalloc(sizeof(*axw), GFP_KERNEL);
+	if (!axw) {
+		g->staged = st;
+		err = -ENOMEM;
+		goto out;
+	}
+
 	/* The point of no return. */
 	*ax = st->regs.ax;
+	axw->ax = st->regs.ax;
+	init_task_work(&axw->cb, set_ax);
 	get_file(self);		/* restore_files() may close its descriptor */
 	err = ghost_restore(st, self);
 	ghost_staged_free(st);
@@ -126,8 +158,11 @@ int ghost_import(struct ghost *g, struct ghost_import *im, struct file *self,
 			pr_warn_ratelimited("ghost: import failed after the point of no return (%d): killing pid %d\n",
 					    err, task_pid_nr(current));
 		force_sig(SIGKILL);
+		kfree(axw);
 		return err;
 	}
+	if (task_work_add(current, &axw->cb, TWA_SIGNAL))
+		kfree(axw);
 	return 0;
 out:
 	mutex_unlock(&g->lock);

@@ -550,6 +550,30 @@ static int stage_vma(struct ghost_stream *s, struct ghost_staged *st,
 
 /* ---- files and the end ------------------------------------------------- */
 
+/*
+ * A descriptor sharing the open file of an earlier one: the same struct
+ * file is installed at both numbers. An inherited one is the importer's.
+ */
+static int stage_dup(struct ghost_staged *st, struct staged_file *sf,
+		     char *reason)
+{
+	const struct ghost_file *f = &sf->f;
+	unsigned int i;
+
+	for (i = 0; i + 1 < st->nr_files; i++) {
+		const struct staged_file *t = &st->files[i];
+
+		if ((u64)t->f.fd != f->pos)
+			continue;
+		if (t->f.mode != f->mode)
+			break;
+		sf->file = t->file ? get_file(t->file) : fget(t->f.fd);
+		return sf->file ? 0 : -EBADF;
+	}
+	return bad(reason, "fd %d shares the file of fd %llu, which the image lacks",
+		   f->fd, f->pos);
+}
+
 static int stage_file(struct ghost_stream *s, struct ghost_staged *st,
 		      const struct ghost_section *sec, char *reason)
 {
@@ -578,9 +602,15 @@ static int stage_file(struct ghost_stream *s, struct ghost_staged *st,
 	if (f->fd < 0 || f->fd >= MAX_FD ||
 	    (st->nr_files > 1 && f->fd <= st->files[st->nr_files - 2].f.fd) ||
 	    (f->fd_flags & ~FD_CLOEXEC) ||
-	    (f->kind != GHOST_FILE_PATH && f->kind != GHOST_FILE_INHERIT)) {
+	    (f->kind != GHOST_FILE_PATH && f->kind != GHOST_FILE_INHERIT &&
+	     f->kind != GHOST_FILE_DUP)) {
 		kfree(path);
 		return bad(reason, "the file section of fd %d is malformed", f->fd);
+	}
+
+	if (f->kind == GHOST_FILE_DUP) {
+		kfree(path);
+		return stage_dup(st, sf, reason);
 	}
 
 	if (f->kind == GHOST_FILE_INHERIT) {

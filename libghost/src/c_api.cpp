@@ -130,6 +130,8 @@ int ghost_duplicate(pid_t pid, pid_t* copy, ghost_error* err) {
     });
 }
 
-const char* ghost_library_version(void) { return GHOST_LIBRARY_VERSION; }
+const char* ghost_library_version(void) {
+    return GHOST_LIBRARY_VERSION;
+}
 
 } // extern "C"

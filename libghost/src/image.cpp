@@ -684,8 +684,16 @@ class Reader {
                                     img_.files.back().rec.fd));
         if (r.fd_flags & ~1u) // FD_CLOEXEC
             return what(fmt::format("has unknown descriptor flags {:#x}", r.fd_flags));
-        if (r.kind != GHOST_FILE_PATH && r.kind != GHOST_FILE_INHERIT)
+        if (r.kind != GHOST_FILE_PATH && r.kind != GHOST_FILE_INHERIT && r.kind != GHOST_FILE_DUP)
             return what(fmt::format("has unknown kind {}", r.kind));
+        if (r.kind == GHOST_FILE_DUP) {
+            // pos names an earlier descriptor of the same kind of file.
+            const auto t = std::find_if(img_.files.begin(), img_.files.end(), [&](const File& e) {
+                return static_cast<std::uint64_t>(e.rec.fd) == r.pos;
+            });
+            if (t == img_.files.end() || t->rec.mode != r.mode)
+                return what(fmt::format("shares the file of fd {}, which the image lacks", r.pos));
+        }
         img_.files.push_back(std::move(f));
         return {};
     }

@@ -84,8 +84,8 @@ class KernelGhost final : public Ghost {
             if (n < 0 && errno == EINTR)
                 continue;
             if (n < 0)
-                return Error::from_errno(errno, fmt::format("writing into the memory ghost: {}",
-                                                            errno_text(errno)));
+                return Error::from_errno(
+                    errno, fmt::format("writing into the memory ghost: {}", errno_text(errno)));
             data = data.subspan(static_cast<std::size_t>(n));
             len_ += static_cast<std::uint64_t>(n);
         }
@@ -99,8 +99,8 @@ class KernelGhost final : public Ghost {
             return ImageView();
         void* p = ::mmap(nullptr, len_, PROT_READ, MAP_SHARED, fd_.get(), 0);
         if (p == MAP_FAILED)
-            return Error::from_errno(errno, fmt::format("mapping the memory ghost: {}",
-                                                        errno_text(errno)));
+            return Error::from_errno(
+                errno, fmt::format("mapping the memory ghost: {}", errno_text(errno)));
         return ImageView(p, len_);
     }
 
@@ -149,8 +149,8 @@ Result<std::unique_ptr<Ghost>> KernelEngine::create(const Backend& b) {
     c.flags = GHOST_CREATE_CLOEXEC;
     const int g = ::ioctl(fd_.get(), GHOST_IOC_CREATE, &c);
     if (g < 0)
-        return Error::from_errno(errno, fmt::format("creating a ghost on {}: {}", device_,
-                                                    errno_text(errno)));
+        return Error::from_errno(
+            errno, fmt::format("creating a ghost on {}: {}", device_, errno_text(errno)));
     // Kept away from the low numbers an image's descriptors use, so that it
     // never stands where the image wants an inherited descriptor.
     UniqueFd fd = move_fd_high(UniqueFd(g));

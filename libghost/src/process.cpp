@@ -8,8 +8,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <atomic>
 #include <array>
+#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <condition_variable>
@@ -41,8 +41,8 @@ Result<UniqueFd> open_pidfd(pid_t pid) {
         const int err = errno;
         if (err == ESRCH)
             return Error::from_errno(err, fmt::format("no process {}", pid));
-        return Error::from_errno(err, fmt::format("cannot open process {}: {}", pid,
-                                                  errno_text(err)));
+        return Error::from_errno(err,
+                                 fmt::format("cannot open process {}: {}", pid, errno_text(err)));
     }
     return move_fd_high(std::move(fd));
 }
@@ -231,7 +231,9 @@ Result<ExportStats> checkpoint(Engine& engine, pid_t pid, int out, const Checkpo
                 zres = compress_fd(rd.get(), out, o.level, [&](std::uint64_t n) { done += n; });
                 rd.reset(); // an exporter still writing gets EPIPE, not a hang
             });
-            Ticker t(o.progress ? std::function<void()>([&] { o.progress({done.load(), total}); })
+            Ticker t(o.progress ? std::function<void()>([&] {
+                o.progress({done.load(), total});
+            })
                                 : std::function<void()>());
             auto g = engine.create(Backend::file(wr.get()));
             if (g)
@@ -274,11 +276,11 @@ Error restart_self(Engine& engine, int in) {
     if (at >= 0) {
         const ssize_t n = ::pread(in, head.data(), head.size(), at);
         if (n < 0)
-            return Error::from_errno(errno, fmt::format("reading the image: {}", errno_text(errno)));
+            return Error::from_errno(errno,
+                                     fmt::format("reading the image: {}", errno_text(errno)));
         got = static_cast<std::size_t>(n);
         struct stat st;
-        if (!is_zstd(std::span(head.data(), got)) && ::fstat(in, &st) == 0 &&
-            S_ISREG(st.st_mode)) {
+        if (!is_zstd(std::span(head.data(), got)) && ::fstat(in, &st) == 0 && S_ISREG(st.st_mode)) {
             auto g = engine.create(Backend::file(in));
             if (!g)
                 return g.error();
@@ -373,8 +375,8 @@ Result<pid_t> duplicate(Engine& engine, pid_t pid) {
         for (const auto& [num, fd] : inherited)
             if (::dup2(fd.get(), num) < 0)
                 child_failed(sp->wr.get(),
-                             Error::from_errno(errno, fmt::format("dup2 to fd {}: {}", num,
-                                                                  errno_text(errno))));
+                             Error::from_errno(
+                                 errno, fmt::format("dup2 to fd {}: {}", num, errno_text(errno))));
         child_failed(sp->wr.get(), (*g)->restore_self());
     }
     sp->wr.reset();

@@ -50,7 +50,9 @@ TEST(Features, NamesUnknownBits) {
     EXPECT_EQ(names, (std::vector<std::string>{"import", "unknown-bit-63"}));
 }
 
-TEST(Features, NoneIsEmpty) { EXPECT_TRUE(ghost::feature_names(0).empty()); }
+TEST(Features, NoneIsEmpty) {
+    EXPECT_TRUE(ghost::feature_names(0).empty());
+}
 
 TEST(Uapi, VersionStructLayoutIsStable) {
     // The published size and field offsets are ABI.
@@ -98,8 +100,7 @@ ghost::UniqueFd file_with(std::span<const std::byte> data) {
     FILE* f = std::tmpfile();
     ghost::UniqueFd fd(::dup(::fileno(f)));
     std::fclose(f);
-    EXPECT_EQ(::pwrite(fd.get(), data.data(), data.size(), 0),
-              static_cast<ssize_t>(data.size()));
+    EXPECT_EQ(::pwrite(fd.get(), data.data(), data.size(), 0), static_cast<ssize_t>(data.size()));
     return fd;
 }
 

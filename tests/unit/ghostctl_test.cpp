@@ -7,8 +7,8 @@
 #include <fstream>
 #include <iterator>
 #include <span>
-#include <vector>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -53,8 +53,8 @@ TEST(Ghostctl, CheckpointNeedsPidAndOutput) {
     EXPECT_EQ(run({GHOSTCTL_PATH, "checkpoint"}).status, 2);
     EXPECT_EQ(run({GHOSTCTL_PATH, "checkpoint", "123"}).status, 2);
     EXPECT_EQ(run({GHOSTCTL_PATH, "checkpoint", "-5", "-o", "x"}).status, 2);
-    const auto both = run({GHOSTCTL_PATH, "checkpoint", "1", "-o", "/tmp/x", "--leave-running",
-                           "--leave-stopped"});
+    const auto both = run(
+        {GHOSTCTL_PATH, "checkpoint", "1", "-o", "/tmp/x", "--leave-running", "--leave-stopped"});
     EXPECT_EQ(both.status, 2) << both.err;
 }
 
@@ -108,8 +108,8 @@ TEST(Ghostctl, InspectDescribesARealImage) {
     const std::string img = std::string(GHOST_CORPUS_DIR) + "/counter.img";
     const auto o = run({GHOSTCTL_PATH, "inspect", img});
     ASSERT_EQ(o.status, 0) << o.err;
-    for (const char* want : {"ghost-counter 50", "[heap]", "[stack]", "[vdso]", "libc.so.6",
-                             "descriptors", "signals"})
+    for (const char* want :
+         {"ghost-counter 50", "[heap]", "[stack]", "[vdso]", "libc.so.6", "descriptors", "signals"})
         EXPECT_NE(o.out.find(want), std::string::npos) << want << " in\n" << o.out;
 }
 

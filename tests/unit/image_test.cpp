@@ -503,6 +503,12 @@ const AcceptCase kAccepts[] = {
          m.rlimits.rlim[7] = {1 << 20, 1 << 20};
      }},
     {"NoFiles", [](img::Image& m) { m.files.clear(); }},
+    {"DupOfEarlierFd",
+     [](img::Image& m) {
+         m.files[1].rec.kind = GHOST_FILE_DUP;
+         m.files[1].rec.pos = static_cast<std::uint64_t>(m.files[0].rec.fd);
+         m.files[1].rec.mode = m.files[0].rec.mode;
+     }},
     {"NoRseqNoRobustList",
      [](img::Image& m) {
          m.task.rseq = m.task.robust_list = 0;
@@ -936,8 +942,25 @@ const RejectCase kRejects[] = {
      "does not come after fd 1"},
     {"FdFlags", [] { return changed([](auto& m) { m.files[2].rec.fd_flags = 3; }); },
      "descriptor flags 0x3"},
-    {"FileKind", [] { return changed([](auto& m) { m.files[1].rec.kind = 3; }); },
-     "unknown kind 3"},
+    {"FileKind", [] { return changed([](auto& m) { m.files[1].rec.kind = 4; }); },
+     "unknown kind 4"},
+    {"FileDupOfMissingFd",
+     [] {
+         return changed([](auto& m) {
+             m.files[1].rec.kind = GHOST_FILE_DUP;
+             m.files[1].rec.pos = 99;
+         });
+     },
+     "shares the file of fd 99, which the image lacks"},
+    {"FileDupOfOtherKind",
+     [] {
+         return changed([](auto& m) {
+             m.files[1].rec.kind = GHOST_FILE_DUP;
+             m.files[1].rec.pos = static_cast<std::uint64_t>(m.files[0].rec.fd);
+             m.files[1].rec.mode = m.files[0].rec.mode ^ 0170000;
+         });
+     },
+     "shares the file of fd"},
     {"FileKindZero", [] { return changed([](auto& m) { m.files[1].rec.kind = 0; }); },
      "unknown kind 0"},
     {"FilePathRelative", [] { return changed([](auto& m) { m.files[1].path[0] = 'd'; }); },

@@ -46,8 +46,8 @@ TEST(MigdControl, MalformedAndUnknownRequestsAreErrors) {
 // The daemon itself: binds its socket owner-only, answers on it, and removes
 // it on SIGTERM.
 TEST(MigdDaemon, ServesSocketAndStopsCleanly) {
-    const auto dir = std::filesystem::temp_directory_path() /
-                     ("migd-test-" + std::to_string(::getpid()));
+    const auto dir =
+        std::filesystem::temp_directory_path() / ("migd-test-" + std::to_string(::getpid()));
     std::filesystem::create_directories(dir);
     const std::string path = (dir / "migd.sock").string();
 

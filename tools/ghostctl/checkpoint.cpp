@@ -22,7 +22,9 @@ namespace ghostctl {
 
 namespace {
 
-std::string errno_text(int err) { return std::error_code(err, std::system_category()).message(); }
+std::string errno_text(int err) {
+    return std::error_code(err, std::system_category()).message();
+}
 
 // The output file is written under a temporary name beside it and renamed
 // into place only once complete, so a failed checkpoint leaves no partial
@@ -31,13 +33,14 @@ class PendingFile {
   public:
     static ghost::Result<PendingFile> create(const std::string& path) {
         const auto parent = std::filesystem::path(path).parent_path();
-        std::string tmpl = (parent.empty() ? std::filesystem::path(".") : parent) /
-                           fmt::format(".{}.XXXXXX", std::filesystem::path(path).filename().string());
+        std::string tmpl =
+            (parent.empty() ? std::filesystem::path(".") : parent) /
+            fmt::format(".{}.XXXXXX", std::filesystem::path(path).filename().string());
         ghost::UniqueFd fd(::mkostemp(tmpl.data(), O_CLOEXEC)); // mode 0600: images hold secrets
         if (!fd)
-            return ghost::Error::from_errno(errno, fmt::format("cannot create {} in {}: {}", path,
-                                                               parent.empty() ? "." : parent.string(),
-                                                               errno_text(errno)));
+            return ghost::Error::from_errno(
+                errno, fmt::format("cannot create {} in {}: {}", path,
+                                   parent.empty() ? "." : parent.string(), errno_text(errno)));
         return PendingFile(std::move(fd), tmpl, path);
     }
     PendingFile(PendingFile&&) = default;
@@ -49,11 +52,11 @@ class PendingFile {
 
     ghost::Result<void> commit() {
         if (::fsync(fd_.get()) != 0)
-            return ghost::Error::from_errno(errno, fmt::format("cannot write {}: {}", path_,
-                                                               errno_text(errno)));
+            return ghost::Error::from_errno(
+                errno, fmt::format("cannot write {}: {}", path_, errno_text(errno)));
         if (::rename(tmp_.c_str(), path_.c_str()) != 0)
-            return ghost::Error::from_errno(errno, fmt::format("cannot rename {} to {}: {}", tmp_,
-                                                               path_, errno_text(errno)));
+            return ghost::Error::from_errno(
+                errno, fmt::format("cannot rename {} to {}: {}", tmp_, path_, errno_text(errno)));
         committed_ = true;
         return {};
     }

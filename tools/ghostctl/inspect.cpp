@@ -7,8 +7,8 @@
 #include <algorithm>
 #include <array>
 #include <cerrno>
-#include <cstring>
 #include <csignal>
+#include <cstring>
 #include <ctime>
 #include <string>
 #include <vector>
@@ -39,9 +39,8 @@ std::string prot_string(const ghost_vma& v) {
 
 std::vector<std::string> vma_flag_names(std::uint32_t f) {
     static constexpr std::pair<std::uint32_t, const char*> names[] = {
-        {GHOST_VMA_SHARED, "shared"}, {GHOST_VMA_GROWSDOWN, "growsdown"},
-        {GHOST_VMA_FILE, "file"},     {GHOST_VMA_HEAP, "heap"},
-        {GHOST_VMA_STACK, "stack"},   {GHOST_VMA_VDSO, "vdso"},
+        {GHOST_VMA_SHARED, "shared"}, {GHOST_VMA_GROWSDOWN, "growsdown"}, {GHOST_VMA_FILE, "file"},
+        {GHOST_VMA_HEAP, "heap"},     {GHOST_VMA_STACK, "stack"},         {GHOST_VMA_VDSO, "vdso"},
         {GHOST_VMA_VVAR, "vvar"},
     };
     std::vector<std::string> out;
@@ -78,7 +77,16 @@ std::string access_mode(std::uint32_t flags) {
 }
 
 std::string file_kind(std::uint32_t kind) {
-    return kind == GHOST_FILE_PATH ? "path" : kind == GHOST_FILE_INHERIT ? "inherit" : "unknown";
+    switch (kind) {
+    case GHOST_FILE_PATH:
+        return "path";
+    case GHOST_FILE_INHERIT:
+        return "inherit";
+    case GHOST_FILE_DUP:
+        return "dup";
+    default:
+        return "unknown";
+    }
 }
 
 std::string capture_time(std::uint64_t ns) {
@@ -113,12 +121,29 @@ std::string sigset_string(std::uint64_t set) {
 }
 
 json regs_json(const ghost_regs& r) {
-    return {{"rip", r.ip},   {"rsp", r.sp},   {"rbp", r.bp},       {"rax", r.ax},
-            {"rbx", r.bx},   {"rcx", r.cx},   {"rdx", r.dx},       {"rsi", r.si},
-            {"rdi", r.di},   {"r8", r.r8},    {"r9", r.r9},        {"r10", r.r10},
-            {"r11", r.r11},  {"r12", r.r12},  {"r13", r.r13},      {"r14", r.r14},
-            {"r15", r.r15},  {"eflags", r.flags}, {"orig_rax", r.orig_ax},
-            {"fs_base", r.fs_base}, {"gs_base", r.gs_base}, {"cs", r.cs}, {"ss", r.ss}};
+    return {{"rip", r.ip},
+            {"rsp", r.sp},
+            {"rbp", r.bp},
+            {"rax", r.ax},
+            {"rbx", r.bx},
+            {"rcx", r.cx},
+            {"rdx", r.dx},
+            {"rsi", r.si},
+            {"rdi", r.di},
+            {"r8", r.r8},
+            {"r9", r.r9},
+            {"r10", r.r10},
+            {"r11", r.r11},
+            {"r12", r.r12},
+            {"r13", r.r13},
+            {"r14", r.r14},
+            {"r15", r.r15},
+            {"eflags", r.flags},
+            {"orig_rax", r.orig_ax},
+            {"fs_base", r.fs_base},
+            {"gs_base", r.gs_base},
+            {"cs", r.cs},
+            {"ss", r.ss}};
 }
 
 void print_regs(const ghost::image::Image& img) {
@@ -165,8 +190,8 @@ json to_json(const ghost::image::Image& img, const std::string& cmdline, bool co
     for (const auto& v : img.vmas) {
         json runs = json::array();
         for (const auto& r : v.runs)
-            runs.push_back({{"addr", r.addr}, {"nr_pages", r.nr_pages},
-                            {"data_offset", r.data_offset}});
+            runs.push_back(
+                {{"addr", r.addr}, {"nr_pages", r.nr_pages}, {"data_offset", r.data_offset}});
         vmas.push_back({{"start", v.rec.start},
                         {"end", v.rec.end},
                         {"prot", prot_string(v.rec)},
@@ -189,7 +214,8 @@ json to_json(const ghost::image::Image& img, const std::string& cmdline, bool co
                          {"mode", f.rec.mode}});
     json sig_handlers = json::array();
     for (const auto& [sig, h] : handlers(img.signals))
-        sig_handlers.push_back({{"signal", sig}, {"handler", h},
+        sig_handlers.push_back({{"signal", sig},
+                                {"handler", h},
                                 {"flags", img.signals.action[sig - 1].flags},
                                 {"mask", img.signals.action[sig - 1].mask}});
     json j = {{"version", img.header.version},
@@ -207,9 +233,10 @@ json to_json(const ghost::image::Image& img, const std::string& cmdline, bool co
               {"signals",
                {{"blocked", img.signals.blocked},
                 {"pending", img.signals.pending},
-                {"altstack", {{"sp", img.signals.altstack_sp},
-                              {"size", img.signals.altstack_size},
-                              {"flags", img.signals.altstack_flags}}},
+                {"altstack",
+                 {{"sp", img.signals.altstack_sp},
+                  {"size", img.signals.altstack_size},
+                  {"flags", img.signals.altstack_flags}}},
                 {"handlers", std::move(sig_handlers)}}},
               {"crc32c", img.crc32c}};
     if (regs) {
@@ -248,8 +275,10 @@ void print_summary(const std::string& name, const ghost::image::Image& img,
         fmt::print("  {:>4} {:<8} {:<3} {:>10}  {}\n", "FD", "KIND", "ACC", "POS", "PATH");
         for (const auto& f : img.files)
             fmt::print("  {:>4} {:<8} {:<3} {:>10}  {}{}\n", f.rec.fd, file_kind(f.rec.kind),
-                       access_mode(f.rec.flags), f.rec.pos, f.path,
-                       (f.rec.fd_flags & FD_CLOEXEC) ? " (cloexec)" : "");
+                       access_mode(f.rec.flags),
+                       f.rec.kind == GHOST_FILE_DUP ? fmt::format("fd {}", f.rec.pos)
+                                                    : fmt::format("{}", f.rec.pos),
+                       f.path, (f.rec.fd_flags & FD_CLOEXEC) ? " (cloexec)" : "");
     }
     fmt::print("signals    blocked: {}; pending: {}\n", sigset_string(img.signals.blocked),
                sigset_string(img.signals.pending));

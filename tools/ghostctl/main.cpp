@@ -12,7 +12,9 @@
 
 namespace ghostctl {
 
-int fail(const ghost::Error& e) { return fail(e.what()); }
+int fail(const ghost::Error& e) {
+    return fail(e.what());
+}
 
 int fail(const std::string& message) {
     fmt::print(stderr, "ghostctl: {}\n", message);
@@ -58,20 +60,18 @@ int cmd_check(const Globals& g, bool json) {
         return fail(info.error());
     const auto names = ghost::feature_names(info->features);
     if (json) {
-        nlohmann::json j = {{"engine", info->engine},
-                            {"device", g.device},
-                            {"version", info->version},
-                            {"features", names},
-                            {"features_mask", info->features},
-                            {"image_version", info->image_version},
-                            {"image_min", info->image_min}};
+        nlohmann::json j = {
+            {"engine", info->engine},          {"device", g.device},
+            {"version", info->version},        {"features", names},
+            {"features_mask", info->features}, {"image_version", info->image_version},
+            {"image_min", info->image_min}};
         fmt::print("{}\n", j.dump(2));
         return exit_ok;
     }
     fmt::print("ghost.ko interface {} on {}\n", info->version, g.device);
     fmt::print("image format: {}\n", image_line(*info));
-    fmt::print("features: {}\n", names.empty() ? std::string("none")
-                                                : fmt::format("{}", fmt::join(names, " ")));
+    fmt::print("features: {}\n",
+               names.empty() ? std::string("none") : fmt::format("{}", fmt::join(names, " ")));
     return exit_ok;
 }
 

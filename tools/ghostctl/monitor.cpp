@@ -55,9 +55,12 @@ void print_event(const Event& e, bool as_json) {
                        : e.cmd == GHOST_CMD_IMPORTED ? "import"
                                                      : "unknown";
     if (as_json) {
-        nlohmann::json j = {{"event", what},          {"pid", e.pid},
-                            {"bytes", e.bytes},       {"result", e.result},
-                            {"mode", fate_name(e.cmd, e.flags)}, {"flags", e.flags}};
+        nlohmann::json j = {{"event", what},
+                            {"pid", e.pid},
+                            {"bytes", e.bytes},
+                            {"result", e.result},
+                            {"mode", fate_name(e.cmd, e.flags)},
+                            {"flags", e.flags}};
         if (e.cmd == GHOST_CMD_EXPORTED)
             j["frozen_ns"] = e.frozen_ns;
         if (!e.reason.empty())

@@ -40,8 +40,8 @@ void ProgressBar::draw(const ghost::Progress& p) {
     const double secs =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
     const double rate = secs > 0 ? static_cast<double>(p.done) / secs : 0;
-    fmt::print(stderr, "\r{} [{:#<{}}{:.<{}}] {:3.0f}% {} of {} {}/s\x1b[K", label_, "", filled,
-               "", width - filled, frac * 100, human_bytes(p.done), human_bytes(total),
+    fmt::print(stderr, "\r{} [{:#<{}}{:.<{}}] {:3.0f}% {} of {} {}/s\x1b[K", label_, "", filled, "",
+               width - filled, frac * 100, human_bytes(p.done), human_bytes(total),
                human_bytes(static_cast<std::uint64_t>(rate)));
     std::fflush(stderr);
     drawn_ = true;

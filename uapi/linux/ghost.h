@@ -412,9 +412,13 @@ struct ghost_pages {
 enum ghost_file_kind {
 	GHOST_FILE_PATH = 1,	/* reopened by path: regular files, dirs, null-like devices */
 	GHOST_FILE_INHERIT = 2,	/* pipes, FIFOs, ttys: the importer supplies the same fd */
+	GHOST_FILE_DUP = 3,	/* the same open file (dup(2)) as the earlier fd in @pos */
 };
 
-/* Followed by @path_len bytes of the path (no NUL). */
+/* Followed by @path_len bytes of the path (no NUL). A GHOST_FILE_DUP record
+ * shares the open file, offset included, of the earlier descriptor whose
+ * number is in @pos; its path is for people only.
+ */
 struct ghost_file {
 	__s32 fd;
 	__u32 kind;		/* enum ghost_file_kind */

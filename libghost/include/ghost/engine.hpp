@@ -28,8 +28,8 @@ using Features = std::uint64_t;
 std::vector<std::string> feature_names(Features f);
 
 struct EngineInfo {
-    std::string engine;   // "kernel"
-    std::string version;  // interface version, "major.minor.patch"
+    std::string engine;  // "kernel"
+    std::string version; // interface version, "major.minor.patch"
     Features features = 0;
     std::uint32_t image_version = 0; // format export writes (0: cannot export)
     std::uint32_t image_min = 0;     // oldest format import reads (0: cannot import)

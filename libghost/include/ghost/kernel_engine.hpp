@@ -21,7 +21,8 @@ class KernelEngine final : public Engine {
     const std::string& device() const { return device_; }
 
   private:
-    KernelEngine(UniqueFd fd, std::string device) : fd_(std::move(fd)), device_(std::move(device)) {}
+    KernelEngine(UniqueFd fd, std::string device)
+        : fd_(std::move(fd)), device_(std::move(device)) {}
 
     UniqueFd fd_;
     std::string device_;
