@@ -268,43 +268,40 @@ Result<ExportStats> checkpoint(Engine& engine, pid_t pid, int out, const Checkpo
 }
 
 Error restart_self(Engine& engine, int in) {
-    // Peek at the first bytes: a zstd frame, or a raw image. A regular file
-    // is peeked without moving its offset, so the kernel reads it straight.
-    std::array<std::byte, 8> head{};
-    std::size_t got = 0;
+    // A raw image in a regular file is read by the kernel straight from it:
+    // peek at its first bytes without moving the offset.
+    struct stat st;
     const off_t at = ::lseek(in, 0, SEEK_CUR);
-    if (at >= 0) {
+    if (at >= 0 && ::fstat(in, &st) == 0 && S_ISREG(st.st_mode)) {
+        std::array<std::byte, 4> head{};
         const ssize_t n = ::pread(in, head.data(), head.size(), at);
         if (n < 0)
             return Error::from_errno(errno,
                                      fmt::format("reading the image: {}", errno_text(errno)));
-        got = static_cast<std::size_t>(n);
-        struct stat st;
-        if (!is_zstd(std::span(head.data(), got)) && ::fstat(in, &st) == 0 && S_ISREG(st.st_mode)) {
+        if (!is_zstd(std::span(head.data(), static_cast<std::size_t>(n)))) {
             auto g = engine.create(Backend::file(in));
             if (!g)
                 return g.error();
             return (*g)->restore_self();
         }
-        ::lseek(in, static_cast<off_t>(got), SEEK_CUR);
-    } else {
-        while (got < head.size()) {
-            auto n = read_some(in, std::span(head).subspan(got));
-            if (!n)
-                return n.error();
-            if (*n == 0)
-                break;
-            got += *n;
-        }
     }
     // Pipes, sockets and compressed images go through a memory ghost.
+    auto src = image_source(in);
+    if (!src)
+        return src.error();
     auto g = engine.create(Backend::memory());
     if (!g)
         return g.error();
-    const auto h = std::span<const std::byte>(head.data(), got);
-    auto r = is_zstd(h) ? decompress_into(in, h, **g) : copy_into(in, h, **g);
-    if (!r)
-        return r.error();
+    std::vector<std::byte> buf(1 << 20);
+    for (;;) {
+        auto n = (*src)->read(buf);
+        if (!n)
+            return n.error();
+        if (*n == 0)
+            break;
+        if (auto w = (*g)->write(std::span(buf.data(), *n)); !w)
+            return w.error();
+    }
     return (*g)->restore_self();
 }
 

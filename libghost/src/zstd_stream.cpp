@@ -84,57 +84,6 @@ Result<void> compress_fd(int in, int out, int level,
     }
 }
 
-Result<void> decompress_into(int in, std::span<const std::byte> head, Ghost& g) {
-    std::unique_ptr<ZSTD_DCtx, DCtxFree> dctx(ZSTD_createDCtx());
-    if (!dctx)
-        return Error::from_errno(ENOMEM, "cannot create a zstd decompression context");
-    std::vector<std::byte> ibuf(ZSTD_DStreamInSize() * 8), obuf(ZSTD_DStreamOutSize() * 8);
-    std::size_t rc = 1; // non-zero: inside a frame
-    bool first = true;
-    for (;;) {
-        std::size_t len;
-        if (first) {
-            std::copy(head.begin(), head.end(), ibuf.begin());
-            len = head.size();
-            first = false;
-        } else {
-            auto n = read_some(in, ibuf);
-            if (!n)
-                return n.error();
-            len = *n;
-            if (len == 0)
-                break;
-        }
-        ZSTD_inBuffer ib{ibuf.data(), len, 0};
-        while (ib.pos < ib.size) {
-            ZSTD_outBuffer ob{obuf.data(), obuf.size(), 0};
-            rc = ZSTD_decompressStream(dctx.get(), &ob, &ib);
-            if (ZSTD_isError(rc))
-                return zstd_error(rc, "decompressing the image");
-            if (auto w = g.write(std::span(obuf.data(), ob.pos)); !w)
-                return w.error();
-        }
-    }
-    if (rc != 0)
-        return Error::from_errno(EBADMSG, "the compressed image ends in the middle of a frame");
-    return {};
-}
-
-Result<void> copy_into(int in, std::span<const std::byte> head, Ghost& g) {
-    if (auto w = g.write(head); !w)
-        return w.error();
-    std::vector<std::byte> buf(1 << 20);
-    for (;;) {
-        auto n = read_some(in, buf);
-        if (!n)
-            return n.error();
-        if (*n == 0)
-            return {};
-        if (auto w = g.write(std::span(buf.data(), *n)); !w)
-            return w.error();
-    }
-}
-
 namespace {
 
 // Bytes already read from the descriptor (to sniff the format), then the rest.

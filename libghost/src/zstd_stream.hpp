@@ -1,11 +1,11 @@
-// Streaming zstd between descriptors and ghosts (not installed).
+// Streaming zstd between descriptors (not installed); reading compressed
+// images is ghost::image_source() (process.hpp).
 #pragma once
 
 #include <cstdint>
 #include <functional>
 #include <span>
 
-#include "ghost/engine.hpp"
 #include "ghost/result.hpp"
 
 namespace ghost {
@@ -14,13 +14,6 @@ namespace ghost {
 // n input bytes consumed.
 Result<void> compress_fd(int in, int out, int level,
                          const std::function<void(std::uint64_t)>& counted);
-
-// Decompresses the zstd stream read from in (after the bytes already read,
-// head) into ghost g's memory backend.
-Result<void> decompress_into(int in, std::span<const std::byte> head, Ghost& g);
-
-// Copies the rest of in (after head) into g's memory backend.
-Result<void> copy_into(int in, std::span<const std::byte> head, Ghost& g);
 
 // read(2)/write(2) with EINTR retried; write_all loops on short writes.
 Result<std::size_t> read_some(int fd, std::span<std::byte> buf);
