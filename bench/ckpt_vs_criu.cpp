@@ -12,7 +12,11 @@
 // of its memory; a run whose memory is not intact fails the benchmark.
 //
 // Tools (--tools, run interleaved so that drift in the machine hits all alike):
-//   ghostctl  `ghostctl checkpoint PID -o IMG`, `ghostctl restart IMG --detach`
+//   ghostctl  the kernel engine: `ghostctl --engine kernel checkpoint PID -o IMG`,
+//             `ghostctl --engine kernel restart IMG --detach`
+//   user      the user-space (ptrace) engine, the same commands with
+//             `--engine user`; skipped, with the reason, when this ghostctl
+//             cannot open that engine
 //   stubs     `ghost-export --kill PID IMG`, `ghost-restore IMG` (backgrounded)
 //   ioctl     GHOST_IOC_EXPORT from this process, GHOST_IOC_IMPORT in a forked
 //             child: the kernel's share, with no program started
@@ -20,11 +24,12 @@
 //             a checkpoint; the floor of the module's own work
 //   criu      `criu dump -t PID -D DIR`, `criu restore -D DIR -d`
 // The headline ratio is ghostctl (stubs when this ghostctl cannot checkpoint
-// yet) over criu. Every number is printed as mean, min and median over
-// --repeat runs, with the image sizes and, besides, what starting each command
-// costs on its own and what the same bytes cost through user space (memcpy,
-// crc32c, write(2)/read(2) of tmpfs in page-sized and 1 MiB calls), which is
-// where the ghost figures are explained.
+// yet) over criu; a second table sets both engines beside CRIU with
+// bandwidths (image MiB over the mean time). Every number is printed as mean,
+// min and median over --repeat runs, with the image sizes and, besides, what
+// starting each command costs on its own and what the same bytes cost through
+// user space (memcpy, crc32c, write(2)/read(2) of tmpfs in page-sized and
+// 1 MiB calls), which is where the ghost figures are explained.
 #include <fcntl.h>
 #include <poll.h>
 #include <sys/inotify.h>
@@ -81,12 +86,14 @@ std::string slurp(const fs::path& p) {
     return s.str();
 }
 
-enum class Tool { Ghostctl, Stubs, Ioctl, IoctlMem, Criu };
+enum class Tool { Ghostctl, User, Stubs, Ioctl, IoctlMem, Criu };
 
 const char* tool_name(Tool t) {
     switch (t) {
     case Tool::Ghostctl:
         return "ghostctl";
+    case Tool::User:
+        return "user";
     case Tool::Stubs:
         return "stubs";
     case Tool::Ioctl:
@@ -350,6 +357,11 @@ std::uint64_t criu_image_bytes(const fs::path& dir) {
     return n;
 }
 
+// ghostctl's --engine for the tools that run it.
+const char* engine_of(Tool t) {
+    return t == Tool::User ? "user" : "kernel";
+}
+
 std::optional<Sample> run_once(Tool tool, size_t mib, const Programs& pr, const fs::path& base,
                                Failure& f) {
     RunDir d(base / fmt::format("{}-{}", tool_name(tool), mib));
@@ -368,7 +380,9 @@ std::optional<Sample> run_once(Tool tool, size_t mib, const Programs& pr, const 
     int st = 0;
     switch (tool) {
     case Tool::Ghostctl:
-        st = run({pr.ghostctl, "checkpoint", spid, "-o", image}, d / "ckpt.out", d / "ckpt.err");
+    case Tool::User:
+        st = run({pr.ghostctl, "--engine", engine_of(tool), "checkpoint", spid, "-o", image},
+                 d / "ckpt.out", d / "ckpt.err");
         break;
     case Tool::Stubs:
         st = run({pr.ghost_export, "--kill", spid, image}, d / "ckpt.out", d / "ckpt.err");
@@ -408,7 +422,9 @@ std::optional<Sample> run_once(Tool tool, size_t mib, const Programs& pr, const 
     pid_t restored = -1;
     switch (tool) {
     case Tool::Ghostctl:
-        st = run({pr.ghostctl, "restart", image, "--detach"}, d / "restart.out", d / "restart.err");
+    case Tool::User:
+        st = run({pr.ghostctl, "--engine", engine_of(tool), "restart", image, "--detach"},
+                 d / "restart.out", d / "restart.err");
         if (st == 0)
             restored = static_cast<pid_t>(std::atol(slurp(d / "restart.out").c_str()));
         break;
@@ -531,6 +547,14 @@ bool ghostctl_can_checkpoint(const Programs& pr, const fs::path& dir) {
     return true;
 }
 
+// Whether this ghostctl opens the user engine; if not, @why says what it said.
+bool ghostctl_has_user_engine(const Programs& pr, const fs::path& dir, std::string& why) {
+    const int st =
+        run({pr.ghostctl, "--engine", "user", "check"}, dir / "user.out", dir / "user.err");
+    why = fmt::format("{}: {}", status_text(st), slurp(dir / "user.err"));
+    return st == 0;
+}
+
 // The same number of bytes through the operations ghost's path is made of,
 // from user space, best of @repeat, in ms.
 struct Baselines {
@@ -603,16 +627,19 @@ std::string today() {
 }
 
 void usage(FILE* out) {
-    fmt::print(
-        out,
-        "Usage: ghost_bench_vs_criu [--sizes 16,64,256] [--repeat N]\n"
-        "                           [--tools ghostctl,stubs,ioctl,ioctl-mem,criu] [--dir DIR]\n"
-        "\n"
-        "Checkpoint + restart time of ghost against CRIU on the same workload in\n"
-        "the same run; prints markdown tables (times in ms: mean / min / median).\n"
-        "Needs root, ghost.ko and criu: run it in the test VM, e.g.\n"
-        "  tests/vm/run --mem 3072 -- ghost_bench_vs_criu --repeat 3\n"
-        "Images go to DIR (default /tmp/ghost-vs-criu; keep it on tmpfs).\n");
+    fmt::print(out,
+               "Usage: ghost_bench_vs_criu [--sizes 16,64,256] [--repeat N]\n"
+               "                           [--tools ghostctl,user,stubs,ioctl,ioctl-mem,criu]\n"
+               "                           [--dir DIR]\n"
+               "\n"
+               "Checkpoint + restart time of ghost against CRIU on the same workload in\n"
+               "the same run; prints markdown tables (times in ms: mean / min / median).\n"
+               "Tools: ghostctl (--engine kernel), user (ghostctl --engine user, skipped\n"
+               "when unavailable), stubs (ghost-export/ghost-restore), ioctl and ioctl-mem\n"
+               "(the module's ioctls from this program), criu (dump/restore).\n"
+               "Needs root, ghost.ko and criu: run it in the test VM, e.g.\n"
+               "  tests/vm/run --mem 3072 -- ghost_bench_vs_criu --repeat 3\n"
+               "Images go to DIR (default /tmp/ghost-vs-criu; keep it on tmpfs).\n");
 }
 
 } // namespace
@@ -620,7 +647,8 @@ void usage(FILE* out) {
 int main(int argc, char** argv) {
     std::vector<size_t> sizes{16, 64, 256};
     int repeat = 3;
-    std::vector<Tool> tools{Tool::Ghostctl, Tool::Stubs, Tool::Ioctl, Tool::IoctlMem, Tool::Criu};
+    std::vector<Tool> tools{Tool::Ghostctl, Tool::User,     Tool::Stubs,
+                            Tool::Ioctl,    Tool::IoctlMem, Tool::Criu};
     fs::path base = "/tmp/ghost-vs-criu";
     for (int i = 1; i < argc; i++) {
         const std::string a = argv[i];
@@ -637,6 +665,8 @@ int main(int argc, char** argv) {
                 const std::string t = s;
                 if (t == "ghostctl")
                     tools.push_back(Tool::Ghostctl);
+                else if (t == "user")
+                    tools.push_back(Tool::User);
                 else if (t == "stubs")
                     tools.push_back(Tool::Stubs);
                 else if (t == "ioctl")
@@ -673,11 +703,21 @@ int main(int argc, char** argv) {
                       find_program("ghost-export"), find_program("ghost-restore"), "criu"};
     fs::create_directories(base);
 
-    if (std::count(tools.begin(), tools.end(), Tool::Ghostctl) &&
+    if ((std::count(tools.begin(), tools.end(), Tool::Ghostctl) ||
+         std::count(tools.begin(), tools.end(), Tool::User)) &&
         !ghostctl_can_checkpoint(pr, base)) {
         fmt::print(stderr, "ghost_bench_vs_criu: this ghostctl has no checkpoint/restart; "
                            "skipping it (the headline uses the stubs)\n");
         tools.erase(std::remove(tools.begin(), tools.end(), Tool::Ghostctl), tools.end());
+        tools.erase(std::remove(tools.begin(), tools.end(), Tool::User), tools.end());
+    }
+    if (std::string why; std::count(tools.begin(), tools.end(), Tool::User) &&
+                         !ghostctl_has_user_engine(pr, base, why)) {
+        fmt::print(stderr,
+                   "ghost_bench_vs_criu: 'ghostctl --engine user check' fails ({}); skipping "
+                   "the user engine\n",
+                   why);
+        tools.erase(std::remove(tools.begin(), tools.end(), Tool::User), tools.end());
     }
     if (std::count(tools.begin(), tools.end(), Tool::Criu) &&
         run({pr.criu, "check"}, base / "check.out", base / "check.err") != 0) {
@@ -735,6 +775,42 @@ int main(int argc, char** argv) {
                        g.get(&Sample::total_ms).median / c.get(&Sample::total_ms).median,
                        mib_of(g.samples.front().image_bytes),
                        mib_of(c.samples.front().image_bytes));
+        }
+        fmt::print("\n");
+    }
+
+    // The two engines beside CRIU, with bandwidths: image bytes over the mean.
+    const auto has = [&](Tool t) { return std::count(tools.begin(), tools.end(), t) > 0; };
+    if (has(Tool::User) || has(Tool::Ghostctl)) {
+        fmt::print("Engines (ghostctl --engine kernel|user) beside CRIU; ms as means, MiB/s as "
+                   "image MiB over the mean time, ratios of means\n\n");
+        fmt::print("| MiB | tool | checkpoint ms | MiB/s | restart ms | MiB/s | total ms | MiB/s | "
+                   "total/CRIU | total/kernel | image MiB |\n");
+        fmt::print("|---|---|---|---|---|---|---|---|---|---|---|\n");
+        for (size_t mib : sizes) {
+            for (Tool t : {Tool::Ghostctl, Tool::User, Tool::Criu}) {
+                if (!has(t))
+                    continue;
+                const Series& s = res[{mib, t}];
+                const double img = mib_of(s.samples.front().image_bytes);
+                const double ck = s.get(&Sample::ckpt_ms).mean,
+                             rs = s.get(&Sample::restart_ms).mean,
+                             tot = s.get(&Sample::total_ms).mean;
+                const auto ratio = [&](Tool base) {
+                    return has(base)
+                               ? fmt::format("{:.2f}x",
+                                             tot / res[{mib, base}].get(&Sample::total_ms).mean)
+                               : std::string("-");
+                };
+                fmt::print("| {} | {} | {:.0f} | {:.0f} | {:.0f} | {:.0f} | {:.0f} | {:.0f} | {} | "
+                           "{} | {:.1f} |\n",
+                           mib,
+                           t == Tool::Ghostctl ? "kernel"
+                           : t == Tool::User   ? "user"
+                                               : "criu",
+                           ck, img / ck * 1e3, rs, img / rs * 1e3, tot, img / tot * 1e3,
+                           ratio(Tool::Criu), ratio(Tool::Ghostctl), img);
+            }
         }
         fmt::print("\n");
     }
