@@ -7,7 +7,10 @@
 
 #include <fmt/format.h>
 
+#include <unistd.h>
+
 #include "ghost/kernel_engine.hpp"
+#include "ghost/user_engine.hpp"
 
 namespace ghost {
 
@@ -32,15 +35,21 @@ ImageView::~ImageView() {
 }
 
 Result<std::unique_ptr<Engine>> Engine::open(EngineKind kind, std::string_view device) {
+    // Auto: the module where it is loaded (its device exists), else ptrace.
+    if (kind == EngineKind::Auto)
+        kind = ::access(std::string(device).c_str(), F_OK) == 0 ? EngineKind::Kernel
+                                                                 : EngineKind::User;
     switch (kind) {
-    case EngineKind::Auto:
     case EngineKind::Kernel: {
-        // Only the kernel engine exists so far, so Auto means Kernel.
         auto k = KernelEngine::open(device);
         if (!k)
             return k.error();
         return std::unique_ptr<Engine>(std::make_unique<KernelEngine>(std::move(*k)));
     }
+    case EngineKind::User:
+        return std::unique_ptr<Engine>(std::make_unique<UserEngine>());
+    case EngineKind::Auto:
+        break;
     }
     return Error::from_errno(EINVAL, "unknown engine kind");
 }
@@ -50,8 +59,10 @@ Result<EngineKind> parse_engine_kind(std::string_view s) {
         return EngineKind::Auto;
     if (s == "kernel")
         return EngineKind::Kernel;
+    if (s == "user")
+        return EngineKind::User;
     return Error::from_errno(EINVAL,
-                             fmt::format("unknown engine '{}' (expected auto or kernel)", s));
+                             fmt::format("unknown engine '{}' (expected auto, kernel or user)", s));
 }
 
 } // namespace ghost

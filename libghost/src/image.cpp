@@ -27,6 +27,7 @@ namespace ghost::image {
 namespace {
 
 constexpr std::uint64_t kPage = 4096;
+constexpr std::size_t kFlushAt = 1 << 20; // Writer: buffer this much before writing
 // TASK_SIZE_MAX of x86-64 with 4-level page tables: the end of user space.
 constexpr std::uint64_t kUserEnd = (1ULL << 47) - kPage;
 // The bounds of kmod/stage.c.
@@ -811,37 +812,104 @@ Result<Image> read(std::span<const std::byte> data, const ReadOptions& opts) {
 
 Writer::Writer() = default;
 
-void Writer::header(const ghost_image_header& h) {
-    const auto b = cbytes_of(h);
+Writer::Writer(int fd) : fd_(fd) {
+    out_.reserve(kFlushAt + kPage);
+}
+
+void Writer::write_out(std::span<const std::byte> b) {
+    crc_ = crc32c(crc_, b);
+    while (!failed_ && !b.empty()) {
+        const ssize_t n = ::write(fd_, b.data(), b.size());
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0) {
+            const int err = n < 0 ? errno : EIO;
+            failed_ = true;
+            err_ = Error::from_errno(
+                err, fmt::format("writing the image: {}",
+                                 std::error_code(err, std::system_category()).message()));
+            return;
+        }
+        flushed_ += static_cast<std::uint64_t>(n);
+        b = b.subspan(static_cast<std::size_t>(n));
+    }
+}
+
+void Writer::put(std::span<const std::byte> b) {
+    if (failed_)
+        return;
+    if (fd_ >= 0 && b.size() >= kFlushAt) {
+        flush(); // page data goes straight through, no copy
+        write_out(b);
+        return;
+    }
     out_.insert(out_.end(), b.begin(), b.end());
+    if (fd_ >= 0 && out_.size() >= kFlushAt)
+        flush();
+}
+
+void Writer::pad_to(std::uint64_t n) {
+    static constexpr std::array<std::byte, kPage> zeros{};
+    while (!failed_ && n > 0) {
+        const std::size_t k = static_cast<std::size_t>(std::min<std::uint64_t>(n, kPage));
+        put(std::span(zeros.data(), k));
+        n -= k;
+    }
+}
+
+void Writer::flush() {
+    if (fd_ < 0 || failed_ || out_.empty())
+        return;
+    write_out(out_);
+    out_.clear();
+}
+
+Result<void> Writer::status() const {
+    if (failed_)
+        return err_;
+    return {};
+}
+
+void Writer::header(const ghost_image_header& h) {
+    put(cbytes_of(h));
 }
 
 void Writer::section(std::uint32_t type, std::span<const std::byte> payload, std::uint32_t flags) {
     const ghost_section s{type, flags, payload.size()};
-    const auto b = cbytes_of(s);
-    out_.insert(out_.end(), b.begin(), b.end());
-    out_.insert(out_.end(), payload.begin(), payload.end());
-    out_.resize(out_.size() + (8 - payload.size() % 8) % 8);
+    put(cbytes_of(s));
+    put(payload);
+    pad_to((8 - payload.size() % 8) % 8);
+}
+
+void Writer::pages_begin(std::uint64_t addr, std::uint64_t nr_pages) {
+    // As ghost.ko writes it: the least padding that page-aligns the data.
+    const std::uint64_t hdr_end = offset() + sizeof(ghost_section) + sizeof(ghost_pages);
+    const std::uint64_t pad = (kPage - hdr_end % kPage) % kPage;
+    const ghost_pages p{addr, nr_pages, static_cast<std::uint32_t>(sizeof(p) + pad), 0};
+    const ghost_section s{GHOST_SEC_PAGES, 0, p.data_offset + nr_pages * kPage};
+    put(cbytes_of(s));
+    put(cbytes_of(p));
+    pad_to(pad);
+}
+
+void Writer::page_data(std::span<const std::byte> data) {
+    // data_offset is a multiple of 8 (see pages_begin), so whole pages need
+    // no padding after them.
+    put(data);
 }
 
 void Writer::pages(std::uint64_t addr, std::span<const std::byte> data) {
-    // As ghost.ko writes it: the least padding that page-aligns the data.
-    const std::uint64_t hdr_end = out_.size() + sizeof(ghost_section) + sizeof(ghost_pages);
-    const std::uint64_t pad = (kPage - hdr_end % kPage) % kPage;
-    const ghost_pages p{addr, data.size() / kPage, static_cast<std::uint32_t>(sizeof(p) + pad), 0};
-    const std::uint64_t size = p.data_offset + data.size();
-    const ghost_section s{GHOST_SEC_PAGES, 0, size};
-    const auto sb = cbytes_of(s), pb = cbytes_of(p);
-    out_.insert(out_.end(), sb.begin(), sb.end());
-    out_.insert(out_.end(), pb.begin(), pb.end());
-    out_.resize(out_.size() + pad);
-    out_.insert(out_.end(), data.begin(), data.end());
-    out_.resize(out_.size() + (8 - size % 8) % 8);
+    pages_begin(addr, data.size() / kPage);
+    page_data(data);
+    pad_to((8 - data.size() % 8) % 8); // only for malformed, partial pages
 }
 
 void Writer::end() {
-    const ghost_end e{crc32c(0, out_), 0, out_.size()};
+    flush();
+    const std::uint64_t at = offset();
+    const ghost_end e{crc32c(crc_, out_), 0, at};
     record(GHOST_SEC_END, e);
+    flush();
 }
 
 std::vector<std::byte>

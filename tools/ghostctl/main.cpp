@@ -99,9 +99,13 @@ int main(int argc, char** argv) {
                    "device node of the ghost kernel module (default /dev/ghost, or "
                    "$GHOST_DEVICE)")
         ->type_name("PATH");
+    if (const char* env = std::getenv("GHOST_ENGINE"))
+        g.engine = env;
     app.add_option("--engine", g.engine,
-                   "engine: 'kernel' (ghost.ko) or 'auto' (the best one available; default)")
-        ->type_name("auto|kernel");
+                   "engine: 'kernel' (ghost.ko), 'user' (ptrace and /proc, no module needed) "
+                   "or 'auto' (kernel when its device exists, else user; default, or "
+                   "$GHOST_ENGINE)")
+        ->type_name("auto|kernel|user");
 
     bool check_json = false;
     auto* check = app.add_subcommand(

@@ -1,6 +1,6 @@
 // The Engine interface: one way of turning processes into ghosts and back.
-// The kernel engine drives ghost.ko through /dev/ghost; a user-space engine
-// (ptrace) comes later for machines that cannot load the module.
+// The kernel engine drives ghost.ko through /dev/ghost; the user engine
+// (ptrace, /proc) does the same where the module cannot be loaded.
 //
 // A Ghost holds one image in one backend: a memory buffer, a file (or pipe)
 // or a connected stream socket. A process is exported into a ghost, and a
@@ -28,14 +28,14 @@ using Features = std::uint64_t;
 std::vector<std::string> feature_names(Features f);
 
 struct EngineInfo {
-    std::string engine;  // "kernel"
+    std::string engine;  // "kernel" or "user"
     std::string version; // interface version, "major.minor.patch"
     Features features = 0;
     std::uint32_t image_version = 0; // format export writes (0: cannot export)
     std::uint32_t image_min = 0;     // oldest format import reads (0: cannot import)
 };
 
-enum class EngineKind { Auto, Kernel };
+enum class EngineKind { Auto, Kernel, User };
 
 // What becomes of an exported process once its image is complete.
 enum class Fate {
@@ -116,15 +116,16 @@ class Engine {
     // A new, empty ghost on that backend.
     virtual Result<std::unique_ptr<Ghost>> create(const Backend& backend) = 0;
 
-    // Opens the engine of that kind; Auto picks the best one available.
-    // device is the kernel engine's device node.
+    // Opens the engine of that kind; Auto picks the kernel engine when its
+    // device node exists, else the user engine. device is the kernel
+    // engine's device node.
     static Result<std::unique_ptr<Engine>> open(EngineKind kind = EngineKind::Auto,
                                                 std::string_view device = default_device);
 
     static constexpr std::string_view default_device = "/dev/ghost";
 };
 
-// "auto", "kernel" -> kind; errors name the accepted values.
+// "auto", "kernel", "user" -> kind; errors name the accepted values.
 Result<EngineKind> parse_engine_kind(std::string_view s);
 
 } // namespace ghost

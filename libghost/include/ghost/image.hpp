@@ -134,12 +134,17 @@ inline constexpr std::size_t kPagesChunk = 1 << 20;
 Result<Image> read(Source& src, const ReadOptions& opts = {});
 Result<Image> read(std::span<const std::byte> data, const ReadOptions& opts = {});
 
-// Builds an image into memory, section by section. It computes padding, page
-// alignment and the END checksum, and checks nothing else: a test can write
-// any sequence of sections, valid or not.
+// Builds an image section by section, into memory or straight into a
+// descriptor. It computes padding, page alignment and the END checksum, and
+// checks nothing else: a test can write any sequence of sections, valid or
+// not. Writing to a descriptor buffers up to 1 MiB of records and passes
+// page data through; the first write error sticks (status()) and makes the
+// rest no-ops.
 class Writer {
   public:
     Writer();
+    // Streams into fd (borrowed; written at its current offset).
+    explicit Writer(int fd);
     void header(const ghost_image_header& h);
     // A section with this payload, padded to 8 bytes.
     void section(std::uint32_t type, std::span<const std::byte> payload, std::uint32_t flags = 0);
@@ -155,12 +160,30 @@ class Writer {
     // A PAGES section for data.size() / page_size pages at addr, its data
     // page-aligned in the stream.
     void pages(std::uint64_t addr, std::span<const std::byte> data);
-    // END: checksum of everything written so far.
+    // The same in pieces: the PAGES header for nr_pages pages at addr, then
+    // exactly nr_pages pages of data through page_data(), in any slices.
+    void pages_begin(std::uint64_t addr, std::uint64_t nr_pages);
+    void page_data(std::span<const std::byte> data);
+    // END: checksum of everything written so far; flushes a descriptor.
     void end();
+    // Bytes of image so far (written or buffered).
+    std::uint64_t offset() const { return flushed_ + out_.size(); }
+    // The first error writing to the descriptor, if any.
+    Result<void> status() const;
+    // Memory mode: the image.
     std::vector<std::byte>& bytes() { return out_; }
 
   private:
+    void put(std::span<const std::byte> b);
+    void pad_to(std::uint64_t n);
+    void flush();
+    void write_out(std::span<const std::byte> b);
     std::vector<std::byte> out_;
+    int fd_ = -1;
+    std::uint64_t flushed_ = 0; // bytes already written to fd_
+    std::uint32_t crc_ = 0;     // of the flushed bytes
+    bool failed_ = false;
+    Error err_;
 };
 
 // Encodes a decoded image back into bytes (a valid image, if img is one);

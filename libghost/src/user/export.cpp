@@ -1,0 +1,619 @@
+// The user engine's export: holds a process with ptrace, asks it for what
+// only it can say (signal actions, alternate stack, tid address, interval
+// timers, break) with system calls run inside it, reads the rest from /proc
+// and its memory with process_vm_readv, and writes the image ghost.ko would
+// write (Documentation/user-engine.md). Refusals are ghost.ko's, worded the
+// same.
+#include "user/user.hpp"
+
+#include <fcntl.h>
+#include <linux/kcmp.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/ptrace.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/sysmacros.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <charconv>
+#include <chrono>
+#include <cstring>
+#include <ctime>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "ghost/image.hpp"
+#include "sys.hpp"
+#include "user/proc.hpp"
+#include "user/tracee.hpp"
+
+namespace ghost::user {
+
+namespace {
+
+constexpr std::uint64_t kPage = 4096;
+constexpr std::uint64_t kPmPresent = 1ULL << 63, kPmSwapped = 1ULL << 62, kPmFile = 1ULL << 61;
+constexpr std::size_t kPagemapChunk = 64 * 1024; // entries per read
+constexpr std::size_t kCopyChunk = 4 << 20;      // page data per read
+constexpr unsigned kPfKthread = 0x00200000, kPfExiting = 0x4;
+constexpr std::uint64_t kRtSigmask = ~0ULL << (32 - 1); // kernel SIGRTMIN is 32
+constexpr int kSsDisable = 2;
+constexpr std::size_t kXcr0Off = 464; // in ptrace's XSAVE area
+constexpr std::uint32_t kSsAutodisarm = 1u << 31;
+
+// The scratch page the exporter maps in the target for system call results.
+constexpr std::uint64_t kActOff = 0, kAltOff = 2048, kTidOff = 2080, kItimerOff = 2096;
+
+Error refuse(std::string msg) {
+    return Error::from_errno(EOPNOTSUPP, std::move(msg));
+}
+
+std::uint64_t parse_u64(std::string_view s, int base = 10) {
+    std::uint64_t v = 0;
+    std::from_chars(s.data(), s.data() + s.size(), v, base);
+    return v;
+}
+
+Error syscall_failed(pid_t pid, const char* what, long r) {
+    return Error::from_errno(static_cast<int>(-r), fmt::format("{} in pid {} failed: {}", what,
+                                                               pid,
+                                                               errno_text(static_cast<int>(-r))));
+}
+
+bool is_err(long r) {
+    return r < 0 && r > -4096;
+}
+
+// What ghost.ko refuses before it touches the process.
+Result<void> check_target(pid_t pid) {
+    if (pid == ::getpid())
+        return Error::from_errno(EINVAL, "a process cannot export itself");
+    auto stat = read_stat(pid);
+    if (!stat)
+        return Error::from_errno(ESRCH, fmt::format("no process with pid {}", pid));
+    if (stat->size() > 9 && (parse_u64((*stat)[9]) & (kPfKthread | kPfExiting)))
+        return Error::from_errno(EPERM, fmt::format("pid {} is a kernel thread or exiting", pid));
+    auto status = read_text(fmt::format("/proc/{}/status", pid));
+    if (!status)
+        return Error::from_errno(ESRCH, fmt::format("no process with pid {}", pid));
+    const auto threads = parse_u64(status_field(*status, "Threads"));
+    if (threads > 1)
+        return refuse(fmt::format(
+            "pid {} has {} threads: multi-threaded export is not supported", pid, threads));
+    if (parse_u64(status_field(*status, "TracerPid")) != 0)
+        return Error::from_errno(EBUSY, fmt::format("pid {} is being traced", pid));
+    const auto state = status_field(*status, "State");
+    if (!state.empty() && (state[0] == 'T' || state[0] == 't'))
+        return Error::from_errno(EBUSY,
+                                 fmt::format("pid {} is stopped: continue it (SIGCONT) first", pid));
+    return {};
+}
+
+// What the target tells about itself through system calls run inside it.
+struct Asked {
+    std::array<ghost_sigaction, GHOST_NSIG> act{};
+    stack_t altstack{};
+    std::uint64_t tid_address = 0;
+    bool itimer_armed = false;
+    std::uint64_t brk = 0;
+};
+
+Result<Asked> ask(Tracee& t) {
+    const pid_t pid = t.pid();
+    auto scratch = t.call(SYS_mmap, 0, 2 * kPage, PROT_READ | PROT_WRITE,
+                          MAP_PRIVATE | MAP_ANONYMOUS, static_cast<std::uint64_t>(-1), 0);
+    if (!scratch)
+        return scratch.error();
+    if (is_err(*scratch))
+        return syscall_failed(pid, "mmap of a scratch page", *scratch);
+    const auto s = static_cast<std::uint64_t>(*scratch);
+    Asked a;
+    Result<void> res;
+    for (int sig = 1; sig <= GHOST_NSIG && res; sig++) {
+        auto r = t.call(SYS_rt_sigaction, sig, 0, s + kActOff + (sig - 1) * sizeof(ghost_sigaction),
+                        8);
+        if (!r)
+            res = r.error();
+        else if (*r != 0)
+            res = syscall_failed(pid, "rt_sigaction", *r);
+    }
+    if (res) {
+        auto r = t.call(SYS_sigaltstack, 0, s + kAltOff);
+        if (!r)
+            res = r.error();
+        else if (*r != 0)
+            res = syscall_failed(pid, "sigaltstack", *r);
+    }
+    if (res) {
+        // Needs CONFIG_CHECKPOINT_RESTORE; without it the address stays 0.
+        auto r = t.call(SYS_prctl, PR_GET_TID_ADDRESS, s + kTidOff);
+        if (!r)
+            res = r.error();
+    }
+    for (int which = 0; which < 3 && res; which++) {
+        auto r = t.call(SYS_getitimer, which, s + kItimerOff + which * sizeof(itimerval));
+        if (!r)
+            res = r.error();
+    }
+    if (res) {
+        auto r = t.call(SYS_brk, 0);
+        if (!r)
+            res = r.error();
+        else
+            a.brk = static_cast<std::uint64_t>(*r);
+    }
+    std::vector<std::byte> page(kPage);
+    if (res)
+        res = t.read(s, page);
+    auto unmapped = t.call(SYS_munmap, s, 2 * kPage);
+    if (!res)
+        return res.error();
+    if (!unmapped)
+        return unmapped.error();
+    std::memcpy(a.act.data(), page.data() + kActOff, sizeof(a.act));
+    std::memcpy(&a.altstack, page.data() + kAltOff, sizeof(a.altstack));
+    std::memcpy(&a.tid_address, page.data() + kTidOff, sizeof(a.tid_address));
+    for (int which = 0; which < 3; which++) {
+        itimerval it;
+        std::memcpy(&it, page.data() + kItimerOff + which * sizeof(itimerval), sizeof(it));
+        if (it.it_value.tv_sec || it.it_value.tv_usec)
+            a.itimer_armed = true;
+    }
+    return a;
+}
+
+// ---- memory -------------------------------------------------------------------
+
+struct Mapping {
+    MapEntry m;
+    image::Vma vma;
+};
+
+Result<std::uint32_t> classify(pid_t pid, const MapEntry& m, const ghost_mm& mm) {
+    (void)pid;
+    std::uint32_t flags = 0;
+    const bool file = !m.name.empty() && m.name[0] == '/';
+    const bool bracket = !m.name.empty() && m.name[0] == '[';
+    if (m.name == "[vdso]")
+        return GHOST_VMA_VDSO;
+    if (m.name == "[vvar]" || m.name == "[vvar_vclock]")
+        return GHOST_VMA_VVAR;
+    if (bracket && m.name != "[heap]" && m.name != "[stack]" && !m.name.starts_with("[anon:")) {
+        if (m.name.starts_with("[anon_shmem:"))
+            return refuse(fmt::format("shared anonymous memory at {:#x} is not supported",
+                                      m.start));
+        return refuse(fmt::format("mapping {} at {:#x} is not supported", m.name, m.start));
+    }
+    if (m.has_flag("ht"))
+        return refuse(fmt::format("hugetlbfs mapping at {:#x} is not supported", m.start));
+    if (m.has_flag("io") || m.has_flag("pf") || m.has_flag("mm"))
+        return refuse(fmt::format("device mapping at {:#x} is not supported", m.start));
+    if (file || m.inode != 0) {
+        if (!file || m.deleted())
+            return refuse(fmt::format("{} at {:#x} is not supported",
+                                      m.shared() ? "shared anonymous or SysV shared memory"
+                                                 : "mapping of a deleted file",
+                                      m.start));
+        flags |= GHOST_VMA_FILE;
+        if (m.shared())
+            flags |= GHOST_VMA_SHARED;
+    } else if (m.shared()) {
+        return refuse(fmt::format("shared anonymous memory at {:#x} is not supported", m.start));
+    } else if (mm.brk > mm.start_brk && m.start <= mm.start_brk && m.end >= mm.brk) {
+        flags |= GHOST_VMA_HEAP;
+    }
+    if (m.has_flag("gd"))
+        flags |= GHOST_VMA_GROWSDOWN;
+    if (m.start <= mm.start_stack && mm.start_stack < m.end)
+        flags |= GHOST_VMA_STACK;
+    return flags;
+}
+
+// The runs of pages the mapping carries: those that exist (present or
+// swapped); in a file mapping only the private copies.
+Result<void> find_runs(int pagemap, image::Vma& v) {
+    const bool anon_only = v.rec.flags & GHOST_VMA_FILE;
+    std::vector<std::uint64_t> pm(kPagemapChunk);
+    std::uint64_t addr = v.rec.start;
+    while (addr < v.rec.end) {
+        const std::size_t n = static_cast<std::size_t>(
+            std::min<std::uint64_t>((v.rec.end - addr) / kPage, kPagemapChunk));
+        const ssize_t got = ::pread(pagemap, pm.data(), n * 8, static_cast<off_t>(addr / kPage * 8));
+        if (got != static_cast<ssize_t>(n * 8))
+            return Error::from_errno(got < 0 ? errno : EIO,
+                                     fmt::format("reading the page map at {:#x}: {}", addr,
+                                                 errno_text(got < 0 ? errno : EIO)));
+        for (std::size_t i = 0; i < n; i++, addr += kPage) {
+            const std::uint64_t e = pm[i];
+            const bool exists =
+                (e & kPmSwapped) || ((e & kPmPresent) && !(anon_only && (e & kPmFile)));
+            if (!exists)
+                continue;
+            if (!v.runs.empty() &&
+                v.runs.back().addr + v.runs.back().nr_pages * kPage == addr)
+                v.runs.back().nr_pages++;
+            else
+                v.runs.push_back({addr, 1, 0});
+            v.rec.nr_pages++;
+        }
+    }
+    return {};
+}
+
+Result<std::vector<Mapping>> capture_maps(pid_t pid, const ghost_mm& mm) {
+    auto maps = read_maps(pid, true);
+    if (!maps)
+        return maps.error();
+    UniqueFd pagemap(::open(fmt::format("/proc/{}/pagemap", pid).c_str(), O_RDONLY | O_CLOEXEC));
+    if (!pagemap)
+        return Error::from_errno(errno, fmt::format("cannot open /proc/{}/pagemap: {}", pid,
+                                                    errno_text(errno)));
+    std::vector<Mapping> out;
+    for (auto& m : *maps) {
+        if (m.name == "[vsyscall]") // not a mapping of the process: the kernel's
+            continue;
+        auto flags = classify(pid, m, mm);
+        if (!flags)
+            return flags.error();
+        Mapping g{m, {}};
+        auto& r = g.vma.rec;
+        r.start = m.start;
+        r.end = m.end;
+        r.flags = *flags;
+        r.pgoff = (r.flags & GHOST_VMA_FILE) ? m.offset / kPage : m.start / kPage;
+        r.prot = (m.perms[0] == 'r' ? PROT_READ : 0) | (m.perms[1] == 'w' ? PROT_WRITE : 0) |
+                 (m.perms[2] == 'x' ? PROT_EXEC : 0);
+        if (r.flags & GHOST_VMA_FILE) {
+            g.vma.path = m.name;
+            r.path_len = static_cast<std::uint32_t>(m.name.size());
+        }
+        if (!(r.flags & (GHOST_VMA_SHARED | GHOST_VMA_VDSO | GHOST_VMA_VVAR)))
+            if (auto e = find_runs(pagemap.get(), g.vma); !e)
+                return e.error();
+        out.push_back(std::move(g));
+    }
+    return out;
+}
+
+// ---- descriptors ----------------------------------------------------------------
+
+bool is_pty(unsigned maj, unsigned min) {
+    return (maj >= 128 && maj < 136) || (maj >= 136 && maj < 144) || (maj == 5 && min == 2) ||
+           maj == 2 || maj == 3;
+}
+
+Result<std::uint32_t> classify_fd(int fd, const struct stat& st, const std::string& link) {
+    const auto mode = st.st_mode & S_IFMT;
+    if (S_ISREG(mode) || S_ISDIR(mode)) {
+        if (!link.empty() && link[0] == '/' && !link.ends_with(" (deleted)"))
+            return GHOST_FILE_PATH;
+        return refuse(fmt::format("fd {} refers to a deleted file: not supported", fd));
+    }
+    if (S_ISFIFO(mode))
+        return GHOST_FILE_INHERIT;
+    if (S_ISCHR(mode)) {
+        const unsigned maj = major(st.st_rdev), min = minor(st.st_rdev);
+        if (maj == 1) // MEM_MAJOR: /dev/null, /dev/zero, ...
+            return GHOST_FILE_PATH;
+        if (is_pty(maj, min))
+            return refuse(fmt::format("fd {} is a pseudo-terminal: not supported", fd));
+        if (maj == 4 || maj == 5) // TTY_MAJOR, TTYAUX_MAJOR
+            return GHOST_FILE_INHERIT;
+        return refuse(
+            fmt::format("fd {} is a character device ({}:{}): not supported", fd, maj, min));
+    }
+    if (S_ISSOCK(mode))
+        return refuse(fmt::format("fd {} is a socket: sockets are not supported", fd));
+    return refuse(fmt::format("fd {} ({}) is not supported", fd, link));
+}
+
+Result<std::vector<image::File>> capture_files(pid_t pid) {
+    auto fds = list_fds(pid);
+    if (!fds)
+        return fds.error();
+    std::vector<image::File> out;
+    for (const int fd : *fds) {
+        const std::string p = fmt::format("/proc/{}/fd/{}", pid, fd);
+        auto link = read_link(p);
+        if (!link)
+            continue; // closed meanwhile: cannot happen while held
+        auto info = read_text(fmt::format("/proc/{}/fdinfo/{}", pid, fd));
+        if (!info)
+            return info.error();
+        image::File f;
+        f.path = *link;
+        f.rec.fd = fd;
+        f.rec.path_len = static_cast<std::uint32_t>(f.path.size());
+        const auto flags = static_cast<std::uint32_t>(parse_u64(status_field(*info, "flags"), 8));
+        f.rec.flags = flags & ~static_cast<std::uint32_t>(O_CLOEXEC);
+        f.rec.fd_flags = (flags & O_CLOEXEC) ? FD_CLOEXEC : 0;
+        struct stat st{};
+        if (::stat(p.c_str(), &st) != 0)
+            return Error::from_errno(errno, fmt::format("cannot stat fd {} of pid {}: {}", fd, pid,
+                                                        errno_text(errno)));
+        f.rec.mode = st.st_mode & S_IFMT;
+
+        // A dup of an earlier descriptor: one open file, one offset.
+        const image::File* same = nullptr;
+        for (const auto& e : out)
+            if (e.rec.kind != GHOST_FILE_DUP &&
+                ::syscall(SYS_kcmp, pid, pid, KCMP_FILE, e.rec.fd, fd) == 0) {
+                same = &e;
+                break;
+            }
+        if (same) {
+            f.rec.kind = GHOST_FILE_DUP;
+            f.rec.pos = static_cast<std::uint64_t>(same->rec.fd);
+        } else {
+            auto kind = classify_fd(fd, st, *link);
+            if (!kind)
+                return kind.error();
+            f.rec.kind = *kind;
+            f.rec.pos = parse_u64(status_field(*info, "pos"));
+        }
+        out.push_back(std::move(f));
+    }
+    return out;
+}
+
+// ---- the rest of the task -------------------------------------------------------
+
+Result<void> fill_task(pid_t pid, const Asked& a, image::Image& img) {
+    auto comm = read_text(fmt::format("/proc/{}/comm", pid));
+    if (!comm)
+        return comm.error();
+    if (!comm->empty() && comm->back() == '\n')
+        comm->pop_back();
+    std::memcpy(img.task.comm, comm->data(), std::min<std::size_t>(comm->size(), 15));
+    auto pers = read_text(fmt::format("/proc/{}/personality", pid));
+    if (!pers)
+        return pers.error();
+    img.task.personality = static_cast<std::uint32_t>(parse_u64(*pers, 16));
+    struct {
+        std::uint64_t rseq_abi_pointer;
+        std::uint32_t rseq_abi_size, signature, flags, pad;
+    } rseq{};
+    if (::ptrace(static_cast<__ptrace_request>(0x420f /* PTRACE_GET_RSEQ_CONFIGURATION */), pid,
+                 reinterpret_cast<void*>(sizeof(rseq)), &rseq) > 0 &&
+        rseq.rseq_abi_pointer) {
+        img.task.rseq = rseq.rseq_abi_pointer;
+        img.task.rseq_len = rseq.rseq_abi_size;
+        img.task.rseq_sig = rseq.signature;
+    }
+    img.task.clear_child_tid = a.tid_address;
+    std::uint64_t head = 0;
+    std::size_t len = 0;
+    if (::syscall(SYS_get_robust_list, pid, &head, &len) != 0)
+        return Error::from_errno(errno, fmt::format("get_robust_list of pid {}: {}", pid,
+                                                    errno_text(errno)));
+    img.task.robust_list = head;
+    img.task.robust_list_len = len;
+    return {};
+}
+
+Result<void> fill_signals(pid_t pid, const Asked& a, std::uint64_t blocked,
+                          std::string_view status, image::Image& img) {
+    const std::uint64_t pending = parse_u64(status_field(status, "SigPnd"), 16) |
+                                  parse_u64(status_field(status, "ShdPnd"), 16);
+    if (pending & kRtSigmask)
+        return refuse(fmt::format("pid {} has queued real-time signals: not supported", pid));
+    auto& sg = img.signals;
+    sg.blocked = blocked;
+    sg.pending = pending & ~((1ULL << (SIGKILL - 1)) | (1ULL << (SIGSTOP - 1)));
+    sg.altstack_sp = reinterpret_cast<std::uint64_t>(a.altstack.ss_sp);
+    sg.altstack_size = a.altstack.ss_size;
+    // As the kernel keeps it: SS_DISABLE, or 0 and SS_AUTODISARM; never
+    // SS_ONSTACK, which sigaltstack() derives from the stack pointer.
+    const auto f = static_cast<std::uint32_t>(a.altstack.ss_flags);
+    sg.altstack_flags = (f & kSsDisable) ? kSsDisable : (f & kSsAutodisarm);
+    for (int i = 0; i < GHOST_NSIG; i++)
+        sg.action[i] = a.act[static_cast<std::size_t>(i)];
+    return {};
+}
+
+Result<void> fill_mm(pid_t pid, const Asked& a, image::Image& img) {
+    auto st = read_stat(pid);
+    if (!st)
+        return st.error();
+    if (st->size() <= 51)
+        return Error::from_errno(EIO, fmt::format("/proc/{}/stat is too short", pid));
+    auto f = [&](int n) { return parse_u64((*st)[static_cast<std::size_t>(n)]); };
+    auto& m = img.mm;
+    m.start_code = f(26);
+    m.end_code = f(27);
+    m.start_stack = f(28);
+    m.start_data = f(45);
+    m.end_data = f(46);
+    m.start_brk = f(47);
+    m.arg_start = f(48);
+    m.arg_end = f(49);
+    m.env_start = f(50);
+    m.env_end = f(51);
+    m.brk = a.brk;
+    auto auxv = read_text(fmt::format("/proc/{}/auxv", pid));
+    if (!auxv)
+        return auxv.error();
+    const std::size_t words = std::min<std::size_t>(auxv->size() / 8, GHOST_AUXV_WORDS);
+    std::uint32_t i = 0;
+    for (; i + 1 < words; i += 2) {
+        std::memcpy(&m.auxv[i], auxv->data() + i * 8, 16);
+        if (m.auxv[i] == 0) // AT_NULL
+            break;
+    }
+    m.auxv_words = i + 2;
+    return {};
+}
+
+Result<void> write_pages(Tracee& t, image::Writer& w, const image::Vma& v) {
+    std::vector<std::byte> buf(kCopyChunk);
+    const bool readable = v.rec.prot & PROT_READ;
+    for (const auto& r : v.runs) {
+        w.pages_begin(r.addr, r.nr_pages);
+        std::uint64_t addr = r.addr, left = r.nr_pages * kPage;
+        while (left) {
+            const auto n = static_cast<std::size_t>(std::min<std::uint64_t>(left, kCopyChunk));
+            const std::span<std::byte> chunk(buf.data(), n);
+            auto rd = readable ? t.read(addr, chunk) : t.read_mem(addr, chunk);
+            if (!rd)
+                return rd;
+            w.page_data(chunk);
+            if (auto s = w.status(); !s)
+                return s;
+            addr += n;
+            left -= n;
+        }
+    }
+    return {};
+}
+
+} // namespace
+
+Result<ExportStats> export_process(pid_t pid, Fate fate, int out) {
+    if (auto c = check_target(pid); !c)
+        return c.error();
+    auto held = Tracee::seize(pid);
+    if (!held)
+        return held.error();
+    Tracee& t = *held;
+    const auto t0 = std::chrono::steady_clock::now();
+    auto regs0 = t.regs();
+    if (!regs0)
+        return regs0.error();
+    auto xsave = t.xstate();
+    if (!xsave)
+        return xsave.error();
+    auto mask0 = t.signal_mask();
+    if (!mask0)
+        return mask0.error();
+
+    // From here the process is put back as it was on any failure.
+    bool clobbered = false;
+    auto put_back = [&] {
+        if (clobbered)
+            (void)t.set_regs(restarted(*regs0, true));
+        (void)t.set_signal_mask(*mask0);
+        (void)t.detach();
+    };
+    auto fail = [&](const Error& e) -> Result<ExportStats> {
+        put_back();
+        return e;
+    };
+
+    // No handler may run in it while it answers our questions.
+    if (auto s = t.set_signal_mask(~0ULL); !s)
+        return fail(s.error());
+    auto insn = t.find_syscall_insn(*regs0);
+    if (!insn)
+        return fail(insn.error());
+    t.use_syscall_insn(*insn);
+    clobbered = true;
+    auto asked = ask(t);
+    if (!asked)
+        return fail(asked.error());
+
+    // ghost.ko's refusals, in its order.
+    if (asked->itimer_armed)
+        return fail(refuse(fmt::format("pid {} has an armed interval timer: not supported", pid)));
+    if (auto timers = read_text(fmt::format("/proc/{}/timers", pid)); timers && !timers->empty())
+        return fail(refuse(fmt::format("pid {} has POSIX timers: not supported", pid)));
+    auto status = read_text(fmt::format("/proc/{}/status", pid));
+    if (!status)
+        return fail(status.error());
+
+    image::Image img;
+    if (auto r = fill_signals(pid, *asked, *mask0, *status, img); !r)
+        return fail(r.error());
+    if (auto r = fill_mm(pid, *asked, img); !r)
+        return fail(r.error());
+    auto maps = capture_maps(pid, img.mm);
+    if (!maps)
+        return fail(maps.error());
+    auto files = capture_files(pid);
+    if (!files)
+        return fail(files.error());
+    auto cwd = read_link(fmt::format("/proc/{}/cwd", pid));
+    if (!cwd || cwd->empty() || (*cwd)[0] != '/' || cwd->ends_with(" (deleted)"))
+        return fail(refuse(fmt::format("the working directory of pid {} is unreachable", pid)));
+    if (auto r = fill_task(pid, *asked, img); !r)
+        return fail(r.error());
+
+    auto& h = img.header;
+    h.magic = GHOST_IMAGE_MAGIC;
+    h.version = GHOST_IMAGE_VERSION;
+    h.header_size = sizeof(h);
+    h.arch = GHOST_ARCH_X86_64;
+    h.page_size = kPage;
+    timespec now{};
+    ::clock_gettime(CLOCK_REALTIME, &now);
+    h.time_ns = static_cast<std::uint64_t>(now.tv_sec) * 1000000000ULL +
+                static_cast<std::uint64_t>(now.tv_nsec);
+    h.pid = pid;
+    static_assert(sizeof(ghost_regs) == sizeof(Regs));
+    const Regs saved = restarted(*regs0, false);
+    std::memcpy(&img.regs, &saved, sizeof(saved));
+    img.xsave = std::move(*xsave);
+    img.xstate.size = static_cast<std::uint32_t>(img.xsave.size());
+    // Bytes 464..471 of ptrace's XSAVE area hold XCR0: what this kernel lets
+    // tasks use (USER_XSTATE_XCR0_WORD).
+    if (img.xsave.size() >= 512 + 64)
+        std::memcpy(&img.xstate.xfeatures, img.xsave.data() + kXcr0Off, 8);
+    img.umask = static_cast<std::uint32_t>(parse_u64(status_field(*status, "Umask"), 8));
+    img.cwd = *cwd;
+    for (int i = 0; i < GHOST_NRLIMITS; i++) {
+        rlimit rl{};
+        if (::prlimit(pid, static_cast<__rlimit_resource>(i), nullptr, &rl) != 0)
+            return fail(Error::from_errno(errno, fmt::format("prlimit of pid {}: {}", pid,
+                                                             errno_text(errno))));
+        img.rlimits.rlim[i].cur = rl.rlim_cur;
+        img.rlimits.rlim[i].max = rl.rlim_max;
+    }
+    for (const auto& m : *maps)
+        if (m.vma.rec.flags & GHOST_VMA_VDSO)
+            img.mm.vdso = m.vma.rec.start;
+    img.mm.nr_vmas = static_cast<std::uint32_t>(maps->size());
+
+    image::Writer w(out);
+    w.header(img.header);
+    w.record(GHOST_SEC_TASK, img.task);
+    w.record(GHOST_SEC_REGS, img.regs);
+    w.record(GHOST_SEC_XSTATE, img.xstate, img.xsave);
+    w.record(GHOST_SEC_SIGNALS, img.signals);
+    const ghost_fs fs{img.umask, static_cast<std::uint32_t>(img.cwd.size())};
+    w.record(GHOST_SEC_FS, fs, std::as_bytes(std::span(img.cwd)));
+    w.record(GHOST_SEC_RLIMITS, img.rlimits);
+    w.record(GHOST_SEC_MM, img.mm);
+    for (const auto& m : *maps) {
+        w.record(GHOST_SEC_VMA, m.vma.rec, std::as_bytes(std::span(m.vma.path)));
+        if (auto r = write_pages(t, w, m.vma); !r)
+            return fail(r.error());
+    }
+    for (const auto& f : *files)
+        w.record(GHOST_SEC_FILE, f.rec, std::as_bytes(std::span(f.path)));
+    w.end();
+    if (auto s = w.status(); !s)
+        return fail(s.error());
+
+    ExportStats stats{w.offset(), 0};
+    if (auto s = t.set_regs(restarted(*regs0, true)); !s)
+        return fail(s.error());
+    if (auto s = t.set_signal_mask(*mask0); !s)
+        return fail(s.error());
+    const int sig = fate == Fate::Kill ? SIGKILL : fate == Fate::Stop ? SIGSTOP : 0;
+    stats.frozen_ns = static_cast<std::uint64_t>(
+        std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0)
+            .count());
+    if (auto d = t.detach(sig); !d)
+        return d.error();
+    return stats;
+}
+
+} // namespace ghost::user

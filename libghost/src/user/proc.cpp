@@ -1,0 +1,194 @@
+#include "user/proc.hpp"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <charconv>
+#include <cstdlib>
+#include <memory>
+#include <sstream>
+
+#include <fmt/format.h>
+
+#include "sys.hpp"
+
+namespace ghost::user {
+
+namespace {
+
+std::uint64_t hex(std::string_view s) {
+    std::uint64_t v = 0;
+    std::from_chars(s.data(), s.data() + s.size(), v, 16);
+    return v;
+}
+
+std::string_view trim(std::string_view s) {
+    while (!s.empty() && (s.front() == ' ' || s.front() == '\t'))
+        s.remove_prefix(1);
+    while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\n'))
+        s.remove_suffix(1);
+    return s;
+}
+
+// "start-end perms offset dev inode   name"
+bool parse_map_line(std::string_view line, MapEntry& m) {
+    auto next = [&line]() {
+        line = trim(line);
+        const auto sp = line.find(' ');
+        std::string_view tok = line.substr(0, sp);
+        line = sp == std::string_view::npos ? std::string_view{} : line.substr(sp);
+        return tok;
+    };
+    const auto range = next();
+    const auto dash = range.find('-');
+    if (dash == std::string_view::npos)
+        return false;
+    m.start = hex(range.substr(0, dash));
+    m.end = hex(range.substr(dash + 1));
+    const auto perms = next();
+    if (perms.size() != 4)
+        return false;
+    std::copy(perms.begin(), perms.end(), m.perms);
+    m.offset = hex(next());
+    next(); // dev
+    const auto ino = next();
+    std::from_chars(ino.data(), ino.data() + ino.size(), m.inode);
+    // The name is the rest; a path may hold spaces, so only the separator
+    // before it is trimmed.
+    while (!line.empty() && line.front() == ' ')
+        line.remove_prefix(1);
+    m.name = std::string(line);
+    return true;
+}
+
+} // namespace
+
+bool MapEntry::has_flag(std::string_view f) const {
+    std::string_view v = vmflags;
+    while (!v.empty()) {
+        const auto sp = v.find(' ');
+        if (v.substr(0, sp) == f)
+            return true;
+        if (sp == std::string_view::npos)
+            break;
+        v.remove_prefix(sp + 1);
+    }
+    return false;
+}
+
+bool MapEntry::deleted() const {
+    static constexpr std::string_view kDeleted = " (deleted)";
+    return name.size() > kDeleted.size() &&
+           std::string_view(name).substr(name.size() - kDeleted.size()) == kDeleted;
+}
+
+Result<std::string> read_text(const std::string& path) {
+    UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+    if (!fd)
+        return Error::from_errno(errno, fmt::format("cannot read {}: {}", path, errno_text(errno)));
+    std::string out;
+    char buf[65536];
+    for (;;) {
+        const ssize_t n = ::read(fd.get(), buf, sizeof(buf));
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0)
+            return Error::from_errno(errno,
+                                     fmt::format("cannot read {}: {}", path, errno_text(errno)));
+        if (n == 0)
+            return out;
+        out.append(buf, static_cast<std::size_t>(n));
+    }
+}
+
+Result<std::vector<MapEntry>> read_maps(pid_t pid, bool with_flags) {
+    auto text = read_text(fmt::format("/proc/{}/{}", pid, with_flags ? "smaps" : "maps"));
+    if (!text)
+        return text.error();
+    std::vector<MapEntry> out;
+    std::string_view rest = *text;
+    while (!rest.empty()) {
+        const auto nl = rest.find('\n');
+        std::string_view line = rest.substr(0, nl);
+        rest = nl == std::string_view::npos ? std::string_view{} : rest.substr(nl + 1);
+        if (line.empty())
+            continue;
+        if (line.starts_with("VmFlags:")) {
+            if (!out.empty())
+                out.back().vmflags = std::string(trim(line.substr(8)));
+            continue;
+        }
+        // smaps detail lines are "Key:   value"; a mapping line starts
+        // with a hex range.
+        const auto colon = line.find(':');
+        const auto space = line.find(' ');
+        if (colon != std::string_view::npos && colon < space)
+            continue;
+        MapEntry m;
+        if (parse_map_line(line, m))
+            out.push_back(std::move(m));
+    }
+    return out;
+}
+
+std::string status_field(std::string_view status, std::string_view key) {
+    std::string_view rest = status;
+    while (!rest.empty()) {
+        const auto nl = rest.find('\n');
+        std::string_view line = rest.substr(0, nl);
+        rest = nl == std::string_view::npos ? std::string_view{} : rest.substr(nl + 1);
+        if (line.size() > key.size() && line.starts_with(key) && line[key.size()] == ':')
+            return std::string(trim(line.substr(key.size() + 1)));
+    }
+    return {};
+}
+
+Result<std::vector<std::string>> read_stat(pid_t pid) {
+    auto text = read_text(fmt::format("/proc/{}/stat", pid));
+    if (!text)
+        return text.error();
+    // The command name may hold anything, ')' included: fields resume
+    // after the last ')'.
+    const auto close = text->rfind(')');
+    if (close == std::string::npos)
+        return Error::from_errno(EIO, fmt::format("cannot parse /proc/{}/stat", pid));
+    std::vector<std::string> f{std::to_string(pid), text->substr(0, close + 1)};
+    std::istringstream in(text->substr(close + 1));
+    std::string tok;
+    while (in >> tok)
+        f.push_back(tok);
+    f.insert(f.begin(), std::string()); // 1-based, as proc(5)
+    return f;
+}
+
+Result<std::vector<int>> list_fds(pid_t pid) {
+    const std::string dir = fmt::format("/proc/{}/fd", pid);
+    std::unique_ptr<DIR, int (*)(DIR*)> d(::opendir(dir.c_str()), ::closedir);
+    if (!d)
+        return Error::from_errno(errno, fmt::format("cannot list {}: {}", dir, errno_text(errno)));
+    std::vector<int> fds;
+    while (const dirent* e = ::readdir(d.get())) {
+        int fd = -1;
+        const std::string_view n(e->d_name);
+        if (std::from_chars(n.data(), n.data() + n.size(), fd).ec == std::errc{} && fd >= 0)
+            fds.push_back(fd);
+    }
+    std::sort(fds.begin(), fds.end());
+    return fds;
+}
+
+Result<std::string> read_link(const std::string& path) {
+    std::string buf(PATH_MAX, '\0');
+    const ssize_t n = ::readlink(path.c_str(), buf.data(), buf.size());
+    if (n < 0)
+        return Error::from_errno(errno, fmt::format("cannot read link {}: {}", path,
+                                                    errno_text(errno)));
+    buf.resize(static_cast<std::size_t>(n));
+    return buf;
+}
+
+} // namespace ghost::user

@@ -1,0 +1,48 @@
+// What /proc says about a process, parsed: its mappings, status lines, stat
+// fields and descriptors. Not installed; the user engine's eyes.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "ghost/result.hpp"
+
+namespace ghost::user {
+
+struct MapEntry {
+    std::uint64_t start = 0, end = 0;
+    char perms[5] = {}; // "rwxp" / "r--s"
+    std::uint64_t offset = 0;
+    std::uint64_t inode = 0;
+    std::string name;    // path, "[heap]", "[vdso]", "" for anonymous
+    std::string vmflags; // smaps "VmFlags:" mnemonics, space-separated (with_flags)
+
+    bool readable() const { return perms[0] == 'r'; }
+    bool shared() const { return perms[3] == 's'; }
+    bool has_flag(std::string_view f) const; // a VmFlags mnemonic ("gd", "ht", ...)
+    bool deleted() const;                    // a path ending in " (deleted)"
+};
+
+// /proc/PID/maps, or /proc/PID/smaps for the VmFlags too.
+Result<std::vector<MapEntry>> read_maps(pid_t pid, bool with_flags = false);
+
+// A whole small file; errors name the path.
+Result<std::string> read_text(const std::string& path);
+
+// The value of "Key:" in /proc/PID/status text ("" if absent), trimmed.
+std::string status_field(std::string_view status, std::string_view key);
+
+// /proc/PID/stat fields, numbered as proc(5) numbers them (1 = pid).
+Result<std::vector<std::string>> read_stat(pid_t pid);
+
+// Open descriptor numbers of pid, ascending.
+Result<std::vector<int>> list_fds(pid_t pid);
+
+// The target of a symlink in /proc ("/path", "pipe:[123]").
+Result<std::string> read_link(const std::string& path);
+
+} // namespace ghost::user

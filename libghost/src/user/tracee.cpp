@@ -1,0 +1,370 @@
+#include "user/tracee.hpp"
+
+#include <elf.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/ptrace.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <utility>
+
+#include <fmt/format.h>
+
+#include "sys.hpp"
+#include "user/proc.hpp"
+
+namespace ghost::user {
+
+namespace {
+
+constexpr int kSyscallStop = SIGTRAP | 0x80; // with PTRACE_O_TRACESYSGOOD
+constexpr std::size_t kMaxXstate = 64 * 1024;
+
+bool is_stop_signal(int sig) {
+    return sig == SIGSTOP || sig == SIGTSTP || sig == SIGTTIN || sig == SIGTTOU;
+}
+
+long pt(enum __ptrace_request req, pid_t pid, void* addr = nullptr, void* data = nullptr) {
+    return ::ptrace(req, pid, addr, data);
+}
+
+} // namespace
+
+Regs restarted(const Regs& r, bool restart_block) {
+    Regs out = r;
+    if (static_cast<long>(r.orig_rax) < 0)
+        return out;
+    switch (-static_cast<long>(r.rax)) {
+    case kErestartsys:
+    case kErestartnointr:
+    case kErestartnohand:
+        out.rax = r.orig_rax;
+        out.rip -= 2;
+        break;
+    case kErestartRestartblock:
+        out.rax = restart_block ? SYS_restart_syscall : r.orig_rax;
+        out.rip -= 2;
+        break;
+    default:
+        break;
+    }
+    out.orig_rax = static_cast<unsigned long long>(-1);
+    return out;
+}
+
+Result<Tracee> Tracee::seize(pid_t pid) {
+    if (pt(PTRACE_SEIZE, pid, nullptr, reinterpret_cast<void*>(PTRACE_O_TRACESYSGOOD)) != 0) {
+        const int err = errno;
+        if (err == ESRCH)
+            return Error::from_errno(err, fmt::format("no process {}", pid));
+        if (err == EPERM)
+            return Error::from_errno(
+                err, fmt::format("not allowed to trace pid {}: needs the same user or "
+                                 "CAP_SYS_PTRACE (and, under Yama, ptrace_scope 0 or an "
+                                 "ancestor)",
+                                 pid));
+        return Error::from_errno(err,
+                                 fmt::format("ptrace(SEIZE) of pid {}: {}", pid, errno_text(err)));
+    }
+    Tracee t(pid);
+    t.attached_ = true;
+    if (pt(PTRACE_INTERRUPT, pid) != 0)
+        return Error::from_errno(errno, fmt::format("ptrace(INTERRUPT) of pid {}: {}", pid,
+                                                    errno_text(errno)));
+    for (;;) {
+        auto st = t.wait_stop();
+        if (!st)
+            return st.error();
+        if ((*st >> 16) == PTRACE_EVENT_STOP)
+            return t;
+        // A signal on its way in first: let it through (a stop signal is
+        // held until we let go), then the interrupt traps.
+        const int sig = WSTOPSIG(*st);
+        long r;
+        if (is_stop_signal(sig)) {
+            t.held_stop_ = sig;
+            r = pt(PTRACE_CONT, pid);
+        } else {
+            r = pt(PTRACE_CONT, pid, nullptr, reinterpret_cast<void*>(static_cast<long>(sig)));
+        }
+        if (r != 0)
+            return t.died("it was being stopped");
+    }
+}
+
+Tracee::Tracee(Tracee&& o) noexcept
+    : pid_(o.pid_), attached_(std::exchange(o.attached_, false)), insn_(o.insn_),
+      held_stop_(o.held_stop_), scratch_(o.scratch_), have_template_(o.have_template_),
+      mem_(std::move(o.mem_)) {}
+
+Tracee::~Tracee() {
+    if (attached_)
+        (void)detach();
+}
+
+Error Tracee::died(const char* what) {
+    attached_ = false;
+    return Error::from_errno(ESRCH, fmt::format("pid {} exited while {}", pid_, what));
+}
+
+Result<int> Tracee::wait_stop() {
+    for (;;) {
+        int st;
+        const pid_t r = ::waitpid(pid_, &st, __WALL);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0)
+            return Error::from_errno(errno, fmt::format("waiting for pid {}: {}", pid_,
+                                                        errno_text(errno)));
+        if (WIFSTOPPED(st))
+            return st;
+        return died("it was held");
+    }
+}
+
+Result<Regs> Tracee::regs() {
+    Regs r{};
+    if (pt(PTRACE_GETREGS, pid_, nullptr, &r) != 0)
+        return Error::from_errno(errno, fmt::format("reading the registers of pid {}: {}", pid_,
+                                                    errno_text(errno)));
+    return r;
+}
+
+Result<void> Tracee::set_regs(const Regs& r) {
+    if (pt(PTRACE_SETREGS, pid_, nullptr, const_cast<Regs*>(&r)) != 0)
+        return Error::from_errno(errno, fmt::format("setting the registers of pid {}: {}", pid_,
+                                                    errno_text(errno)));
+    return {};
+}
+
+Result<std::vector<std::byte>> Tracee::xstate() {
+    std::vector<std::byte> buf(kMaxXstate);
+    iovec iov{buf.data(), buf.size()};
+    if (pt(PTRACE_GETREGSET, pid_, reinterpret_cast<void*>(NT_X86_XSTATE), &iov) != 0)
+        return Error::from_errno(errno, fmt::format("reading the FPU state of pid {}: {}", pid_,
+                                                    errno_text(errno)));
+    buf.resize(iov.iov_len);
+    return buf;
+}
+
+Result<void> Tracee::set_xstate(std::span<const std::byte> x) {
+    iovec iov{const_cast<std::byte*>(x.data()), x.size()};
+    if (pt(PTRACE_SETREGSET, pid_, reinterpret_cast<void*>(NT_X86_XSTATE), &iov) != 0)
+        return Error::from_errno(errno, fmt::format("setting the FPU state of pid {}: {}", pid_,
+                                                    errno_text(errno)));
+    return {};
+}
+
+Result<std::uint64_t> Tracee::signal_mask() {
+    std::uint64_t m = 0;
+    if (pt(PTRACE_GETSIGMASK, pid_, reinterpret_cast<void*>(sizeof(m)), &m) != 0)
+        return Error::from_errno(errno, fmt::format("reading the signal mask of pid {}: {}", pid_,
+                                                    errno_text(errno)));
+    return m;
+}
+
+Result<void> Tracee::set_signal_mask(std::uint64_t mask) {
+    if (pt(PTRACE_SETSIGMASK, pid_, reinterpret_cast<void*>(sizeof(mask)), &mask) != 0)
+        return Error::from_errno(errno, fmt::format("setting the signal mask of pid {}: {}", pid_,
+                                                    errno_text(errno)));
+    return {};
+}
+
+Result<void> Tracee::kill_on_exit() {
+    if (pt(PTRACE_SETOPTIONS, pid_, nullptr,
+           reinterpret_cast<void*>(PTRACE_O_TRACESYSGOOD | PTRACE_O_EXITKILL)) != 0)
+        return Error::from_errno(errno, fmt::format("ptrace(SETOPTIONS) of pid {}: {}", pid_,
+                                                    errno_text(errno)));
+    return {};
+}
+
+Result<std::uint64_t> Tracee::find_syscall_insn(const Regs& now) {
+    static constexpr std::byte kSyscall[2] = {std::byte{0x0f}, std::byte{0x05}};
+    if (static_cast<long>(now.orig_rax) >= 0 && now.rip >= 2) {
+        std::byte b[2];
+        if (read_mem(now.rip - 2, b) && std::memcmp(b, kSyscall, 2) == 0)
+            return now.rip - 2;
+    }
+    auto maps = read_maps(pid_);
+    if (!maps)
+        return maps.error();
+    for (const auto& m : *maps) {
+        if (m.name != "[vdso]")
+            continue;
+        std::vector<std::byte> text(m.end - m.start);
+        if (auto r = read_mem(m.start, text); !r)
+            return r.error();
+        auto it = std::search(text.begin(), text.end(), std::begin(kSyscall), std::end(kSyscall));
+        if (it != text.end())
+            return m.start + static_cast<std::uint64_t>(it - text.begin());
+    }
+    return Error::from_errno(EOPNOTSUPP,
+                             fmt::format("pid {} is not in a system call and has no vDSO: found "
+                                         "no syscall instruction to run system calls with",
+                                         pid_));
+}
+
+Result<void> Tracee::resume_to_syscall_stop() {
+    int sig = 0;
+    for (;;) {
+        if (pt(PTRACE_SYSCALL, pid_, nullptr, reinterpret_cast<void*>(static_cast<long>(sig))) !=
+            0)
+            return died("running a system call in it");
+        sig = 0;
+        auto st = wait_stop();
+        if (!st)
+            return st.error();
+        if (WSTOPSIG(*st) == kSyscallStop)
+            return {};
+        if ((*st >> 16) != 0)
+            continue; // a group-stop or event: go on
+        // A signal arrived. Everything is blocked while we work but stop
+        // signals (held for later) and synchronous faults.
+        const int s = WSTOPSIG(*st);
+        if (is_stop_signal(s)) {
+            held_stop_ = s;
+            continue;
+        }
+        if (s == SIGSYS || s == SIGSEGV || s == SIGBUS || s == SIGILL)
+            return Error::from_errno(EOPNOTSUPP,
+                                     fmt::format("a system call run in pid {} raised signal {} "
+                                                 "(seccomp filter?)",
+                                                 pid_, s));
+        sig = s; // anything else: deliver it as it came
+    }
+}
+
+Result<long> Tracee::call(long nr, std::uint64_t a1, std::uint64_t a2, std::uint64_t a3,
+                          std::uint64_t a4, std::uint64_t a5, std::uint64_t a6) {
+    if (!have_template_) {
+        auto r = regs();
+        if (!r)
+            return r.error();
+        scratch_ = *r;
+        scratch_.eflags &= ~0x100ULL; // no single-stepping
+        have_template_ = true;
+    }
+    Regs r = scratch_;
+    r.rax = static_cast<unsigned long long>(nr);
+    r.orig_rax = static_cast<unsigned long long>(-1);
+    r.rdi = a1;
+    r.rsi = a2;
+    r.rdx = a3;
+    r.r10 = a4;
+    r.r8 = a5;
+    r.r9 = a6;
+    r.rip = insn_;
+    if (auto s = set_regs(r); !s)
+        return s.error();
+    if (auto e = resume_to_syscall_stop(); !e) // entry
+        return e.error();
+    if (auto e = resume_to_syscall_stop(); !e) // exit
+        return e.error();
+    auto out = regs();
+    if (!out)
+        return out.error();
+    return static_cast<long>(out->rax);
+}
+
+Result<void> Tracee::call_and_release(const Regs& final, std::uint64_t mask, long nr,
+                                      std::uint64_t a1, std::uint64_t a2) {
+    auto r = call(nr, a1, a2);
+    if (!r)
+        return r.error();
+    if (*r < 0)
+        return Error::from_errno(static_cast<int>(-*r),
+                                 fmt::format("the last system call ({}) in pid {} failed: {}", nr,
+                                             pid_, errno_text(static_cast<int>(-*r))));
+    if (auto s = set_regs(final); !s)
+        return s;
+    if (auto s = set_signal_mask(mask); !s)
+        return s;
+    return detach();
+}
+
+Result<void> Tracee::detach(int sig) {
+    if (!attached_)
+        return {};
+    if (sig)
+        ::syscall(SYS_tgkill, pid_, pid_, sig);
+    if (held_stop_ && sig != SIGKILL)
+        ::syscall(SYS_tgkill, pid_, pid_, held_stop_);
+    attached_ = false;
+    if (pt(PTRACE_DETACH, pid_) != 0 && errno != ESRCH)
+        return Error::from_errno(errno, fmt::format("ptrace(DETACH) of pid {}: {}", pid_,
+                                                    errno_text(errno)));
+    return {};
+}
+
+Result<int> Tracee::mem_fd() {
+    if (!mem_) {
+        mem_ = UniqueFd(::open(fmt::format("/proc/{}/mem", pid_).c_str(), O_RDWR | O_CLOEXEC));
+        if (!mem_)
+            return Error::from_errno(errno, fmt::format("opening /proc/{}/mem: {}", pid_,
+                                                        errno_text(errno)));
+    }
+    return mem_.get();
+}
+
+Result<void> Tracee::read_mem(std::uint64_t addr, std::span<std::byte> out) {
+    auto fd = mem_fd();
+    if (!fd)
+        return fd.error();
+    while (!out.empty()) {
+        const ssize_t n = ::pread(*fd, out.data(), out.size(), static_cast<off_t>(addr));
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            return Error::from_errno(n < 0 ? errno : EIO,
+                                     fmt::format("reading memory of pid {} at {:#x}: {}", pid_,
+                                                 addr, errno_text(n < 0 ? errno : EIO)));
+        addr += static_cast<std::uint64_t>(n);
+        out = out.subspan(static_cast<std::size_t>(n));
+    }
+    return {};
+}
+
+Result<void> Tracee::read(std::uint64_t addr, std::span<std::byte> out) {
+    while (!out.empty()) {
+        iovec local{out.data(), out.size()};
+        iovec remote{reinterpret_cast<void*>(addr), out.size()};
+        const ssize_t n = ::process_vm_readv(pid_, &local, 1, &remote, 1, 0);
+        if (n <= 0)
+            return read_mem(addr, out); // unreadable page: ask the debugger way
+        addr += static_cast<std::uint64_t>(n);
+        out = out.subspan(static_cast<std::size_t>(n));
+    }
+    return {};
+}
+
+Result<void> Tracee::write(std::uint64_t addr, std::span<const std::byte> in) {
+    while (!in.empty()) {
+        iovec local{const_cast<std::byte*>(in.data()), in.size()};
+        iovec remote{reinterpret_cast<void*>(addr), in.size()};
+        ssize_t n = ::process_vm_writev(pid_, &local, 1, &remote, 1, 0);
+        if (n <= 0) {
+            // Not writable (or not there): the debugger way.
+            auto fd = mem_fd();
+            if (!fd)
+                return fd.error();
+            n = ::pwrite(*fd, in.data(), in.size(), static_cast<off_t>(addr));
+            if (n < 0 && errno == EINTR)
+                continue;
+            if (n <= 0)
+                return Error::from_errno(n < 0 ? errno : EIO,
+                                         fmt::format("writing memory of pid {} at {:#x}: {}",
+                                                     pid_, addr, errno_text(n < 0 ? errno : EIO)));
+        }
+        addr += static_cast<std::uint64_t>(n);
+        in = in.subspan(static_cast<std::size_t>(n));
+    }
+    return {};
+}
+
+} // namespace ghost::user

@@ -1,0 +1,94 @@
+// A process held with ptrace by the user engine: seized and stopped, its
+// registers and FPU state read and written, system calls run inside it, its
+// memory read and written. Not installed; used by user_export and
+// user_import.
+#pragma once
+
+#include <sys/types.h>
+#include <sys/user.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "ghost/fd.hpp"
+#include "ghost/result.hpp"
+
+namespace ghost::user {
+
+using Regs = user_regs_struct;
+
+// The -ERESTART* values a stopped system call leaves in rax.
+inline constexpr long kErestartsys = 512, kErestartnointr = 513, kErestartnohand = 514,
+                      kErestartRestartblock = 516;
+
+// regs of a task stopped inside a system call, turned into the state that
+// runs that call again from user mode: rax back to its number, rip on the
+// syscall instruction. restart_block: keep an interrupted sleep's remaining
+// time (restart_syscall(2)), which only the same task can use; otherwise the
+// call itself is run again, from its start.
+Regs restarted(const Regs& r, bool restart_block);
+
+class Tracee {
+  public:
+    // PTRACE_SEIZE then PTRACE_INTERRUPT; returns once pid is stopped.
+    static Result<Tracee> seize(pid_t pid);
+    Tracee(Tracee&& o) noexcept;
+    Tracee& operator=(Tracee&&) = delete;
+    Tracee(const Tracee&) = delete;
+    ~Tracee(); // detaches (without restoring anything) if still attached
+
+    pid_t pid() const { return pid_; }
+
+    Result<Regs> regs();
+    Result<void> set_regs(const Regs& r);
+    // The standard-format XSAVE area (NT_X86_XSTATE), as long as this
+    // kernel makes it.
+    Result<std::vector<std::byte>> xstate();
+    Result<void> set_xstate(std::span<const std::byte> x);
+    Result<std::uint64_t> signal_mask();
+    Result<void> set_signal_mask(std::uint64_t mask);
+    // Kill the tracee if the tracer dies (after the point of no return).
+    Result<void> kill_on_exit();
+
+    // Where the syscall instruction for call() is; see find_syscall_insn().
+    void use_syscall_insn(std::uint64_t addr) { insn_ = addr; }
+    // A syscall instruction the tracee can run: just behind rip when it is
+    // stopped in a system call, else one inside its vDSO.
+    Result<std::uint64_t> find_syscall_insn(const Regs& now);
+    // Runs system call nr inside the tracee (its registers are clobbered:
+    // the caller saved them) and returns its raw result (-errno on error).
+    Result<long> call(long nr, std::uint64_t a1 = 0, std::uint64_t a2 = 0, std::uint64_t a3 = 0,
+                      std::uint64_t a4 = 0, std::uint64_t a5 = 0, std::uint64_t a6 = 0);
+    // The last call: runs nr, then on its way out sets the final registers
+    // and signal mask and detaches: the tracee goes on with them. (The mask
+    // is set last so that no signal is delivered while we still steer.)
+    Result<void> call_and_release(const Regs& final, std::uint64_t mask, long nr,
+                                  std::uint64_t a1 = 0, std::uint64_t a2 = 0);
+    // Lets it go; with sig, sends it sig first (SIGSTOP, SIGKILL).
+    Result<void> detach(int sig = 0);
+
+    // Memory: read and write through process_vm_readv/writev, falling back
+    // to /proc/PID/mem (which ignores protections) where those fail.
+    Result<void> read(std::uint64_t addr, std::span<std::byte> out);
+    Result<void> write(std::uint64_t addr, std::span<const std::byte> in);
+    Result<void> read_mem(std::uint64_t addr, std::span<std::byte> out); // /proc/PID/mem
+
+  private:
+    explicit Tracee(pid_t pid) : pid_(pid) {}
+    Result<int> wait_stop();
+    Result<int> mem_fd();
+    Result<void> resume_to_syscall_stop();
+    Error died(const char* what);
+
+    pid_t pid_ = -1;
+    bool attached_ = false;
+    std::uint64_t insn_ = 0;
+    int held_stop_ = 0; // a SIGSTOP that arrived while we worked: resent at detach
+    Regs scratch_{};    // register template for call()
+    bool have_template_ = false;
+    UniqueFd mem_;
+};
+
+} // namespace ghost::user

@@ -1,0 +1,23 @@
+// The user engine's two halves (Documentation/user-engine.md). Not
+// installed: UserEngine (ghost/user_engine.hpp) is the public face.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstddef>
+#include <span>
+
+#include "ghost/engine.hpp"
+#include "ghost/image.hpp"
+
+namespace ghost::user {
+
+// Captures process pid into out (written at its offset), as ghost.ko's
+// GHOST_IOC_EXPORT would.
+Result<ExportStats> export_process(pid_t pid, Fate fate, int out);
+
+// Replaces the calling process with img, whose bytes (page data included)
+// are in bytes. Returns only on failure, with the caller as it was.
+Error restore_self(std::span<const std::byte> bytes, const image::Image& img);
+
+} // namespace ghost::user

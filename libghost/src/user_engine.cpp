@@ -1,0 +1,169 @@
+#include "ghost/user_engine.hpp"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+
+#include <fmt/format.h>
+#include <linux/ghost.h>
+
+#include "ghost/image.hpp"
+#include "sys.hpp"
+#include "user/user.hpp"
+
+namespace ghost {
+
+namespace {
+
+constexpr std::uint64_t kPage = 4096;
+
+Result<UniqueFd> new_memfd() {
+    UniqueFd fd(::memfd_create("ghost-image", MFD_CLOEXEC));
+    if (!fd)
+        return Error::from_errno(errno, fmt::format("memfd_create: {}", errno_text(errno)));
+    return move_fd_high(std::move(fd));
+}
+
+Result<ImageView> map_fd(int fd, std::uint64_t off, std::uint64_t len) {
+    if (len == 0)
+        return ImageView();
+    void* p = ::mmap(nullptr, len, PROT_READ, MAP_PRIVATE, fd, static_cast<off_t>(off));
+    if (p == MAP_FAILED)
+        return Error::from_errno(errno, fmt::format("mapping the image: {}", errno_text(errno)));
+    return ImageView(p, len);
+}
+
+Result<void> write_all(int fd, std::span<const std::byte> data) {
+    while (!data.empty()) {
+        const ssize_t n = ::write(fd, data.data(), data.size());
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0)
+            return Error::from_errno(errno,
+                                     fmt::format("writing the image: {}", errno_text(errno)));
+        data = data.subspan(static_cast<std::size_t>(n));
+    }
+    return {};
+}
+
+// Reads a stream and keeps what it read in a memory file.
+class TeeSource final : public image::Source {
+  public:
+    TeeSource(int in, int copy) : in_(in), copy_(copy) {}
+    Result<std::size_t> read(std::span<std::byte> buf) override {
+        auto n = in_.read(buf);
+        if (n && *n)
+            if (auto w = write_all(copy_, buf.first(*n)); !w)
+                return w.error();
+        return n;
+    }
+
+  private:
+    image::FdSource in_;
+    int copy_;
+};
+
+class UserGhost final : public Ghost {
+  public:
+    UserGhost(UniqueFd fd, Backend b) : fd_(std::move(fd)), backend_(b) {}
+
+    Result<ExportStats> export_process(pid_t pid, Fate fate) override {
+        if (backend_.kind == Backend::Kind::Memory) {
+            if (::ftruncate(fd_.get(), 0) != 0 || ::lseek(fd_.get(), 0, SEEK_SET) != 0)
+                return Error::from_errno(errno, fmt::format("emptying the memory ghost: {}",
+                                                            errno_text(errno)));
+            len_ = 0;
+        }
+        auto s = user::export_process(pid, fate, fd_.get());
+        if (s && backend_.kind == Backend::Kind::Memory)
+            len_ = s->bytes;
+        return s;
+    }
+
+    Error restore_self() override {
+        auto view = image_bytes();
+        if (!view)
+            return view.error();
+        auto img = image::read(view->bytes());
+        if (!img)
+            return img.error();
+        return user::restore_self(view->bytes(), *img);
+    }
+
+    Result<void> write(std::span<const std::byte> data) override {
+        if (backend_.kind != Backend::Kind::Memory)
+            return Error::from_errno(EINVAL, "only a memory ghost takes image bytes by write");
+        if (auto w = write_all(fd_.get(), data); !w)
+            return w;
+        len_ += data.size();
+        return {};
+    }
+
+    Result<ImageView> view() override {
+        if (backend_.kind != Backend::Kind::Memory)
+            return Error::from_errno(EINVAL, "only a memory ghost has a view of its image");
+        return map_fd(fd_.get(), 0, len_);
+    }
+
+    const Backend& backend() const override { return backend_; }
+
+  private:
+    // The image, mapped: a memory ghost's or a file's from its offset; a
+    // stream's is read (to its END, not beyond) into memory first.
+    Result<ImageView> image_bytes() {
+        if (backend_.kind == Backend::Kind::Memory)
+            return map_fd(fd_.get(), 0, len_);
+        struct stat st{};
+        const off_t at = ::lseek(fd_.get(), 0, SEEK_CUR);
+        if (::fstat(fd_.get(), &st) == 0 && S_ISREG(st.st_mode) && at >= 0 &&
+            static_cast<std::uint64_t>(at) % kPage == 0 && st.st_size > at)
+            return map_fd(fd_.get(), static_cast<std::uint64_t>(at),
+                          static_cast<std::uint64_t>(st.st_size - at));
+        auto copy = new_memfd();
+        if (!copy)
+            return copy.error();
+        TeeSource tee(fd_.get(), copy->get());
+        auto img = image::read(tee);
+        if (!img)
+            return img.error();
+        return map_fd(copy->get(), 0, img->bytes);
+    }
+
+    UniqueFd fd_;
+    Backend backend_;
+    std::uint64_t len_ = 0; // bytes in a memory ghost
+};
+
+} // namespace
+
+Result<EngineInfo> UserEngine::info() {
+    EngineInfo i;
+    i.engine = std::string(name());
+    i.version = GHOST_LIBRARY_VERSION;
+    i.features = GHOST_FEAT_EXPORT | GHOST_FEAT_IMPORT | GHOST_FEAT_BACKEND_MEMORY |
+                 GHOST_FEAT_BACKEND_FILE | GHOST_FEAT_BACKEND_NET;
+    i.image_version = GHOST_IMAGE_VERSION;
+    i.image_min = GHOST_IMAGE_VERSION;
+    return i;
+}
+
+Result<std::unique_ptr<Ghost>> UserEngine::create(const Backend& backend) {
+    UniqueFd fd;
+    if (backend.kind == Backend::Kind::Memory) {
+        auto m = new_memfd();
+        if (!m)
+            return m.error();
+        fd = std::move(*m);
+    } else {
+        fd = UniqueFd(::fcntl(backend.fd, F_DUPFD_CLOEXEC, high_fd_base));
+        if (!fd)
+            return Error::from_errno(errno, fmt::format("cannot use fd {} for the ghost: {}",
+                                                        backend.fd, errno_text(errno)));
+    }
+    return std::unique_ptr<Ghost>(std::make_unique<UserGhost>(std::move(fd), backend));
+}
+
+} // namespace ghost
