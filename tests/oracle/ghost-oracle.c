@@ -15,6 +15,11 @@
  * A tool passes a workload when the restore succeeds, the maps and fd table
  * match, and the workload itself reports PASS. The TAP line is "not ok"
  * exactly when ghost fails a workload that CRIU passes.
+ *
+ * --engine E gives every ghostctl call "--engine E". Without CRIU (--no-criu,
+ * which also runs on a host where CRIU does not work, and --cross EXP:IMP,
+ * which checkpoints with one engine and restarts with the other) only the
+ * ghost instance runs, and the TAP line is "not ok" whenever ghost fails.
  */
 #define _GNU_SOURCE
 #include <dirent.h>
@@ -32,7 +37,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#define WORK_ROOT "/tmp/oracle"
+#define WORK_ROOT "/tmp/oracle"	/* default of --work */
 
 enum { W_PIPE = 1 };		/* stdin is a pipe the runner writes to */
 
@@ -66,6 +71,11 @@ static const struct workload {
 static const char *out_dir;	/* --out: keep memory images here */
 static int keep;		/* --keep: keep the work directories */
 static int verbose;
+static const char *work_root = WORK_ROOT;	/* --work */
+/* --engine / --cross: "ghostctl --engine E" for the checkpoint, the restart. */
+static const char *ck_engine, *rs_engine;
+static int cross;		/* --cross EXP:IMP */
+static int no_criu;		/* --no-criu, or implied by --cross */
 
 /* ---- small utilities -------------------------------------------------------- */
 
@@ -458,7 +468,7 @@ static int start(struct instance *in)
 	double t0 = now();
 	int status;
 
-	xsnprintf(in->dir, sizeof(in->dir), WORK_ROOT "/%s.%s", in->w->name, in->tool);
+	xsnprintf(in->dir, sizeof(in->dir), "%s/%s.%s", work_root, in->w->name, in->tool);
 	rm_rf(in->dir);
 	mkdir_p(in->dir);
 	in->pipe_r = in->pipe_w = -1;
@@ -557,21 +567,36 @@ static void wait_gone(struct instance *in)
 	}
 }
 
+/* argv[0..] = "ghostctl" and, with @engine, "--engine ENGINE"; returns the count. */
+static int ghostctl_argv(char **argv, const char *engine)
+{
+	int n = 0;
+
+	argv[n++] = "ghostctl";
+	if (engine) {
+		argv[n++] = "--engine";
+		argv[n++] = (char *)engine;
+	}
+	return n;
+}
+
 static int ghost_checkpoint(struct instance *in, const char *img, int leave_stopped)
 {
-	char pid[16], log[600];
+	char pid[16], log[600], *argv[10];
 	double secs;
-	int rc;
+	int rc, n = ghostctl_argv(argv, ck_engine);
 
 	xsnprintf(pid, sizeof(pid), "%d", in->pid);
 	xsnprintf(log, sizeof(log), "%s.checkpoint.log", img);
-	{
-		char *argv[] = { "ghostctl", "checkpoint", pid, "-o", (char *)img,
-				 leave_stopped ? "--leave-stopped" : NULL, NULL };
-
-		rc = run(argv, -1, log, 300, &secs);
-	}
-	bprintf(&in->times, "ghost checkpoint %.2f s, ", secs);
+	argv[n++] = "checkpoint";
+	argv[n++] = pid;
+	argv[n++] = "-o";
+	argv[n++] = (char *)img;
+	if (leave_stopped)
+		argv[n++] = "--leave-stopped";
+	argv[n] = NULL;
+	rc = run(argv, -1, log, 300, &secs);
+	bprintf(&in->times, "%s checkpoint %.2f s, ", ck_engine ? ck_engine : "ghost", secs);
 	if (rc) {
 		char *s = slurp(log);
 
@@ -589,13 +614,20 @@ static int ghost_checkpoint(struct instance *in, const char *img, int leave_stop
  */
 static int ghost_restart(struct instance *in)
 {
-	char *argv[] = { "ghostctl", "restart", "--detach", in->img, NULL }, log[600], *s;
+	char *argv[10], log[600], *s;
 	double secs;
-	int rc;
+	int rc, n = ghostctl_argv(argv, rs_engine);
 
+	argv[n++] = "restart";
+	argv[n++] = "--detach";
+	argv[n++] = in->img;
+	argv[n] = NULL;
 	xsnprintf(log, sizeof(log), "%s.restart.log", in->img);
 	rc = run(argv, in->pipe_r, log, 300, &secs);
-	bprintf(&in->times, "restart %.2f s", secs);
+	if (cross)
+		bprintf(&in->times, "%s restart %.2f s", rs_engine, secs);
+	else
+		bprintf(&in->times, "restart %.2f s", secs);
 	s = slurp(log);
 	if (rc) {
 		fail(in, "restart failed (%d): %s", rc, s ? strtok(s, "\n") : "");
@@ -756,7 +788,7 @@ static int pass_ghost(struct instance *in)
 {
 	struct buf before = { 0 };
 
-	xsnprintf(in->img, sizeof(in->img), WORK_ROOT "/img/%s.ghost", in->w->name);
+	xsnprintf(in->img, sizeof(in->img), "%s/img/%s.ghost", work_root, in->w->name);
 	if (start(in))
 		goto out;
 	snapshot(in->pid, &before);
@@ -785,7 +817,7 @@ static int pass_criu(struct instance *in)
 {
 	struct buf before = { 0 };
 
-	xsnprintf(in->img, sizeof(in->img), WORK_ROOT "/img/%s.criu", in->w->name);
+	xsnprintf(in->img, sizeof(in->img), "%s/img/%s.criu", work_root, in->w->name);
 	rm_rf(in->img);
 	if (start(in))
 		goto out;
@@ -878,7 +910,7 @@ static void pass_memory(struct instance *in)
 	FILE *f;
 
 	xsnprintf(dir, sizeof(dir), "%s/%s", out_dir, in->w->name);
-	xsnprintf(tmp, sizeof(tmp), WORK_ROOT "/img/%s.memory", in->w->name);
+	xsnprintf(tmp, sizeof(tmp), "%s/img/%s.memory", work_root, in->w->name);
 	rm_rf(dir);
 	rm_rf(tmp);
 	mkdir_p(dir);
@@ -934,13 +966,57 @@ out:
 	rm_rf(tmp);
 }
 
+/*
+ * The TAP name before the workload's: "oracle" (ghost vs CRIU, ghostctl's
+ * default engine), "oracle user-engine" (vs CRIU, --engine user),
+ * "user-engine" (--no-criu), "cross kernel->user" (--cross kernel:user).
+ */
+static void tap_label(char *buf, size_t len)
+{
+	if (cross)
+		xsnprintf(buf, len, "cross %s->%s", ck_engine, rs_engine);
+	else if (ck_engine)
+		xsnprintf(buf, len, "%s%s-engine", no_criu ? "" : "oracle ", ck_engine);
+	else
+		xsnprintf(buf, len, "%s", no_criu ? "ghost" : "oracle");
+}
+
+/* Without CRIU: ghost alone decides. Returns 1 when the TAP line is "not ok". */
+static int run_workload_ghost_only(int n, const struct workload *w)
+{
+	struct instance g = { .w = w, .tool = "ghost" };
+	double t0 = now();
+	char label[64];
+	int gok;
+
+	tap_label(label, sizeof(label));
+	printf("# %s\n", w->name);
+	fflush(stdout);
+	gok = !pass_ghost(&g);
+	if (!gok)
+		printf("#   ghost: %s\n", g.why);
+	printf("#   times: %s\n", g.times.s ? g.times.s : "-");
+	printf("#   %s took %.1f s in all\n", w->name, now() - t0);
+	if (gok)
+		printf("ok %d %s %s: PASS\n", n, label, w->name);
+	else
+		printf("not ok %d %s %s: FAIL (%s)\n", n, label, w->name, g.why);
+	fflush(stdout);
+	bfree(&g.times);
+	return !gok;
+}
+
 /* Returns 1 when the TAP line is "not ok". */
 static int run_workload(int n, const struct workload *w)
 {
 	struct instance g = { .w = w, .tool = "ghost" }, c = { .w = w, .tool = "criu" };
 	double t0 = now();
+	char label[64];
 	int gok, cok;
 
+	if (no_criu)
+		return run_workload_ghost_only(n, w);
+	tap_label(label, sizeof(label));
 	printf("# %s\n", w->name);
 	fflush(stdout);
 	gok = !pass_ghost(&g);
@@ -959,14 +1035,15 @@ static int run_workload(int n, const struct workload *w)
 	}
 	printf("#   %s took %.1f s in all\n", w->name, now() - t0);
 	if (gok && cok)
-		printf("ok %d oracle %s: ghost PASS, criu PASS\n", n, w->name);
+		printf("ok %d %s %s: ghost PASS, criu PASS\n", n, label, w->name);
 	else if (gok)
-		printf("ok %d oracle %s: ghost PASS, criu FAIL (%s)\n", n, w->name, c.why);
+		printf("ok %d %s %s: ghost PASS, criu FAIL (%s)\n", n, label, w->name, c.why);
 	else if (cok)
-		printf("not ok %d oracle %s: ghost FAIL (%s), criu PASS\n", n, w->name, g.why);
+		printf("not ok %d %s %s: ghost FAIL (%s), criu PASS\n", n, label, w->name,
+		       g.why);
 	else
-		printf("ok %d oracle %s: ghost FAIL (%s), criu FAIL (%s) # both failed\n", n,
-		       w->name, g.why, c.why);
+		printf("ok %d %s %s: ghost FAIL (%s), criu FAIL (%s) # both failed\n", n,
+		       label, w->name, g.why, c.why);
 	fflush(stdout);
 	bfree(&g.times);
 	bfree(&c.times);
@@ -976,17 +1053,85 @@ static int run_workload(int n, const struct workload *w)
 static void usage(FILE *f)
 {
 	fprintf(f,
-		"Usage: ghost-oracle [--out DIR] [--keep] [--verbose] [--list] [NAME...]\n"
+		"Usage: ghost-oracle [--engine E | --cross EXP:IMP] [--no-criu] [--out DIR]\n"
+		"                    [--work DIR] [--keep] [--verbose] [--list] [NAME...]\n"
 		"\n"
 		"Runs the oracle workloads (all, or those named) through ghost\n"
 		"(ghostctl checkpoint + restart) and CRIU (criu dump + restore) and\n"
 		"prints TAP: 'not ok' when ghost fails a workload CRIU passes.\n"
 		"\n"
-		"  --out DIR   also capture the same stopped process with both tools\n"
-		"              into DIR/NAME/ for tests/oracle/compare-memory\n"
-		"  --keep      keep work directories and images under " WORK_ROOT "\n"
-		"  --verbose   show every command run\n"
-		"  --list      list the workloads and exit\n");
+		"  --engine E       run ghostctl --engine E (kernel, user, auto);\n"
+		"                   TAP names 'oracle E-engine NAME'\n"
+		"  --cross EXP:IMP  checkpoint with engine EXP, restart with engine IMP;\n"
+		"                   no CRIU; TAP names 'cross EXP->IMP NAME'\n"
+		"  --no-criu        ghost only (CRIU is not run or checked): 'not ok'\n"
+		"                   whenever ghost fails; TAP names 'E-engine NAME'\n"
+		"  --out DIR        also capture the same stopped process with both tools\n"
+		"                   into DIR/NAME/ for tests/oracle/compare-memory\n"
+		"  --work DIR       work directories and images (default " WORK_ROOT ")\n"
+		"  --keep           keep the images in the work directory too\n"
+		"  --verbose        show every command run\n"
+		"  --list           list the workloads and exit\n"
+		"\n"
+		"ghostctl and the oracle-NAME workloads are looked up first beside this\n"
+		"program, then on PATH.\n");
+}
+
+/*
+ * Puts this program's directory first on PATH: ghostctl and the workloads
+ * are built beside it (the build's bin/ on the host, /usr/local/bin in the
+ * VM), and no other ghostctl should be picked up.
+ */
+static void path_add_self(void)
+{
+	char self[4096], *slash, *path;
+	const char *old = getenv("PATH");
+	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	size_t len;
+
+	if (n <= 0)
+		return;
+	self[n] = 0;
+	slash = strrchr(self, '/');
+	if (!slash || slash == self)
+		return;
+	*slash = 0;
+	len = strlen(self) + (old ? strlen(old) : 0) + 2;
+	path = malloc(len);
+	if (!path)
+		abort();
+	snprintf(path, len, "%s%s%s", self, old && *old ? ":" : "", old ? old : "");
+	setenv("PATH", path, 1);
+	free(path);
+}
+
+/*
+ * "ghostctl --engine E check --json" must succeed and name engine E (unless
+ * E is auto): otherwise every workload would fail for the same reason, or a
+ * fallback to another engine would test the wrong one.
+ */
+static int check_engine(const char *engine)
+{
+	char log[600], want[80], *argv[8], *s;
+	int rc, n = ghostctl_argv(argv, engine);
+
+	argv[n++] = "check";
+	argv[n++] = "--json";
+	argv[n] = NULL;
+	xsnprintf(log, sizeof(log), "%s/check-%s.log", work_root, engine);
+	rc = run(argv, -1, log, 60, NULL);
+	s = slurp(log);
+	xsnprintf(want, sizeof(want), "\"engine\": \"%s\"", engine);
+	if (rc || !s || (strcmp(engine, "auto") && !strstr(s, want))) {
+		print_tail("ghostctl check", log, 10);
+		printf("Bail out! ghostctl --engine %s check %s\n", engine,
+		       rc ? "fails" : "does not name that engine");
+		free(s);
+		return -1;
+	}
+	printf("# engine %s: ghostctl --engine %s check passes\n", engine, engine);
+	free(s);
+	return 0;
 }
 
 int main(int argc, char **argv)
@@ -996,19 +1141,37 @@ int main(int argc, char **argv)
 		{ "keep", no_argument, NULL, 'k' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "list", no_argument, NULL, 'l' },
+		{ "engine", required_argument, NULL, 'e' },
+		{ "cross", required_argument, NULL, 'c' },
+		{ "no-criu", no_argument, NULL, 'n' },
+		{ "work", required_argument, NULL, 'w' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	const struct workload *sel[NWORKLOADS];
-	int opt, nsel = 0, rc = 0;
+	int opt, nsel = 0, rc = 0, engine_given = 0;
 	double t0 = now();
-	char log[] = WORK_ROOT "/criu-check.log";
+	char log[600], *colon;
 
 	while ((opt = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
 		switch (opt) {
 		case 'o': out_dir = optarg; break;
 		case 'k': keep = 1; break;
 		case 'v': verbose = 1; break;
+		case 'e': ck_engine = rs_engine = optarg, engine_given = 1; break;
+		case 'c':
+			colon = strchr(optarg, ':');
+			if (!colon || colon == optarg || !colon[1] || strchr(colon + 1, ':')) {
+				fprintf(stderr, "ghost-oracle: --cross takes EXP:IMP, e.g. kernel:user\n");
+				return 2;
+			}
+			*colon = 0;
+			ck_engine = optarg;
+			rs_engine = colon + 1;
+			cross = 1;
+			break;
+		case 'n': no_criu = 1; break;
+		case 'w': work_root = optarg; break;
 		case 'l':
 			for (size_t i = 0; i < NWORKLOADS; i++)
 				printf("%s\n", workloads[i].name);
@@ -1037,7 +1200,23 @@ int main(int argc, char **argv)
 		}
 	}
 
+	if (cross && engine_given) {
+		fprintf(stderr, "ghost-oracle: --cross names both engines: no --engine\n");
+		return 2;
+	}
+	if (cross)
+		no_criu = 1;
+	if (no_criu && out_dir) {
+		fprintf(stderr, "ghost-oracle: --out compares with CRIU: not with --no-criu or --cross\n");
+		return 2;
+	}
+	if (work_root[0] != '/') {
+		fprintf(stderr, "ghost-oracle: --work needs an absolute path\n");
+		return 2;
+	}
+
 	setvbuf(stdout, NULL, _IOLBF, 0);
+	path_add_self();
 	if (out_dir) {
 		mkdir_p(out_dir);
 		out_dir = realpath(out_dir, NULL);
@@ -1047,9 +1226,10 @@ int main(int argc, char **argv)
 		}
 	}
 	/* Workloads inherit the cwd: keep it on tmpfs, not on a 9p share. */
-	mkdir_p(WORK_ROOT "/img");
-	if (chdir(WORK_ROOT)) {
-		perror("ghost-oracle: " WORK_ROOT);
+	xsnprintf(log, sizeof(log), "%s/img", work_root);
+	mkdir_p(log);
+	if (chdir(work_root)) {
+		fprintf(stderr, "ghost-oracle: %s: %s\n", work_root, strerror(errno));
 		return 2;
 	}
 	/* Restored processes are re-parented here, so their status is seen. */
@@ -1057,13 +1237,26 @@ int main(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 
 	printf("TAP version 13\n1..%d\n", nsel);
-	printf("# ghost-oracle: ghostctl checkpoint/restart vs criu dump/restore\n");
-	{
+	if (cross)
+		printf("# ghost-oracle: ghostctl --engine %s checkpoint, ghostctl --engine %s restart\n",
+		       ck_engine, rs_engine);
+	else if (no_criu)
+		printf("# ghost-oracle: ghostctl%s%s checkpoint/restart, no CRIU\n",
+		       ck_engine ? " --engine " : "", ck_engine ? ck_engine : "");
+	else
+		printf("# ghost-oracle: ghostctl%s%s checkpoint/restart vs criu dump/restore\n",
+		       ck_engine ? " --engine " : "", ck_engine ? ck_engine : "");
+	if (ck_engine && check_engine(ck_engine))
+		return 1;
+	if (rs_engine && strcmp(rs_engine, ck_engine) && check_engine(rs_engine))
+		return 1;
+	if (!no_criu) {
 		char *check[] = { "criu", "check", NULL };
 
+		xsnprintf(log, sizeof(log), "%s/criu-check.log", work_root);
 		if (run(check, -1, log, 120, NULL)) {
 			print_tail("criu check", log, 10);
-			printf("Bail out! criu check fails in this VM: no oracle\n");
+			printf("Bail out! criu check fails here: no oracle (--no-criu runs ghost alone)\n");
 			return 1;
 		}
 	}
