@@ -3,9 +3,9 @@
 //   build/bin/ghost_bench_user [--sizes 16,64,256] [--engines user] [--dir /tmp]
 //                              [--iterations N] [Google Benchmark flags]
 //
-// A workload child holds SIZE MiB of private anonymous memory, every 64-bit
-// word a distinct non-zero value (all pages present and dirty), and waits in
-// read(2) on a pipe. Per engine and size:
+// A workload child (this program, executed anew) holds SIZE MiB of private anonymous memory, every
+// 64-bit word a distinct non-zero value (all pages present and dirty), and waits in read(2) on a
+// pipe. Per engine and size:
 //  - export-memory: Ghost::export_process(pid, Fate::Run) into a memory
 //    ghost, timed around the call (the ghost is created and dropped off the
 //    clock, and the workload, which keeps running, answers a ping after each
@@ -27,8 +27,8 @@
 // baseline), memcpy into fresh pages (page faults and zeroing, what a restore
 // pays for its new mappings), process_vm_readv / process_vm_writev of the
 // workload's mapping, reading its /proc/PID/pagemap entries, crc32c
-// (libghost's, as the image checksum), and write(2) of the bytes to a file in
-// --dir in 1 MiB calls. After Google Benchmark's own report, a table gives
+// (libghost's, as the image checksum), and write(2) of the bytes in 4 MiB
+// calls into a memfd and into a file in --dir. After Google Benchmark's own report, a table gives
 // each operation's time, bandwidth (image bytes, or the bytes copied, over
 // time) and that bandwidth as a fraction of memcpy's.
 #include <fcntl.h>
@@ -126,6 +126,10 @@ struct Pipes {
     }
 };
 
+// This program runs as the workload when its first argument is this, then
+// BYTES READY-FD CTL-FD REP-FD.
+constexpr const char* workload_flag = "--as-workload";
+
 // The workload, in the forked child: memory, then "ready" (the mapping's
 // address) on @ready, which it closes, then commands on ctl: 'p' answers its pid, 'v' the
 // number of wrong words in its memory.
@@ -205,9 +209,17 @@ std::optional<Workload> start_workload(size_t bytes, std::string& why) {
         return std::nullopt;
     }
     if (pid == 0) {
+        // A fresh program, so that the image holds the workload and not
+        // the heap this benchmark has built up (engine buffers, baselines).
         prctl(PR_SET_PDEATHSIG, SIGKILL); // the original only: no orphan if we die
-        close(ready[0]);
-        workload(bytes, ready[1], pipes->ctl_r.get(), pipes->rep_w.get());
+        const int keep[] = {ready[1], pipes->ctl_r.get(), pipes->rep_w.get()};
+        for (int fd : keep)
+            fcntl(fd, F_SETFD, 0);
+        const std::string args[] = {std::to_string(bytes), std::to_string(keep[0]),
+                                    std::to_string(keep[1]), std::to_string(keep[2])};
+        execl("/proc/self/exe", "ghost_bench_user", workload_flag, args[0].c_str(), args[1].c_str(),
+              args[2].c_str(), args[3].c_str(), static_cast<char*>(nullptr));
+        _exit(127);
     }
     close(ready[1]);
     Workload w;
@@ -518,12 +530,16 @@ void bm_crc32c(benchmark::State& state, size_t mib) {
     state.SetBytesProcessed(static_cast<std::int64_t>(bytes) * state.iterations());
 }
 
-void bm_write_file(benchmark::State& state, size_t mib) {
-    const size_t bytes = mib << 20, chunk = 1 << 20;
+// write(2) of the bytes in 4 MiB calls, as the user engine writes page data:
+// into a file in --dir, or into a memfd (what its memory ghosts are).
+void bm_write(benchmark::State& state, size_t mib, bool memfd) {
+    const size_t bytes = mib << 20, chunk = 4 << 20;
     auto a = filled(chunk);
-    ghost::UniqueFd fd = temp_file(cfg.dir);
+    ghost::UniqueFd fd =
+        memfd ? ghost::UniqueFd(memfd_create("ghost-bench", MFD_CLOEXEC)) : temp_file(cfg.dir);
     if (!fd)
-        return fail(state, fmt::format("cannot create a file in {}: {}", cfg.dir, errno_text()));
+        return fail(state, fmt::format("cannot create a {}: {}",
+                                       memfd ? "memfd" : "file in " + cfg.dir, errno_text()));
     for (auto _ : state) {
         state.PauseTiming();
         if (ftruncate(fd.get(), 0) != 0) {
@@ -531,17 +547,33 @@ void bm_write_file(benchmark::State& state, size_t mib) {
             break;
         }
         state.ResumeTiming();
-        for (size_t off = 0; off < bytes; off += chunk)
-            if (pwrite(fd.get(), a.get(), chunk, static_cast<off_t>(off)) !=
-                static_cast<ssize_t>(chunk)) {
+        for (size_t off = 0; off < bytes; off += chunk) {
+            const size_t n = std::min(chunk, bytes - off);
+            if (pwrite(fd.get(), a.get(), n, static_cast<off_t>(off)) != static_cast<ssize_t>(n)) {
                 fail(state, fmt::format("write: {}", errno_text()));
                 break;
             }
+        }
         if (state.error_occurred())
             break;
     }
     state.SetBytesProcessed(static_cast<std::int64_t>(bytes) * state.iterations());
 }
+
+// The baselines after memcpy, in the order of the table.
+struct Baseline {
+    const char* name;
+    void (*fn)(benchmark::State&, size_t);
+};
+constexpr Baseline baselines[] = {
+    {"memcpy-fresh-pages", bm_memcpy_fresh},
+    {"process_vm_readv", [](benchmark::State& s, size_t mib) { bm_process_vm(s, mib, false); }},
+    {"process_vm_writev", [](benchmark::State& s, size_t mib) { bm_process_vm(s, mib, true); }},
+    {"pagemap", bm_pagemap},
+    {"crc32c", bm_crc32c},
+    {"write-memfd", [](benchmark::State& s, size_t mib) { bm_write(s, mib, true); }},
+    {"write-file", [](benchmark::State& s, size_t mib) { bm_write(s, mib, false); }},
+};
 
 // Keeps each benchmark's time per iteration and bytes per second.
 class TableReporter : public benchmark::ConsoleReporter {
@@ -606,6 +638,9 @@ void usage(FILE* out) {
 } // namespace
 
 int main(int argc, char** argv) {
+    if (argc == 6 && std::string(argv[1]) == workload_flag)
+        workload(std::strtoull(argv[2], nullptr, 10), std::atoi(argv[3]), std::atoi(argv[4]),
+                 std::atoi(argv[5]));
     for (int i = 1; i < argc; i++) {
         if (std::string(argv[i]) == "-h" || std::string(argv[i]) == "--help") {
             usage(stdout); // before Google Benchmark answers with only its own flags
@@ -650,44 +685,32 @@ int main(int argc, char** argv) {
     // Restored copies are children of this program; nothing else is.
     signal(SIGPIPE, SIG_IGN);
 
-    const auto reg = [](const std::string& name, auto fn, bool fixed) {
-        auto* b = benchmark::RegisterBenchmark(name.c_str(), fn);
-        b->Unit(benchmark::kMillisecond)->UseRealTime();
-        if (fixed)
-            b->Iterations(cfg.iterations);
-        else
-            b->MinTime(0.5);
+    // Engine operations run --iterations times (each one is long, and its
+    // setup is a new workload); baselines as long as Google Benchmark likes.
+    const auto reg = [](const std::string& name, auto fn) {
+        return benchmark::RegisterBenchmark(name.c_str(), fn)
+            ->Unit(benchmark::kMillisecond)
+            ->UseRealTime();
     };
     for (size_t mib : cfg.sizes) {
-        reg(
-            name_of("memcpy", mib), [mib](benchmark::State& s) { bm_memcpy(s, mib); }, false);
+        reg(name_of("memcpy", mib), [mib](benchmark::State& s) {
+            bm_memcpy(s, mib);
+        })->MinTime(0.5);
         for (const auto& e : cfg.engines) {
-            reg(
-                name_of(e + "/export-memory", mib),
-                [e, mib](benchmark::State& s) { bm_export(s, e, mib, false); }, true);
-            reg(
-                name_of(e + "/export-file", mib),
-                [e, mib](benchmark::State& s) { bm_export(s, e, mib, true); }, true);
-            reg(
-                name_of(e + "/restart-file", mib),
-                [e, mib](benchmark::State& s) { bm_restart(s, e, mib); }, true);
+            reg(name_of(e + "/export-memory", mib), [e, mib](benchmark::State& s) {
+                bm_export(s, e, mib, false);
+            })->Iterations(cfg.iterations);
+            reg(name_of(e + "/export-file", mib), [e, mib](benchmark::State& s) {
+                bm_export(s, e, mib, true);
+            })->Iterations(cfg.iterations);
+            reg(name_of(e + "/restart-file", mib), [e, mib](benchmark::State& s) {
+                bm_restart(s, e, mib);
+            })->Iterations(cfg.iterations);
         }
-        reg(
-            name_of("memcpy-fresh-pages", mib),
-            [mib](benchmark::State& s) { bm_memcpy_fresh(s, mib); }, false);
-        reg(
-            name_of("process_vm_readv", mib),
-            [mib](benchmark::State& s) { bm_process_vm(s, mib, false); }, false);
-        reg(
-            name_of("process_vm_writev", mib),
-            [mib](benchmark::State& s) { bm_process_vm(s, mib, true); }, false);
-        reg(
-            name_of("pagemap", mib), [mib](benchmark::State& s) { bm_pagemap(s, mib); }, false);
-        reg(
-            name_of("crc32c", mib), [mib](benchmark::State& s) { bm_crc32c(s, mib); }, false);
-        reg(
-            name_of("write-file-1MiB-calls", mib),
-            [mib](benchmark::State& s) { bm_write_file(s, mib); }, false);
+        for (const auto& b : baselines)
+            reg(name_of(b.name, mib), [&b, mib](benchmark::State& s) {
+                b.fn(s, mib);
+            })->MinTime(0.5);
     }
 
     TableReporter rep;
@@ -707,9 +730,9 @@ int main(int argc, char** argv) {
         for (const auto& e : cfg.engines)
             for (const char* op : {"/export-memory", "/export-file", "/restart-file"})
                 ops.push_back(e + op);
-        for (const char* op : {"memcpy", "memcpy-fresh-pages", "process_vm_readv",
-                               "process_vm_writev", "pagemap", "crc32c", "write-file-1MiB-calls"})
-            ops.push_back(op);
+        ops.push_back("memcpy");
+        for (const auto& b : baselines)
+            ops.push_back(b.name);
         for (const auto& op : ops) {
             const auto it = rep.rows.find(name_of(op, mib));
             if (it == rep.rows.end()) {
