@@ -37,8 +37,11 @@ int ok(ghost_error* err) {
 
 ghost::Result<std::unique_ptr<ghost::Engine>> engine() {
     const char* dev = std::getenv("GHOST_DEVICE");
-    return ghost::Engine::open(ghost::EngineKind::Auto,
-                               dev && *dev ? dev : ghost::Engine::default_device);
+    const char* name = std::getenv("GHOST_ENGINE");
+    auto kind = ghost::parse_engine_kind(name && *name ? name : "auto");
+    if (!kind)
+        return kind.error();
+    return ghost::Engine::open(*kind, dev && *dev ? dev : ghost::Engine::default_device);
 }
 
 // Runs fn, turning any exception into an error report.

@@ -33,10 +33,16 @@ TEST(KernelEngine, NonGhostDeviceIsRecognised) {
     EXPECT_NE(info.error().what().find("not a ghost device"), std::string::npos);
 }
 
-TEST(Engine, AutoFailsCleanlyWithoutModule) {
+TEST(Engine, AutoPicksTheUserEngineWithoutModule) {
     auto e = ghost::Engine::open(ghost::EngineKind::Auto, "/nonexistent/ghost");
+    ASSERT_TRUE(e) << e.error().what();
+    EXPECT_EQ((*e)->name(), "user");
+}
+
+TEST(Engine, KernelWithoutModuleFailsCleanly) {
+    auto e = ghost::Engine::open(ghost::EngineKind::Kernel, "/nonexistent/ghost");
     ASSERT_FALSE(e);
-    EXPECT_FALSE(e.error().what().empty());
+    EXPECT_NE(e.error().what().find("not loaded"), std::string::npos) << e.error().what();
 }
 
 TEST(Features, NamesKnownBitsInOrder) {
@@ -64,6 +70,7 @@ TEST(Uapi, VersionStructLayoutIsStable) {
 TEST(Engine, ParsesKinds) {
     EXPECT_EQ(*ghost::parse_engine_kind("auto"), ghost::EngineKind::Auto);
     EXPECT_EQ(*ghost::parse_engine_kind("kernel"), ghost::EngineKind::Kernel);
+    EXPECT_EQ(*ghost::parse_engine_kind("user"), ghost::EngineKind::User);
     auto bad = ghost::parse_engine_kind("Kernel");
     ASSERT_FALSE(bad);
     EXPECT_EQ(bad.error().code, std::errc::invalid_argument);

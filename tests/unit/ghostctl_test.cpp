@@ -20,7 +20,8 @@ namespace {
 using testing_util::run;
 
 TEST(Ghostctl, CheckWithoutModuleFailsWithOneLine) {
-    const auto o = run({GHOSTCTL_PATH, "--device", "/nonexistent/ghost", "check"});
+    const auto o =
+        run({GHOSTCTL_PATH, "--engine", "kernel", "--device", "/nonexistent/ghost", "check"});
     EXPECT_EQ(o.status, 1);
     EXPECT_TRUE(o.out.empty()) << o.out;
     EXPECT_EQ(std::count(o.err.begin(), o.err.end(), '\n'), 1) << o.err;
@@ -58,16 +59,22 @@ TEST(Ghostctl, CheckpointNeedsPidAndOutput) {
     EXPECT_EQ(both.status, 2) << both.err;
 }
 
+TEST(Ghostctl, CheckWithoutModuleNamesTheUserEngine) {
+    const auto o = run({GHOSTCTL_PATH, "--device", "/nonexistent/ghost", "check"});
+    EXPECT_EQ(o.status, 0) << o.err;
+    EXPECT_NE(o.out.find("user engine"), std::string::npos) << o.out;
+}
+
 TEST(Ghostctl, UnknownEngineIsRefusedWithTheChoices) {
     const auto o = run({GHOSTCTL_PATH, "--engine", "warp", "check"});
     EXPECT_EQ(o.status, 1);
-    EXPECT_NE(o.err.find("auto or kernel"), std::string::npos) << o.err;
+    EXPECT_NE(o.err.find("auto, kernel or user"), std::string::npos) << o.err;
 }
 
 TEST(Ghostctl, CheckpointWithoutModuleLeavesNoFile) {
     const std::string out = testing::TempDir() + "ghostctl_nomodule.img";
-    const auto o = run({GHOSTCTL_PATH, "--device", "/nonexistent/ghost", "checkpoint",
-                        std::to_string(::getpid()), "-o", out});
+    const auto o = run({GHOSTCTL_PATH, "--engine", "kernel", "--device", "/nonexistent/ghost",
+                        "checkpoint", std::to_string(::getpid()), "-o", out});
     EXPECT_EQ(o.status, 1);
     EXPECT_NE(o.err.find("not loaded"), std::string::npos) << o.err;
     EXPECT_NE(::access(out.c_str(), F_OK), 0);

@@ -68,7 +68,10 @@ int cmd_check(const Globals& g, bool json) {
         fmt::print("{}\n", j.dump(2));
         return exit_ok;
     }
-    fmt::print("ghost.ko interface {} on {}\n", info->version, g.device);
+    if (info->engine == "user")
+        fmt::print("user engine {} (ptrace and /proc; no module needed)\n", info->version);
+    else
+        fmt::print("ghost.ko interface {} on {}\n", info->version, g.device);
     fmt::print("image format: {}\n", image_line(*info));
     fmt::print("features: {}\n",
                names.empty() ? std::string("none") : fmt::format("{}", fmt::join(names, " ")));

@@ -6,8 +6,9 @@
  * Every function returns 0 on success, or -1 with errno set and, when @err
  * is not NULL, err->code (the same errno) and err->reason (a sentence for
  * people, e.g. why the kernel refused an export). No function throws or
- * aborts. The engine is chosen as by `ghostctl --engine auto`; the device
- * node is $GHOST_DEVICE or /dev/ghost.
+ * aborts. The engine is $GHOST_ENGINE (auto, kernel or user; default auto,
+ * as `ghostctl --engine auto`); the kernel engine's device node is
+ * $GHOST_DEVICE or /dev/ghost.
  */
 #ifndef GHOST_GHOST_H
 #define GHOST_GHOST_H

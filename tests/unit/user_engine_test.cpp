@@ -1,0 +1,449 @@
+// The user engine (ptrace, /proc), natively on the host: no module, no VM.
+// Each test runs a worker process forked from the test, moves it with the
+// engine and checks what it does afterwards: it must go on counting from
+// where it was, with the same memory, descriptors and signal state.
+#include <gtest/gtest.h>
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "ghost/engine.hpp"
+#include "ghost/image.hpp"
+#include "ghost/process.hpp"
+#include "ghost/user_engine.hpp"
+#include "subprocess.hpp"
+
+namespace {
+
+using namespace std::chrono_literals;
+
+constexpr std::size_t kBuf = 8 << 20;
+
+// Fills 8 MiB with a pattern, then every 20 ms writes "pid count sum\n" to
+// out, where sum covers the pattern: a restored copy with any page wrong
+// reports a different sum.
+[[noreturn]] void worker(int out, bool with_thread = false, int extra_fd = -1) {
+    (void)extra_fd;
+    auto* buf = static_cast<unsigned char*>(
+        ::mmap(nullptr, kBuf, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
+    for (std::size_t i = 0; i < kBuf; i++)
+        buf[i] = static_cast<unsigned char>(i * 7 + i / 4096);
+    if (with_thread)
+        std::thread([] { ::pause(); }).detach();
+    unsigned long count = 0;
+    for (;;) {
+        unsigned long sum = 0;
+        for (std::size_t i = 0; i < kBuf; i += 512)
+            sum = sum * 31 + buf[i];
+        char line[96];
+        const int n = std::snprintf(line, sizeof(line), "%d %lu %lu\n", ::getpid(), count++, sum);
+        if (::write(out, line, static_cast<std::size_t>(n)) != n)
+            ::_exit(3);
+        ::usleep(20000);
+    }
+}
+
+struct Line {
+    pid_t pid = 0;
+    unsigned long count = 0, sum = 0;
+};
+
+// The worker's output pipe, read line by line with a timeout.
+class Lines {
+  public:
+    Lines() {
+        int p[2];
+        EXPECT_EQ(::pipe2(p, O_CLOEXEC), 0);
+        rd_ = p[0];
+        wr_ = p[1];
+    }
+    ~Lines() {
+        ::close(rd_);
+        if (wr_ >= 0)
+            ::close(wr_);
+    }
+    int wr() const { return wr_; }
+    // The next line, or pid 0 after 5 s without one.
+    Line next() {
+        for (;;) {
+            const auto nl = buf_.find('\n');
+            if (nl != std::string::npos) {
+                Line l;
+                std::sscanf(buf_.substr(0, nl).c_str(), "%d %lu %lu", &l.pid, &l.count, &l.sum);
+                buf_.erase(0, nl + 1);
+                last_ = l;
+                return l;
+            }
+            pollfd p{rd_, POLLIN, 0};
+            if (::poll(&p, 1, 5000) <= 0)
+                return {};
+            char b[4096];
+            const ssize_t n = ::read(rd_, b, sizeof(b));
+            if (n <= 0)
+                return {};
+            buf_.append(b, static_cast<std::size_t>(n));
+        }
+    }
+    // Everything already written, as lines.
+    std::vector<Line> drain() {
+        std::vector<Line> out;
+        ::fcntl(rd_, F_SETFL, O_NONBLOCK);
+        char b[4096];
+        ssize_t n;
+        while ((n = ::read(rd_, b, sizeof(b))) > 0)
+            buf_.append(b, static_cast<std::size_t>(n));
+        ::fcntl(rd_, F_SETFL, 0);
+        for (auto nl = buf_.find('\n'); nl != std::string::npos; nl = buf_.find('\n')) {
+            Line l;
+            std::sscanf(buf_.substr(0, nl).c_str(), "%d %lu %lu", &l.pid, &l.count, &l.sum);
+            buf_.erase(0, nl + 1);
+            out.push_back(l);
+            last_ = l;
+        }
+        return out;
+    }
+    // The last line read, by next() or drain().
+    Line last() const { return last_; }
+
+  private:
+    int rd_ = -1, wr_ = -1;
+    std::string buf_;
+    Line last_;
+};
+
+pid_t spawn(Lines& lines, bool with_thread = false, int extra_fd = -1) {
+    const pid_t pid = ::fork();
+    if (pid == 0)
+        worker(lines.wr(), with_thread, extra_fd);
+    return pid;
+}
+
+void kill_wait(pid_t pid) {
+    ::kill(pid, SIGKILL);
+    ::waitpid(pid, nullptr, 0);
+}
+
+char state_of(pid_t pid) {
+    std::ifstream f("/proc/" + std::to_string(pid) + "/stat");
+    std::string s;
+    std::getline(f, s);
+    const auto close = s.rfind(')');
+    return close == std::string::npos || close + 2 >= s.size() ? '?' : s[close + 2];
+}
+
+std::unique_ptr<ghost::Engine> user_engine() {
+    return std::make_unique<ghost::UserEngine>();
+}
+
+std::string tmp_image(const char* name) {
+    return std::string(::testing::TempDir()) + "ghost-user-" + name + "-" +
+           std::to_string(::getpid()) + ".img";
+}
+
+TEST(UserEngine, InfoSaysUserAndImageV1) {
+    auto info = user_engine()->info();
+    ASSERT_TRUE(info) << info.error().what();
+    EXPECT_EQ(info->engine, "user");
+    EXPECT_EQ(info->image_version, GHOST_IMAGE_VERSION);
+    EXPECT_TRUE(info->features & GHOST_FEAT_EXPORT);
+    EXPECT_TRUE(info->features & GHOST_FEAT_IMPORT);
+}
+
+// The acceptance scenario in-process: checkpoint (the worker is killed), then
+// restart; the restored process counts on from the last count, with the
+// same memory (sum), as a new child.
+TEST(UserEngine, CheckpointKillRestartContinuesWithSameMemory) {
+    Lines lines;
+    const pid_t pid = spawn(lines);
+    const Line first = lines.next();
+    ASSERT_EQ(first.pid, pid);
+    lines.next();
+
+    auto engine = user_engine();
+    const auto path = tmp_image("ckpt");
+    const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    ASSERT_GE(fd, 0);
+    ghost::CheckpointOptions o;
+    o.fate = ghost::Fate::Kill;
+    auto st = ghost::checkpoint(*engine, pid, fd, o);
+    ASSERT_TRUE(st) << st.error().what();
+    EXPECT_GT(st->bytes, kBuf);
+    int ws = 0;
+    ASSERT_EQ(::waitpid(pid, &ws, 0), pid);
+    EXPECT_TRUE(WIFSIGNALED(ws) && WTERMSIG(ws) == SIGKILL);
+    lines.drain();
+    const Line last = lines.last();
+
+    ASSERT_EQ(::lseek(fd, 0, SEEK_SET), 0);
+    auto child = ghost::restart(*engine, fd, {});
+    ::close(fd);
+    ASSERT_TRUE(child) << child.error().what();
+    const Line after = lines.next();
+    EXPECT_EQ(after.pid, *child);
+    EXPECT_EQ(after.count, last.count + 1);
+    EXPECT_EQ(after.sum, first.sum);
+    const Line again = lines.next();
+    EXPECT_EQ(again.count, last.count + 2);
+    kill_wait(*child);
+    ::unlink(path.c_str());
+}
+
+// A running export leaves the worker running, undisturbed.
+TEST(UserEngine, RunFateLeavesTheProcessRunning) {
+    Lines lines;
+    const pid_t pid = spawn(lines);
+    lines.next();
+    auto engine = user_engine();
+    auto g = engine->create(ghost::Backend::memory());
+    ASSERT_TRUE(g);
+    auto st = (*g)->export_process(pid, ghost::Fate::Run);
+    ASSERT_TRUE(st) << st.error().what();
+    auto view = (*g)->view();
+    ASSERT_TRUE(view);
+    auto img = ghost::image::read(view->bytes());
+    ASSERT_TRUE(img) << img.error().what(); // the reader ghost.ko's images pass
+    EXPECT_EQ(img->header.pid, pid);
+    EXPECT_GE(img->pages(), kBuf / 4096);
+    const auto got = lines.drain();
+    const Line a = lines.next(), b = lines.next();
+    EXPECT_EQ(a.pid, pid);
+    EXPECT_EQ(b.count, a.count + 1);
+    EXPECT_NE(state_of(pid), 'T');
+    (void)got;
+    kill_wait(pid);
+}
+
+TEST(UserEngine, StopFateLeavesTheProcessStopped) {
+    Lines lines;
+    const pid_t pid = spawn(lines);
+    lines.next();
+    auto g = user_engine()->create(ghost::Backend::memory());
+    ASSERT_TRUE(g);
+    auto st = (*g)->export_process(pid, ghost::Fate::Stop);
+    ASSERT_TRUE(st) << st.error().what();
+    int ws = 0;
+    ASSERT_EQ(::waitpid(pid, &ws, WUNTRACED), pid);
+    EXPECT_TRUE(WIFSTOPPED(ws));
+    lines.drain();
+    ::kill(pid, SIGCONT);
+    EXPECT_EQ(lines.next().pid, pid);
+    kill_wait(pid);
+}
+
+// dup: a second process from the first one's image, both running on.
+TEST(UserEngine, DuplicateGivesAnIndependentCopy) {
+    Lines lines;
+    const pid_t pid = spawn(lines);
+    const Line first = lines.next();
+    auto engine = user_engine();
+    auto copy = ghost::duplicate(*engine, pid);
+    ASSERT_TRUE(copy) << copy.error().what();
+    ASSERT_NE(*copy, pid);
+    std::set<pid_t> seen;
+    for (int i = 0; i < 20 && seen.size() < 2; i++) {
+        const Line l = lines.next();
+        EXPECT_EQ(l.sum, first.sum);
+        seen.insert(l.pid);
+    }
+    EXPECT_EQ(seen, (std::set<pid_t>{pid, *copy}));
+    kill_wait(pid); // the copy does not depend on the original
+    lines.drain();
+    EXPECT_EQ(lines.next().pid, *copy);
+    kill_wait(*copy);
+}
+
+// State out of scope: refused with EOPNOTSUPP and a reason, the process left
+// running.
+TEST(UserEngine, RefusesASocketAndLeavesTheProcessRunning) {
+    int sv[2];
+    ASSERT_EQ(::socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+    Lines lines;
+    const pid_t pid = spawn(lines);
+    ::close(sv[0]);
+    ::close(sv[1]);
+    lines.next();
+    auto g = user_engine()->create(ghost::Backend::memory());
+    auto st = (*g)->export_process(pid, ghost::Fate::Kill);
+    ASSERT_FALSE(st);
+    EXPECT_EQ(st.error().code.value(), EOPNOTSUPP);
+    EXPECT_NE(st.error().what().find("socket"), std::string::npos) << st.error().what();
+    lines.drain();
+    const Line a = lines.next(), b = lines.next();
+    EXPECT_EQ(a.pid, pid);
+    EXPECT_EQ(b.count, a.count + 1);
+    kill_wait(pid);
+}
+
+TEST(UserEngine, RefusesAMultiThreadedProcess) {
+    Lines lines;
+    const pid_t pid = spawn(lines, true);
+    lines.next();
+    auto g = user_engine()->create(ghost::Backend::memory());
+    auto st = (*g)->export_process(pid, ghost::Fate::Kill);
+    ASSERT_FALSE(st);
+    EXPECT_EQ(st.error().code.value(), EOPNOTSUPP);
+    EXPECT_NE(st.error().what().find("threads"), std::string::npos) << st.error().what();
+    lines.drain();
+    EXPECT_EQ(lines.next().pid, pid);
+    kill_wait(pid);
+}
+
+TEST(UserEngine, RefusesToExportItselfOrNothing) {
+    auto g = user_engine()->create(ghost::Backend::memory());
+    auto self = (*g)->export_process(::getpid(), ghost::Fate::Run);
+    ASSERT_FALSE(self);
+    EXPECT_EQ(self.error().code.value(), EINVAL);
+    auto none = (*g)->export_process(0x3ffffff, ghost::Fate::Run);
+    ASSERT_FALSE(none);
+    EXPECT_EQ(none.error().code.value(), ESRCH);
+}
+
+// Imports that cannot be done come back as errors, with the caller alive and
+// able to go on: one refused before the tracer starts (a mapped file is
+// gone), one refused by the tracer after it seized the caller (the vDSO is
+// not this kernel's), which must then put the caller back.
+class BadImport : public ::testing::Test {
+  protected:
+    void SetUp() override {
+        const pid_t pid = spawn(lines_);
+        lines_.next();
+        auto g = user_engine()->create(ghost::Backend::memory());
+        ASSERT_TRUE(g);
+        auto st = (*g)->export_process(pid, ghost::Fate::Kill);
+        ASSERT_TRUE(st) << st.error().what();
+        kill_wait(pid);
+        auto view = (*g)->view();
+        ASSERT_TRUE(view);
+        bytes_.assign(view->bytes().begin(), view->bytes().end());
+        auto img = ghost::image::read(bytes_);
+        ASSERT_TRUE(img) << img.error().what();
+        img_ = std::move(*img);
+    }
+
+    // Imports the mutated image in a forked child that reports, by its exit
+    // status, whether it got the expected error back and still runs.
+    void expect_refused(int expected_errno, const std::string& words) {
+        auto bytes = ghost::image::encode(img_, [&](const ghost::image::Vma&,
+                                                    const ghost::image::PageRun& r) {
+            return std::span<const std::byte>(bytes_).subspan(r.data_offset, r.nr_pages * 4096);
+        });
+        int p[2];
+        ASSERT_EQ(::pipe(p), 0);
+        const pid_t child = ::fork();
+        if (child == 0) {
+            ::close(p[0]);
+            auto g = ghost::UserEngine().create(ghost::Backend::memory());
+            if (!g || !(*g)->write(bytes))
+                ::_exit(2);
+            const ghost::Error e = (*g)->restore_self();
+            const std::string msg = e.what();
+            (void)!::write(p[1], msg.data(), msg.size());
+            ::_exit(e.code.value() == expected_errno ? 42 : 1);
+        }
+        ::close(p[1]);
+        const std::string msg = testing_util::slurp(p[0]);
+        ::close(p[0]);
+        int ws = 0;
+        ASSERT_EQ(::waitpid(child, &ws, 0), child);
+        ASSERT_TRUE(WIFEXITED(ws)) << "the importer died: " << msg;
+        EXPECT_EQ(WEXITSTATUS(ws), 42) << msg;
+        EXPECT_NE(msg.find(words), std::string::npos) << msg;
+    }
+
+    Lines lines_; // open in the importer too: the image inherits its pipe
+    std::vector<std::byte> bytes_;
+    ghost::image::Image img_;
+};
+
+TEST_F(BadImport, MissingMappedFileIsRefusedBeforeTheTracer) {
+    for (auto& v : img_.vmas)
+        if (v.rec.flags & GHOST_VMA_FILE) {
+            v.path = "/nonexistent/ghost-lib.so";
+            v.rec.path_len = static_cast<std::uint32_t>(v.path.size());
+            break;
+        }
+    expect_refused(ENOENT, "cannot open /nonexistent/ghost-lib.so");
+}
+
+TEST_F(BadImport, ForeignVdsoIsRefusedAndTheCallerPutBack) {
+    bool found = false;
+    for (auto& v : img_.vmas)
+        if (v.rec.flags & GHOST_VMA_VDSO) {
+            v.rec.end -= 4096; // another kernel's, smaller vDSO
+            found = true;
+        }
+    ASSERT_TRUE(found);
+    expect_refused(EOPNOTSUPP, "vDSO");
+}
+
+// ghostctl on the host, as a user would: no module, so auto is the user
+// engine; a counter is checkpointed (and killed), restarted, and counts on.
+TEST(UserEngineCli, GhostctlCheckpointRestartContinuesTheCounter) {
+    const std::string dir = std::string(::testing::TempDir());
+    const std::string log = dir + "ghost-cli-counter-" + std::to_string(::getpid()) + ".log";
+    const std::string img = dir + "ghost-cli-counter-" + std::to_string(::getpid()) + ".img";
+    const pid_t pid = ::fork();
+    if (pid == 0) {
+        // No inherited pipes (the restored counter would keep ghostctl's).
+        const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+        const int null = ::open("/dev/null", O_RDWR);
+        ::dup2(null, 0);
+        ::dup2(fd, 1);
+        ::dup2(null, 2);
+        ::execl(COUNTER_PATH, COUNTER_PATH, "20", nullptr);
+        ::_exit(127);
+    }
+    std::this_thread::sleep_for(300ms);
+    auto ck = testing_util::run({GHOSTCTL_PATH, "checkpoint", std::to_string(pid), "-o", img});
+    ASSERT_EQ(ck.status, 0) << ck.err;
+    int ws = 0;
+    ASSERT_EQ(::waitpid(pid, &ws, 0), pid);
+    EXPECT_TRUE(WIFSIGNALED(ws));
+    auto count_lines = [&] {
+        std::ifstream f(log);
+        std::string line, last;
+        while (std::getline(f, line))
+            last = line;
+        return last;
+    };
+    const std::string last = count_lines();
+    ASSERT_FALSE(last.empty());
+    const unsigned long n = std::stoul(last);
+    auto rs = testing_util::run({GHOSTCTL_PATH, "restart", "--detach", img});
+    ASSERT_EQ(rs.status, 0) << rs.err;
+    const pid_t restored = std::stoi(rs.out);
+    std::this_thread::sleep_for(300ms);
+    // The restored counter appends after the checkpointed output, counting on.
+    std::ifstream f(log);
+    std::string line;
+    std::vector<unsigned long> seen;
+    while (std::getline(f, line))
+        seen.push_back(std::stoul(line));
+    ::kill(restored, SIGKILL);
+    ASSERT_GT(seen.size(), 2u);
+    bool continued = false;
+    for (std::size_t i = 1; i < seen.size(); i++)
+        if (seen[i - 1] == n && seen[i] == n + 1)
+            continued = true;
+    EXPECT_TRUE(continued) << "last count before: " << n;
+    ::unlink(img.c_str());
+    ::unlink(log.c_str());
+}
+
+} // namespace
