@@ -399,6 +399,30 @@ static void snapshot(pid_t pid, struct buf *out)
 	snap_fds(pid, out);
 }
 
+/*
+ * The reference snapshot, before the checkpoint: two in a row that agree.
+ * Some workloads (cmdline, cwd) open and close a file in their checking
+ * loop; a single snapshot can catch that descriptor for a moment, and the
+ * restored process would then "differ" by a descriptor it never kept.
+ */
+static void snapshot_stable(pid_t pid, struct buf *out)
+{
+	struct buf again = { 0 };
+
+	snapshot(pid, out);
+	for (int i = 0; i < 20; i++) {
+		msleep(10);
+		bfree(&again);
+		snapshot(pid, &again);
+		if (!strcmp(out->s, again.s))
+			break;
+		bfree(out);
+		*out = again;
+		again = (struct buf){ 0 };
+	}
+	bfree(&again);
+}
+
 /* Prints the lines only in @a ("-") and only in @b ("+"); 0 if none. */
 static int diff(const char *a, const char *b)
 {
@@ -791,7 +815,7 @@ static int pass_ghost(struct instance *in)
 	xsnprintf(in->img, sizeof(in->img), "%s/img/%s.ghost", work_root, in->w->name);
 	if (start(in))
 		goto out;
-	snapshot(in->pid, &before);
+	snapshot_stable(in->pid, &before);
 	if (ghost_checkpoint(in, in->img, 0))
 		goto out;
 	wait_gone(in);
@@ -821,7 +845,7 @@ static int pass_criu(struct instance *in)
 	rm_rf(in->img);
 	if (start(in))
 		goto out;
-	snapshot(in->pid, &before);
+	snapshot_stable(in->pid, &before);
 	if (criu_dump(in, in->img, 4))
 		goto out;
 	wait_gone(in);
