@@ -38,7 +38,7 @@ Result<std::unique_ptr<Engine>> Engine::open(EngineKind kind, std::string_view d
     // Auto: the module where it is loaded (its device exists), else ptrace.
     if (kind == EngineKind::Auto)
         kind = ::access(std::string(device).c_str(), F_OK) == 0 ? EngineKind::Kernel
-                                                                 : EngineKind::User;
+                                                                : EngineKind::User;
     switch (kind) {
     case EngineKind::Kernel: {
         auto k = KernelEngine::open(device);

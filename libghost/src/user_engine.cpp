@@ -73,8 +73,8 @@ class UserGhost final : public Ghost {
     Result<ExportStats> export_process(pid_t pid, Fate fate) override {
         if (backend_.kind == Backend::Kind::Memory) {
             if (::ftruncate(fd_.get(), 0) != 0 || ::lseek(fd_.get(), 0, SEEK_SET) != 0)
-                return Error::from_errno(errno, fmt::format("emptying the memory ghost: {}",
-                                                            errno_text(errno)));
+                return Error::from_errno(
+                    errno, fmt::format("emptying the memory ghost: {}", errno_text(errno)));
             len_ = 0;
         }
         auto s = user::export_process(pid, fate, fd_.get());
@@ -116,7 +116,7 @@ class UserGhost final : public Ghost {
     Result<ImageView> image_bytes() {
         if (backend_.kind == Backend::Kind::Memory)
             return map_fd(fd_.get(), 0, len_);
-        struct stat st{};
+        struct stat st {};
         const off_t at = ::lseek(fd_.get(), 0, SEEK_CUR);
         if (::fstat(fd_.get(), &st) == 0 && S_ISREG(st.st_mode) && at >= 0 &&
             static_cast<std::uint64_t>(at) % kPage == 0 && st.st_size > at)

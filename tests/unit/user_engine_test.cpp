@@ -339,10 +339,10 @@ class BadImport : public ::testing::Test {
     // Imports the mutated image in a forked child that reports, by its exit
     // status, whether it got the expected error back and still runs.
     void expect_refused(int expected_errno, const std::string& words) {
-        auto bytes = ghost::image::encode(img_, [&](const ghost::image::Vma&,
-                                                    const ghost::image::PageRun& r) {
-            return std::span<const std::byte>(bytes_).subspan(r.data_offset, r.nr_pages * 4096);
-        });
+        auto bytes = ghost::image::encode(
+            img_, [&](const ghost::image::Vma&, const ghost::image::PageRun& r) {
+                return std::span<const std::byte>(bytes_).subspan(r.data_offset, r.nr_pages * 4096);
+            });
         int p[2];
         ASSERT_EQ(::pipe(p), 0);
         const pid_t child = ::fork();

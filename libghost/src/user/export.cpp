@@ -25,6 +25,7 @@
 #include <chrono>
 #include <cstring>
 #include <ctime>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -64,8 +65,7 @@ std::uint64_t parse_u64(std::string_view s, int base = 10) {
 }
 
 Error syscall_failed(pid_t pid, const char* what, long r) {
-    return Error::from_errno(static_cast<int>(-r), fmt::format("{} in pid {} failed: {}", what,
-                                                               pid,
+    return Error::from_errno(static_cast<int>(-r), fmt::format("{} in pid {} failed: {}", what, pid,
                                                                errno_text(static_cast<int>(-r))));
 }
 
@@ -87,14 +87,14 @@ Result<void> check_target(pid_t pid) {
         return Error::from_errno(ESRCH, fmt::format("no process with pid {}", pid));
     const auto threads = parse_u64(status_field(*status, "Threads"));
     if (threads > 1)
-        return refuse(fmt::format(
-            "pid {} has {} threads: multi-threaded export is not supported", pid, threads));
+        return refuse(fmt::format("pid {} has {} threads: multi-threaded export is not supported",
+                                  pid, threads));
     if (parse_u64(status_field(*status, "TracerPid")) != 0)
         return Error::from_errno(EBUSY, fmt::format("pid {} is being traced", pid));
     const auto state = status_field(*status, "State");
     if (!state.empty() && (state[0] == 'T' || state[0] == 't'))
-        return Error::from_errno(EBUSY,
-                                 fmt::format("pid {} is stopped: continue it (SIGCONT) first", pid));
+        return Error::from_errno(
+            EBUSY, fmt::format("pid {} is stopped: continue it (SIGCONT) first", pid));
     return {};
 }
 
@@ -119,8 +119,8 @@ Result<Asked> ask(Tracee& t) {
     Asked a;
     Result<void> res;
     for (int sig = 1; sig <= GHOST_NSIG && res; sig++) {
-        auto r = t.call(SYS_rt_sigaction, sig, 0, s + kActOff + (sig - 1) * sizeof(ghost_sigaction),
-                        8);
+        auto r =
+            t.call(SYS_rt_sigaction, sig, 0, s + kActOff + (sig - 1) * sizeof(ghost_sigaction), 8);
         if (!r)
             res = r.error();
         else if (*r != 0)
@@ -189,8 +189,8 @@ Result<std::uint32_t> classify(pid_t pid, const MapEntry& m, const ghost_mm& mm)
         return GHOST_VMA_VVAR;
     if (bracket && m.name != "[heap]" && m.name != "[stack]" && !m.name.starts_with("[anon:")) {
         if (m.name.starts_with("[anon_shmem:"))
-            return refuse(fmt::format("shared anonymous memory at {:#x} is not supported",
-                                      m.start));
+            return refuse(
+                fmt::format("shared anonymous memory at {:#x} is not supported", m.start));
         return refuse(fmt::format("mapping {} at {:#x} is not supported", m.name, m.start));
     }
     if (m.has_flag("ht"))
@@ -220,14 +220,14 @@ Result<std::uint32_t> classify(pid_t pid, const MapEntry& m, const ghost_mm& mm)
 
 // The runs of pages the mapping carries: those that exist (present or
 // swapped); in a file mapping only the private copies.
-Result<void> find_runs(int pagemap, image::Vma& v) {
+Result<void> find_runs(int pagemap, image::Vma& v, std::vector<std::uint64_t>& pm) {
     const bool anon_only = v.rec.flags & GHOST_VMA_FILE;
-    std::vector<std::uint64_t> pm(kPagemapChunk);
     std::uint64_t addr = v.rec.start;
     while (addr < v.rec.end) {
         const std::size_t n = static_cast<std::size_t>(
             std::min<std::uint64_t>((v.rec.end - addr) / kPage, kPagemapChunk));
-        const ssize_t got = ::pread(pagemap, pm.data(), n * 8, static_cast<off_t>(addr / kPage * 8));
+        const ssize_t got =
+            ::pread(pagemap, pm.data(), n * 8, static_cast<off_t>(addr / kPage * 8));
         if (got != static_cast<ssize_t>(n * 8))
             return Error::from_errno(got < 0 ? errno : EIO,
                                      fmt::format("reading the page map at {:#x}: {}", addr,
@@ -238,8 +238,7 @@ Result<void> find_runs(int pagemap, image::Vma& v) {
                 (e & kPmSwapped) || ((e & kPmPresent) && !(anon_only && (e & kPmFile)));
             if (!exists)
                 continue;
-            if (!v.runs.empty() &&
-                v.runs.back().addr + v.runs.back().nr_pages * kPage == addr)
+            if (!v.runs.empty() && v.runs.back().addr + v.runs.back().nr_pages * kPage == addr)
                 v.runs.back().nr_pages++;
             else
                 v.runs.push_back({addr, 1, 0});
@@ -255,9 +254,10 @@ Result<std::vector<Mapping>> capture_maps(pid_t pid, const ghost_mm& mm) {
         return maps.error();
     UniqueFd pagemap(::open(fmt::format("/proc/{}/pagemap", pid).c_str(), O_RDONLY | O_CLOEXEC));
     if (!pagemap)
-        return Error::from_errno(errno, fmt::format("cannot open /proc/{}/pagemap: {}", pid,
-                                                    errno_text(errno)));
+        return Error::from_errno(
+            errno, fmt::format("cannot open /proc/{}/pagemap: {}", pid, errno_text(errno)));
     std::vector<Mapping> out;
+    std::vector<std::uint64_t> pm(kPagemapChunk); // one buffer for all mappings
     for (auto& m : *maps) {
         if (m.name == "[vsyscall]") // not a mapping of the process: the kernel's
             continue;
@@ -277,7 +277,7 @@ Result<std::vector<Mapping>> capture_maps(pid_t pid, const ghost_mm& mm) {
             r.path_len = static_cast<std::uint32_t>(m.name.size());
         }
         if (!(r.flags & (GHOST_VMA_SHARED | GHOST_VMA_VDSO | GHOST_VMA_VVAR)))
-            if (auto e = find_runs(pagemap.get(), g.vma); !e)
+            if (auto e = find_runs(pagemap.get(), g.vma, pm); !e)
                 return e.error();
         out.push_back(std::move(g));
     }
@@ -336,10 +336,10 @@ Result<std::vector<image::File>> capture_files(pid_t pid) {
         const auto flags = static_cast<std::uint32_t>(parse_u64(status_field(*info, "flags"), 8));
         f.rec.flags = flags & ~static_cast<std::uint32_t>(O_CLOEXEC);
         f.rec.fd_flags = (flags & O_CLOEXEC) ? FD_CLOEXEC : 0;
-        struct stat st{};
+        struct stat st {};
         if (::stat(p.c_str(), &st) != 0)
-            return Error::from_errno(errno, fmt::format("cannot stat fd {} of pid {}: {}", fd, pid,
-                                                        errno_text(errno)));
+            return Error::from_errno(
+                errno, fmt::format("cannot stat fd {} of pid {}: {}", fd, pid, errno_text(errno)));
         f.rec.mode = st.st_mode & S_IFMT;
 
         // A dup of an earlier descriptor: one open file, one offset.
@@ -393,15 +393,15 @@ Result<void> fill_task(pid_t pid, const Asked& a, image::Image& img) {
     std::uint64_t head = 0;
     std::size_t len = 0;
     if (::syscall(SYS_get_robust_list, pid, &head, &len) != 0)
-        return Error::from_errno(errno, fmt::format("get_robust_list of pid {}: {}", pid,
-                                                    errno_text(errno)));
+        return Error::from_errno(
+            errno, fmt::format("get_robust_list of pid {}: {}", pid, errno_text(errno)));
     img.task.robust_list = head;
     img.task.robust_list_len = len;
     return {};
 }
 
-Result<void> fill_signals(pid_t pid, const Asked& a, std::uint64_t blocked,
-                          std::string_view status, image::Image& img) {
+Result<void> fill_signals(pid_t pid, const Asked& a, std::uint64_t blocked, std::string_view status,
+                          image::Image& img) {
     const std::uint64_t pending = parse_u64(status_field(status, "SigPnd"), 16) |
                                   parse_u64(status_field(status, "ShdPnd"), 16);
     if (pending & kRtSigmask)
@@ -453,8 +453,8 @@ Result<void> fill_mm(pid_t pid, const Asked& a, image::Image& img) {
     return {};
 }
 
-Result<void> write_pages(Tracee& t, image::Writer& w, const image::Vma& v) {
-    std::vector<std::byte> buf(kCopyChunk);
+Result<void> write_pages(Tracee& t, image::Writer& w, const image::Vma& v,
+                         std::span<std::byte> buf) {
     const bool readable = v.rec.prot & PROT_READ;
     for (const auto& r : v.runs) {
         w.pages_begin(r.addr, r.nr_pages);
@@ -571,8 +571,8 @@ Result<ExportStats> export_process(pid_t pid, Fate fate, int out) {
     for (int i = 0; i < GHOST_NRLIMITS; i++) {
         rlimit rl{};
         if (::prlimit(pid, static_cast<__rlimit_resource>(i), nullptr, &rl) != 0)
-            return fail(Error::from_errno(errno, fmt::format("prlimit of pid {}: {}", pid,
-                                                             errno_text(errno))));
+            return fail(Error::from_errno(
+                errno, fmt::format("prlimit of pid {}: {}", pid, errno_text(errno))));
         img.rlimits.rlim[i].cur = rl.rlim_cur;
         img.rlimits.rlim[i].max = rl.rlim_max;
     }
@@ -581,6 +581,9 @@ Result<ExportStats> export_process(pid_t pid, Fate fate, int out) {
             img.mm.vdso = m.vma.rec.start;
     img.mm.nr_vmas = static_cast<std::uint32_t>(maps->size());
 
+    // One copy buffer for the whole export, never zeroed: only what
+    // process_vm_readv filled is written.
+    const auto copy = std::make_unique_for_overwrite<std::byte[]>(kCopyChunk);
     image::Writer w(out);
     w.header(img.header);
     w.record(GHOST_SEC_TASK, img.task);
@@ -593,7 +596,7 @@ Result<ExportStats> export_process(pid_t pid, Fate fate, int out) {
     w.record(GHOST_SEC_MM, img.mm);
     for (const auto& m : *maps) {
         w.record(GHOST_SEC_VMA, m.vma.rec, std::as_bytes(std::span(m.vma.path)));
-        if (auto r = write_pages(t, w, m.vma); !r)
+        if (auto r = write_pages(t, w, m.vma, std::span(copy.get(), kCopyChunk)); !r)
             return fail(r.error());
     }
     for (const auto& f : *files)

@@ -50,8 +50,8 @@ constexpr int kArchMapVdso64 = 0x2003;
 constexpr int kCapSysResource = 24;
 constexpr std::uint64_t kUnblockable = (1ULL << (SIGKILL - 1)) | (1ULL << (SIGSTOP - 1));
 // EFLAGS a user may set, as rt_sigreturn() allows (AC OF DF TF SF ZF AF PF CF RF).
-constexpr std::uint64_t kUserEflags = 0x40000 | 0x800 | 0x400 | 0x100 | 0x80 | 0x40 | 0x10 |
-                                      0x4 | 0x1 | 0x10000;
+constexpr std::uint64_t kUserEflags =
+    0x40000 | 0x800 | 0x400 | 0x100 | 0x80 | 0x40 | 0x10 | 0x4 | 0x1 | 0x10000;
 
 // Offsets in the scratch data page.
 constexpr std::uint64_t kMmMapOff = 0, kAuxvOff = 256, kActOff = 1024, kCommOff = 3072,
@@ -123,8 +123,8 @@ Result<void> check_limits(const image::Image& img) {
         top = std::max(top, f.rec.fd);
     if (top >= 0 && static_cast<std::uint64_t>(top) >= img.rlimits.rlim[RLIMIT_NOFILE].cur)
         return Error::from_errno(EINVAL,
-                                 fmt::format("the image has fd {} but its RLIMIT_NOFILE is {}",
-                                             top, img.rlimits.rlim[RLIMIT_NOFILE].cur));
+                                 fmt::format("the image has fd {} but its RLIMIT_NOFILE is {}", top,
+                                             img.rlimits.rlim[RLIMIT_NOFILE].cur));
     return {};
 }
 
@@ -134,13 +134,13 @@ Result<void> check_mm(const ghost_mm& m) {
     std::uint64_t min_addr = 65536;
     if (auto t = read_text("/proc/sys/vm/mmap_min_addr"); t)
         min_addr = parse_u64(*t);
-    const std::uint64_t v[] = {m.start_code, m.end_code, m.start_data, m.end_data,
-                               m.start_brk,  m.brk,      m.start_stack, m.arg_start,
+    const std::uint64_t v[] = {m.start_code, m.end_code,  m.start_data,  m.end_data,
+                               m.start_brk,  m.brk,       m.start_stack, m.arg_start,
                                m.arg_end,    m.env_start, m.env_end};
     bool ok = std::all_of(std::begin(v), std::end(v),
                           [&](std::uint64_t a) { return a >= min_addr && a < kTaskSize; });
-    ok = ok && m.start_code < m.end_code && m.start_data <= m.end_data &&
-         m.start_brk <= m.brk && m.arg_start <= m.arg_end && m.env_start <= m.env_end;
+    ok = ok && m.start_code < m.end_code && m.start_data <= m.end_data && m.start_brk <= m.brk &&
+         m.arg_start <= m.arg_end && m.env_start <= m.env_end;
     if (!ok)
         return Error::from_errno(EINVAL, "the image's code, data, brk, argument or environment "
                                          "bounds are not accepted by this kernel");
@@ -155,7 +155,8 @@ Result<void> open_everything(Plan& p) {
     p.fd_base = std::max(high_fd_base, top + 1);
     rlimit nofile{};
     ::getrlimit(RLIMIT_NOFILE, &nofile);
-    if (nofile.rlim_cur < static_cast<rlim_t>(p.fd_base) + 64 && nofile.rlim_max > nofile.rlim_cur) {
+    if (nofile.rlim_cur < static_cast<rlim_t>(p.fd_base) + 64 &&
+        nofile.rlim_max > nofile.rlim_cur) {
         nofile.rlim_cur = nofile.rlim_max; // room for our descriptors above the image's
         ::setrlimit(RLIMIT_NOFILE, &nofile);
     }
@@ -166,13 +167,13 @@ Result<void> open_everything(Plan& p) {
             p.vma_fd.push_back(-1);
             continue;
         }
-        const int mode = ((v.rec.flags & GHOST_VMA_SHARED) && (v.rec.prot & PROT_WRITE))
-                             ? O_RDWR
-                             : O_RDONLY;
+        const int mode =
+            ((v.rec.flags & GHOST_VMA_SHARED) && (v.rec.prot & PROT_WRITE)) ? O_RDWR : O_RDONLY;
         auto [it, fresh] = opened.try_emplace({v.path, mode}, -1);
         if (fresh) {
-            auto fd = keep_high(p, ::open(v.path.c_str(), mode | O_CLOEXEC),
-                                fmt::format("cannot open {}, mapped at {:#x}", v.path, v.rec.start));
+            auto fd =
+                keep_high(p, ::open(v.path.c_str(), mode | O_CLOEXEC),
+                          fmt::format("cannot open {}, mapped at {:#x}", v.path, v.rec.start));
             if (!fd)
                 return fd.error();
             it->second = *fd;
@@ -184,7 +185,7 @@ Result<void> open_everything(Plan& p) {
         const auto& r = f.rec;
         p.file_fd.push_back(-1);
         if (r.kind == GHOST_FILE_INHERIT) {
-            struct stat st{};
+            struct stat st {};
             if (::fstat(r.fd, &st) != 0 || (st.st_mode & S_IFMT) != r.mode)
                 return Error::from_errno(EBADF,
                                          fmt::format("fd {} ({}) must be inherited: open it at "
@@ -199,15 +200,15 @@ Result<void> open_everything(Plan& p) {
                             fmt::format("cannot reopen {} as fd {}", f.path, r.fd));
         if (!fd)
             return fd.error();
-        struct stat st{};
+        struct stat st {};
         if (::fstat(*fd, &st) != 0 || (st.st_mode & S_IFMT) != r.mode)
-            return Error::from_errno(EBADMSG,
-                                     fmt::format("{} (fd {}) is no longer the same kind of file",
-                                                 f.path, r.fd));
+            return Error::from_errno(
+                EBADMSG,
+                fmt::format("{} (fd {}) is no longer the same kind of file", f.path, r.fd));
         if (S_ISREG(r.mode) && !(r.flags & O_PATH) &&
             ::lseek(*fd, static_cast<off_t>(r.pos), SEEK_SET) != static_cast<off_t>(r.pos))
-            return Error::from_errno(EBADMSG, fmt::format("cannot seek {} (fd {}) to {}", f.path,
-                                                          r.fd, r.pos));
+            return Error::from_errno(
+                EBADMSG, fmt::format("cannot seek {} (fd {}) to {}", f.path, r.fd, r.pos));
         p.file_fd.back() = *fd;
     }
 
@@ -223,8 +224,8 @@ Result<void> open_everything(Plan& p) {
 
 struct Layout {
     std::uint64_t scratch = 0;
-    bool move_vdso = false;      // unmap ours and map this kernel's at new_vvar
-    bool keep_vdso = false;      // ours already is where the image wants it
+    bool move_vdso = false; // unmap ours and map this kernel's at new_vvar
+    bool keep_vdso = false; // ours already is where the image wants it
     std::uint64_t new_vvar = 0;
 };
 
@@ -338,8 +339,7 @@ class Rebuild {
 };
 
 Result<long> Rebuild::call(const char* what, long nr, std::uint64_t a1, std::uint64_t a2,
-                           std::uint64_t a3, std::uint64_t a4, std::uint64_t a5,
-                           std::uint64_t a6) {
+                           std::uint64_t a3, std::uint64_t a4, std::uint64_t a5, std::uint64_t a6) {
     auto r = t_.call(nr, a1, a2, a3, a4, a5, a6);
     if (!r)
         return r.error();
@@ -372,9 +372,9 @@ Result<void> Rebuild::prepare() {
     std::memcpy(&have, cur->data() + 464, 8); // XCR0, as ptrace puts it there
     std::memcpy(&want, img_.xsave.data() + 512, 8);
     if (want & ~have)
-        return Error::from_errno(EINVAL,
-                                 fmt::format("the image uses FPU features this CPU lacks ({:#x})",
-                                             want & ~have));
+        return Error::from_errno(
+            EINVAL,
+            fmt::format("the image uses FPU features this CPU lacks ({:#x})", want & ~have));
     xsave_ = *cur;
     std::fill(xsave_.begin() + 512, xsave_.end(), std::byte{0});
     std::memcpy(xsave_.data(), img_.xsave.data(), 464); // legacy area, not sw_reserved
@@ -394,10 +394,10 @@ Result<void> Rebuild::prepare() {
     if (!insn)
         return insn.error();
     t_.use_syscall_insn(*insn);
-    auto at = call("mapping the restorer's scratch page", SYS_mmap, layout_.scratch, kScratchLen,
-                   PROT_READ | PROT_WRITE | PROT_EXEC,
-                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE,
-                   static_cast<std::uint64_t>(-1), 0);
+    auto at =
+        call("mapping the restorer's scratch page", SYS_mmap, layout_.scratch, kScratchLen,
+             PROT_READ | PROT_WRITE | PROT_EXEC, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE,
+             static_cast<std::uint64_t>(-1), 0);
     if (!at)
         return at.error();
     scratch_mapped_ = true;
@@ -481,8 +481,8 @@ Result<void> Rebuild::map_image() {
             continue;
         const bool fill = !v.runs.empty();
         const std::uint32_t prot = r.prot | (fill ? PROT_WRITE : 0);
-        std::uint64_t flags = MAP_FIXED_NOREPLACE |
-                              ((r.flags & GHOST_VMA_SHARED) ? MAP_SHARED : MAP_PRIVATE);
+        std::uint64_t flags =
+            MAP_FIXED_NOREPLACE | ((r.flags & GHOST_VMA_SHARED) ? MAP_SHARED : MAP_PRIVATE);
         if (!(r.flags & GHOST_VMA_FILE))
             flags |= MAP_ANONYMOUS;
         if (r.flags & GHOST_VMA_GROWSDOWN)
@@ -497,8 +497,8 @@ Result<void> Rebuild::map_image() {
             return Error::from_errno(EFAULT, fmt::format("mapping {:#x} landed at {:#x}", r.start,
                                                          static_cast<std::uint64_t>(*at)));
         for (const auto& run : v.runs)
-            if (auto w = t_.write(run.addr, p_.bytes.subspan(run.data_offset,
-                                                             run.nr_pages * kPage));
+            if (auto w =
+                    t_.write(run.addr, p_.bytes.subspan(run.data_offset, run.nr_pages * kPage));
                 !w)
                 return w;
         if (prot != r.prot)
@@ -517,10 +517,9 @@ Result<void> Rebuild::set_mm() {
     const auto& m = img_.mm;
     std::uint32_t words = m.auxv_words;
     for (;;) {
-        PrctlMmMap mm{m.start_code, m.end_code,  m.start_data, m.end_data,
-                      m.start_brk,  m.brk,       m.start_stack, m.arg_start,
-                      m.arg_end,    m.env_start, m.env_end,   data(kAuxvOff),
-                      words * 8,    ~0u};
+        PrctlMmMap mm{m.start_code, m.end_code,     m.start_data, m.end_data, m.start_brk,
+                      m.brk,        m.start_stack,  m.arg_start,  m.arg_end,  m.env_start,
+                      m.env_end,    data(kAuxvOff), words * 8,    ~0u};
         if (auto w = poke(kMmMapOff, std::as_bytes(std::span(&mm, 1))); !w)
             return w;
         if (auto w = poke(kAuxvOff, std::as_bytes(std::span(m.auxv, words))); !w)
@@ -535,9 +534,9 @@ Result<void> Rebuild::set_mm() {
             continue;
         }
         if (*r != 0)
-            return Error::from_errno(static_cast<int>(-*r),
-                                     fmt::format("prctl(PR_SET_MM_MAP): {}",
-                                                 errno_text(static_cast<int>(-*r))));
+            return Error::from_errno(
+                static_cast<int>(-*r),
+                fmt::format("prctl(PR_SET_MM_MAP): {}", errno_text(static_cast<int>(-*r))));
         return {};
     }
 }
@@ -566,8 +565,8 @@ Result<void> Rebuild::set_files() {
             from = static_cast<int>(r.pos);
         if (from < 0)
             continue;
-        if (auto d = call(fmt::format("placing fd {}", r.fd).c_str(), SYS_dup3, from, r.fd,
-                          cloexec);
+        if (auto d =
+                call(fmt::format("placing fd {}", r.fd).c_str(), SYS_dup3, from, r.fd, cloexec);
             !d)
             return d.error();
     }
@@ -581,8 +580,8 @@ Result<void> Rebuild::set_files() {
     for (int i = 0; i < GHOST_NRLIMITS; i++) {
         const rlimit rl{img_.rlimits.rlim[i].cur, img_.rlimits.rlim[i].max};
         if (::prlimit(t_.pid(), static_cast<__rlimit_resource>(i), &rl, nullptr) != 0)
-            return Error::from_errno(errno, fmt::format("setting limit {}: {}", i,
-                                                        errno_text(errno)));
+            return Error::from_errno(errno,
+                                     fmt::format("setting limit {}: {}", i, errno_text(errno)));
     }
     return {};
 }
@@ -632,8 +631,8 @@ Result<void> Rebuild::set_signals() {
         if (sig == SIGKILL || sig == SIGSTOP)
             continue;
         if ((stale >> (sig - 1)) & 1)
-            if (auto r = call("rt_sigaction", SYS_rt_sigaction, sig, data(kActOff + sizeof(act)),
-                              0, 8);
+            if (auto r =
+                    call("rt_sigaction", SYS_rt_sigaction, sig, data(kActOff + sizeof(act)), 0, 8);
                 !r)
                 return r.error();
         if (auto r = call("rt_sigaction", SYS_rt_sigaction, sig,
@@ -654,8 +653,8 @@ Result<void> Rebuild::set_signals() {
     for (int sig = 1; sig < 32; sig++)
         if ((sg.pending >> (sig - 1)) & 1)
             if (::syscall(SYS_tgkill, t_.pid(), t_.pid(), sig) != 0)
-                return Error::from_errno(errno, fmt::format("queueing signal {}: {}", sig,
-                                                            errno_text(errno)));
+                return Error::from_errno(
+                    errno, fmt::format("queueing signal {}: {}", sig, errno_text(errno)));
     return {};
 }
 
@@ -703,8 +702,9 @@ Result<void> Rebuild::commit() {
     }
     if (auto r = rb.commit(); !r) {
         ::kill(p.self, SIGKILL);
-        std::fprintf(stderr, "ghost: user engine: restoring pid %d failed after the point of no "
-                             "return (it is killed): %s\n",
+        std::fprintf(stderr,
+                     "ghost: user engine: restoring pid %d failed after the point of no "
+                     "return (it is killed): %s\n",
                      p.self, r.error().what().c_str());
         ::_exit(1);
     }
@@ -813,9 +813,8 @@ Error restore_self(std::span<const std::byte> bytes, const image::Image& img) {
                                                   tracer));
     const auto space = report.find(' ');
     const int err = std::atoi(report.substr(0, space).c_str());
-    return Error::from_errno(err > 0 ? err : EIO, space == std::string::npos
-                                                      ? report
-                                                      : report.substr(space + 1));
+    return Error::from_errno(err > 0 ? err : EIO,
+                             space == std::string::npos ? report : report.substr(space + 1));
 }
 
 } // namespace ghost::user

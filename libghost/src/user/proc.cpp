@@ -185,8 +185,8 @@ Result<std::string> read_link(const std::string& path) {
     std::string buf(PATH_MAX, '\0');
     const ssize_t n = ::readlink(path.c_str(), buf.data(), buf.size());
     if (n < 0)
-        return Error::from_errno(errno, fmt::format("cannot read link {}: {}", path,
-                                                    errno_text(errno)));
+        return Error::from_errno(errno,
+                                 fmt::format("cannot read link {}: {}", path, errno_text(errno)));
     buf.resize(static_cast<std::size_t>(n));
     return buf;
 }

@@ -75,8 +75,8 @@ Result<Tracee> Tracee::seize(pid_t pid) {
     Tracee t(pid);
     t.attached_ = true;
     if (pt(PTRACE_INTERRUPT, pid) != 0)
-        return Error::from_errno(errno, fmt::format("ptrace(INTERRUPT) of pid {}: {}", pid,
-                                                    errno_text(errno)));
+        return Error::from_errno(
+            errno, fmt::format("ptrace(INTERRUPT) of pid {}: {}", pid, errno_text(errno)));
     for (;;) {
         auto st = t.wait_stop();
         if (!st)
@@ -120,8 +120,8 @@ Result<int> Tracee::wait_stop() {
         if (r < 0 && errno == EINTR)
             continue;
         if (r < 0)
-            return Error::from_errno(errno, fmt::format("waiting for pid {}: {}", pid_,
-                                                        errno_text(errno)));
+            return Error::from_errno(
+                errno, fmt::format("waiting for pid {}: {}", pid_, errno_text(errno)));
         if (WIFSTOPPED(st))
             return st;
         return died("it was held");
@@ -131,15 +131,15 @@ Result<int> Tracee::wait_stop() {
 Result<Regs> Tracee::regs() {
     Regs r{};
     if (pt(PTRACE_GETREGS, pid_, nullptr, &r) != 0)
-        return Error::from_errno(errno, fmt::format("reading the registers of pid {}: {}", pid_,
-                                                    errno_text(errno)));
+        return Error::from_errno(
+            errno, fmt::format("reading the registers of pid {}: {}", pid_, errno_text(errno)));
     return r;
 }
 
 Result<void> Tracee::set_regs(const Regs& r) {
     if (pt(PTRACE_SETREGS, pid_, nullptr, const_cast<Regs*>(&r)) != 0)
-        return Error::from_errno(errno, fmt::format("setting the registers of pid {}: {}", pid_,
-                                                    errno_text(errno)));
+        return Error::from_errno(
+            errno, fmt::format("setting the registers of pid {}: {}", pid_, errno_text(errno)));
     return {};
 }
 
@@ -147,8 +147,8 @@ Result<std::vector<std::byte>> Tracee::xstate() {
     std::vector<std::byte> buf(kMaxXstate);
     iovec iov{buf.data(), buf.size()};
     if (pt(PTRACE_GETREGSET, pid_, reinterpret_cast<void*>(NT_X86_XSTATE), &iov) != 0)
-        return Error::from_errno(errno, fmt::format("reading the FPU state of pid {}: {}", pid_,
-                                                    errno_text(errno)));
+        return Error::from_errno(
+            errno, fmt::format("reading the FPU state of pid {}: {}", pid_, errno_text(errno)));
     buf.resize(iov.iov_len);
     return buf;
 }
@@ -156,31 +156,31 @@ Result<std::vector<std::byte>> Tracee::xstate() {
 Result<void> Tracee::set_xstate(std::span<const std::byte> x) {
     iovec iov{const_cast<std::byte*>(x.data()), x.size()};
     if (pt(PTRACE_SETREGSET, pid_, reinterpret_cast<void*>(NT_X86_XSTATE), &iov) != 0)
-        return Error::from_errno(errno, fmt::format("setting the FPU state of pid {}: {}", pid_,
-                                                    errno_text(errno)));
+        return Error::from_errno(
+            errno, fmt::format("setting the FPU state of pid {}: {}", pid_, errno_text(errno)));
     return {};
 }
 
 Result<std::uint64_t> Tracee::signal_mask() {
     std::uint64_t m = 0;
     if (pt(PTRACE_GETSIGMASK, pid_, reinterpret_cast<void*>(sizeof(m)), &m) != 0)
-        return Error::from_errno(errno, fmt::format("reading the signal mask of pid {}: {}", pid_,
-                                                    errno_text(errno)));
+        return Error::from_errno(
+            errno, fmt::format("reading the signal mask of pid {}: {}", pid_, errno_text(errno)));
     return m;
 }
 
 Result<void> Tracee::set_signal_mask(std::uint64_t mask) {
     if (pt(PTRACE_SETSIGMASK, pid_, reinterpret_cast<void*>(sizeof(mask)), &mask) != 0)
-        return Error::from_errno(errno, fmt::format("setting the signal mask of pid {}: {}", pid_,
-                                                    errno_text(errno)));
+        return Error::from_errno(
+            errno, fmt::format("setting the signal mask of pid {}: {}", pid_, errno_text(errno)));
     return {};
 }
 
 Result<void> Tracee::kill_on_exit() {
     if (pt(PTRACE_SETOPTIONS, pid_, nullptr,
            reinterpret_cast<void*>(PTRACE_O_TRACESYSGOOD | PTRACE_O_EXITKILL)) != 0)
-        return Error::from_errno(errno, fmt::format("ptrace(SETOPTIONS) of pid {}: {}", pid_,
-                                                    errno_text(errno)));
+        return Error::from_errno(
+            errno, fmt::format("ptrace(SETOPTIONS) of pid {}: {}", pid_, errno_text(errno)));
     return {};
 }
 
@@ -213,8 +213,7 @@ Result<std::uint64_t> Tracee::find_syscall_insn(const Regs& now) {
 Result<void> Tracee::resume_to_syscall_stop() {
     int sig = 0;
     for (;;) {
-        if (pt(PTRACE_SYSCALL, pid_, nullptr, reinterpret_cast<void*>(static_cast<long>(sig))) !=
-            0)
+        if (pt(PTRACE_SYSCALL, pid_, nullptr, reinterpret_cast<void*>(static_cast<long>(sig))) != 0)
             return died("running a system call in it");
         sig = 0;
         auto st = wait_stop();
@@ -297,8 +296,8 @@ Result<void> Tracee::detach(int sig) {
         ::syscall(SYS_tgkill, pid_, pid_, held_stop_);
     attached_ = false;
     if (pt(PTRACE_DETACH, pid_) != 0 && errno != ESRCH)
-        return Error::from_errno(errno, fmt::format("ptrace(DETACH) of pid {}: {}", pid_,
-                                                    errno_text(errno)));
+        return Error::from_errno(
+            errno, fmt::format("ptrace(DETACH) of pid {}: {}", pid_, errno_text(errno)));
     return {};
 }
 
@@ -306,8 +305,8 @@ Result<int> Tracee::mem_fd() {
     if (!mem_) {
         mem_ = UniqueFd(::open(fmt::format("/proc/{}/mem", pid_).c_str(), O_RDWR | O_CLOEXEC));
         if (!mem_)
-            return Error::from_errno(errno, fmt::format("opening /proc/{}/mem: {}", pid_,
-                                                        errno_text(errno)));
+            return Error::from_errno(
+                errno, fmt::format("opening /proc/{}/mem: {}", pid_, errno_text(errno)));
     }
     return mem_.get();
 }
@@ -358,8 +357,8 @@ Result<void> Tracee::write(std::uint64_t addr, std::span<const std::byte> in) {
                 continue;
             if (n <= 0)
                 return Error::from_errno(n < 0 ? errno : EIO,
-                                         fmt::format("writing memory of pid {} at {:#x}: {}",
-                                                     pid_, addr, errno_text(n < 0 ? errno : EIO)));
+                                         fmt::format("writing memory of pid {} at {:#x}: {}", pid_,
+                                                     addr, errno_text(n < 0 ? errno : EIO)));
         }
         addr += static_cast<std::uint64_t>(n);
         in = in.subspan(static_cast<std::size_t>(n));
