@@ -912,10 +912,8 @@ void Writer::end() {
     flush();
 }
 
-std::vector<std::byte>
-encode(const Image& img,
-       const std::function<std::span<const std::byte>(const Vma&, const PageRun&)>& data) {
-    Writer w;
+Result<void> write(Writer& w, const Image& img,
+                   const std::function<Result<void>(Writer&, const Vma&)>& pages) {
     w.header(img.header);
     w.record(GHOST_SEC_TASK, img.task);
     w.record(GHOST_SEC_REGS, img.regs);
@@ -927,12 +925,24 @@ encode(const Image& img,
     w.record(GHOST_SEC_MM, img.mm);
     for (const auto& v : img.vmas) {
         w.record(GHOST_SEC_VMA, v.rec, std::as_bytes(std::span(v.path)));
-        for (const auto& r : v.runs)
-            w.pages(r.addr, data(v, r));
+        if (auto r = pages(w, v); !r)
+            return r;
     }
     for (const auto& f : img.files)
         w.record(GHOST_SEC_FILE, f.rec, std::as_bytes(std::span(f.path)));
     w.end();
+    return w.status();
+}
+
+std::vector<std::byte>
+encode(const Image& img,
+       const std::function<std::span<const std::byte>(const Vma&, const PageRun&)>& data) {
+    Writer w;
+    (void)write(w, img, [&](Writer& out, const Vma& v) -> Result<void> {
+        for (const auto& r : v.runs)
+            out.pages(r.addr, data(v, r));
+        return {};
+    });
     return std::move(w.bytes());
 }
 

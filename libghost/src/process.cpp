@@ -130,15 +130,12 @@ Result<void> await_restored(pid_t child, int status_fd, std::uint64_t total,
     int status;
     while (::waitpid(child, &status, 0) < 0 && errno == EINTR) {
     }
-    const auto space = report.find(' ');
-    const int err = std::atoi(report.substr(0, space).c_str());
-    return Error::from_errno(err > 0 ? err : EIO,
-                             space == std::string::npos ? report : report.substr(space + 1));
+    return parse_failure_report(report);
 }
 
 // In a forked child: tell the parent why the restore failed, and go.
 [[noreturn]] void child_failed(int status_fd, const Error& e) {
-    const std::string msg = fmt::format("{} {}", e.code.value(), e.what());
+    const std::string msg = failure_report(e);
     (void)write_all(status_fd, std::as_bytes(std::span(msg)));
     ::_exit(127);
 }

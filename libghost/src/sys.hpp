@@ -3,10 +3,12 @@
 
 #include <fcntl.h>
 
+#include <cstdlib>
 #include <string>
 #include <system_error>
 
 #include "ghost/fd.hpp"
+#include "ghost/result.hpp"
 
 namespace ghost {
 
@@ -28,6 +30,20 @@ inline UniqueFd move_fd_high(UniqueFd fd) {
     if (hi < 0)
         return fd;
     return UniqueFd(hi);
+}
+
+// A failure told by one process to another over a pipe (a restoring child
+// to the restart, the user engine's tracer to the process it rebuilds):
+// "errno reason", and back.
+inline std::string failure_report(const Error& e) {
+    return std::to_string(e.code.value()) + " " + e.what();
+}
+
+inline Error parse_failure_report(const std::string& report) {
+    const auto space = report.find(' ');
+    const int err = std::atoi(report.substr(0, space).c_str());
+    return Error::from_errno(err > 0 ? err : EIO,
+                             space == std::string::npos ? report : report.substr(space + 1));
 }
 
 } // namespace ghost

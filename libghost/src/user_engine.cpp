@@ -13,6 +13,7 @@
 #include "ghost/image.hpp"
 #include "sys.hpp"
 #include "user/user.hpp"
+#include "zstd_stream.hpp"
 
 namespace ghost {
 
@@ -34,19 +35,6 @@ Result<ImageView> map_fd(int fd, std::uint64_t off, std::uint64_t len) {
     if (p == MAP_FAILED)
         return Error::from_errno(errno, fmt::format("mapping the image: {}", errno_text(errno)));
     return ImageView(p, len);
-}
-
-Result<void> write_all(int fd, std::span<const std::byte> data) {
-    while (!data.empty()) {
-        const ssize_t n = ::write(fd, data.data(), data.size());
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0)
-            return Error::from_errno(errno,
-                                     fmt::format("writing the image: {}", errno_text(errno)));
-        data = data.subspan(static_cast<std::size_t>(n));
-    }
-    return {};
 }
 
 // Reads a stream and keeps what it read in a memory file.

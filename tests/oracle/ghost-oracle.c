@@ -1012,6 +1012,17 @@ static void tap_label(char *buf, size_t len)
 		xsnprintf(buf, len, "%s", no_criu ? "ghost" : "oracle");
 }
 
+/* The ghost half of every mode: "# NAME", then ghost's result. 1 if it passed. */
+static int ghost_half(struct instance *g)
+{
+	printf("# %s\n", g->w->name);
+	fflush(stdout);
+	if (!pass_ghost(g))
+		return 1;
+	printf("#   ghost: %s\n", g->why);
+	return 0;
+}
+
 /* Without CRIU: ghost alone decides. Returns 1 when the TAP line is "not ok". */
 static int run_workload_ghost_only(int n, const struct workload *w)
 {
@@ -1021,11 +1032,7 @@ static int run_workload_ghost_only(int n, const struct workload *w)
 	int gok;
 
 	tap_label(label, sizeof(label));
-	printf("# %s\n", w->name);
-	fflush(stdout);
-	gok = !pass_ghost(&g);
-	if (!gok)
-		printf("#   ghost: %s\n", g.why);
+	gok = ghost_half(&g);
 	printf("#   times: %s\n", g.times.s ? g.times.s : "-");
 	printf("#   %s took %.1f s in all\n", w->name, now() - t0);
 	if (gok)
@@ -1048,11 +1055,7 @@ static int run_workload(int n, const struct workload *w)
 	if (no_criu)
 		return run_workload_ghost_only(n, w);
 	tap_label(label, sizeof(label));
-	printf("# %s\n", w->name);
-	fflush(stdout);
-	gok = !pass_ghost(&g);
-	if (!gok)
-		printf("#   ghost: %s\n", g.why);
+	gok = ghost_half(&g);
 	fflush(stdout);
 	cok = !pass_criu(&c);
 	if (!cok)

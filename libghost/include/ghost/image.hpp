@@ -186,6 +186,12 @@ class Writer {
     Error err_;
 };
 
+// Writes img through w, every record in the format's order and END last;
+// pages(w, vma) writes each mapping's PAGES sections right after its VMA
+// record (an error from it stops the writing). The result is w.status().
+Result<void> write(Writer& w, const Image& img,
+                   const std::function<Result<void>(Writer&, const Vma&)>& pages);
+
 // Encodes a decoded image back into bytes (a valid image, if img is one);
 // data gives each run's page data. Tests mutate an Image and encode it.
 // Records are written as they are (path_len, nr_pages, nr_vmas, xstate.size

@@ -11,7 +11,6 @@
 #include <signal.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
-#include <sys/ptrace.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -21,7 +20,6 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <charconv>
 #include <chrono>
 #include <cstring>
 #include <ctime>
@@ -58,19 +56,9 @@ Error refuse(std::string msg) {
     return Error::from_errno(EOPNOTSUPP, std::move(msg));
 }
 
-std::uint64_t parse_u64(std::string_view s, int base = 10) {
-    std::uint64_t v = 0;
-    std::from_chars(s.data(), s.data() + s.size(), v, base);
-    return v;
-}
-
 Error syscall_failed(pid_t pid, const char* what, long r) {
     return Error::from_errno(static_cast<int>(-r), fmt::format("{} in pid {} failed: {}", what, pid,
                                                                errno_text(static_cast<int>(-r))));
-}
-
-bool is_err(long r) {
-    return r < 0 && r > -4096;
 }
 
 // What ghost.ko refuses before it touches the process.
@@ -173,13 +161,7 @@ Result<Asked> ask(Tracee& t) {
 
 // ---- memory -------------------------------------------------------------------
 
-struct Mapping {
-    MapEntry m;
-    image::Vma vma;
-};
-
-Result<std::uint32_t> classify(pid_t pid, const MapEntry& m, const ghost_mm& mm) {
-    (void)pid;
+Result<std::uint32_t> classify(const MapEntry& m, const ghost_mm& mm) {
     std::uint32_t flags = 0;
     const bool file = !m.name.empty() && m.name[0] == '/';
     const bool bracket = !m.name.empty() && m.name[0] == '[';
@@ -248,7 +230,7 @@ Result<void> find_runs(int pagemap, image::Vma& v, std::vector<std::uint64_t>& p
     return {};
 }
 
-Result<std::vector<Mapping>> capture_maps(pid_t pid, const ghost_mm& mm) {
+Result<std::vector<image::Vma>> capture_maps(pid_t pid, const ghost_mm& mm) {
     auto maps = read_maps(pid, true);
     if (!maps)
         return maps.error();
@@ -256,16 +238,16 @@ Result<std::vector<Mapping>> capture_maps(pid_t pid, const ghost_mm& mm) {
     if (!pagemap)
         return Error::from_errno(
             errno, fmt::format("cannot open /proc/{}/pagemap: {}", pid, errno_text(errno)));
-    std::vector<Mapping> out;
+    std::vector<image::Vma> out;
     std::vector<std::uint64_t> pm(kPagemapChunk); // one buffer for all mappings
     for (auto& m : *maps) {
         if (m.name == "[vsyscall]") // not a mapping of the process: the kernel's
             continue;
-        auto flags = classify(pid, m, mm);
+        auto flags = classify(m, mm);
         if (!flags)
             return flags.error();
-        Mapping g{m, {}};
-        auto& r = g.vma.rec;
+        image::Vma v;
+        auto& r = v.rec;
         r.start = m.start;
         r.end = m.end;
         r.flags = *flags;
@@ -273,13 +255,13 @@ Result<std::vector<Mapping>> capture_maps(pid_t pid, const ghost_mm& mm) {
         r.prot = (m.perms[0] == 'r' ? PROT_READ : 0) | (m.perms[1] == 'w' ? PROT_WRITE : 0) |
                  (m.perms[2] == 'x' ? PROT_EXEC : 0);
         if (r.flags & GHOST_VMA_FILE) {
-            g.vma.path = m.name;
+            v.path = m.name;
             r.path_len = static_cast<std::uint32_t>(m.name.size());
         }
         if (!(r.flags & (GHOST_VMA_SHARED | GHOST_VMA_VDSO | GHOST_VMA_VVAR)))
-            if (auto e = find_runs(pagemap.get(), g.vma, pm); !e)
+            if (auto e = find_runs(pagemap.get(), v, pm); !e)
                 return e.error();
-        out.push_back(std::move(g));
+        out.push_back(std::move(v));
     }
     return out;
 }
@@ -367,7 +349,8 @@ Result<std::vector<image::File>> capture_files(pid_t pid) {
 
 // ---- the rest of the task -------------------------------------------------------
 
-Result<void> fill_task(pid_t pid, const Asked& a, image::Image& img) {
+Result<void> fill_task(Tracee& t, const Asked& a, image::Image& img) {
+    const pid_t pid = t.pid();
     auto comm = read_text(fmt::format("/proc/{}/comm", pid));
     if (!comm)
         return comm.error();
@@ -378,16 +361,10 @@ Result<void> fill_task(pid_t pid, const Asked& a, image::Image& img) {
     if (!pers)
         return pers.error();
     img.task.personality = static_cast<std::uint32_t>(parse_u64(*pers, 16));
-    struct {
-        std::uint64_t rseq_abi_pointer;
-        std::uint32_t rseq_abi_size, signature, flags, pad;
-    } rseq{};
-    if (::ptrace(static_cast<__ptrace_request>(0x420f /* PTRACE_GET_RSEQ_CONFIGURATION */), pid,
-                 reinterpret_cast<void*>(sizeof(rseq)), &rseq) > 0 &&
-        rseq.rseq_abi_pointer) {
-        img.task.rseq = rseq.rseq_abi_pointer;
-        img.task.rseq_len = rseq.rseq_abi_size;
-        img.task.rseq_sig = rseq.signature;
+    if (const auto rseq = t.rseq_config()) {
+        img.task.rseq = rseq->addr;
+        img.task.rseq_len = rseq->size;
+        img.task.rseq_sig = rseq->sig;
     }
     img.task.clear_child_tid = a.tid_address;
     std::uint64_t head = 0;
@@ -402,8 +379,7 @@ Result<void> fill_task(pid_t pid, const Asked& a, image::Image& img) {
 
 Result<void> fill_signals(pid_t pid, const Asked& a, std::uint64_t blocked, std::string_view status,
                           image::Image& img) {
-    const std::uint64_t pending = parse_u64(status_field(status, "SigPnd"), 16) |
-                                  parse_u64(status_field(status, "ShdPnd"), 16);
+    const std::uint64_t pending = pending_signals(status);
     if (pending & kRtSigmask)
         return refuse(fmt::format("pid {} has queued real-time signals: not supported", pid));
     auto& sg = img.signals;
@@ -543,7 +519,7 @@ Result<ExportStats> export_process(pid_t pid, Fate fate, int out) {
     auto cwd = read_link(fmt::format("/proc/{}/cwd", pid));
     if (!cwd || cwd->empty() || (*cwd)[0] != '/' || cwd->ends_with(" (deleted)"))
         return fail(refuse(fmt::format("the working directory of pid {} is unreachable", pid)));
-    if (auto r = fill_task(pid, *asked, img); !r)
+    if (auto r = fill_task(t, *asked, img); !r)
         return fail(r.error());
 
     auto& h = img.header;
@@ -576,34 +552,23 @@ Result<ExportStats> export_process(pid_t pid, Fate fate, int out) {
         img.rlimits.rlim[i].cur = rl.rlim_cur;
         img.rlimits.rlim[i].max = rl.rlim_max;
     }
-    for (const auto& m : *maps)
-        if (m.vma.rec.flags & GHOST_VMA_VDSO)
-            img.mm.vdso = m.vma.rec.start;
-    img.mm.nr_vmas = static_cast<std::uint32_t>(maps->size());
+    img.vmas = std::move(*maps);
+    img.files = std::move(*files);
+    for (const auto& v : img.vmas)
+        if (v.rec.flags & GHOST_VMA_VDSO)
+            img.mm.vdso = v.rec.start;
+    img.mm.nr_vmas = static_cast<std::uint32_t>(img.vmas.size());
 
     // One copy buffer for the whole export, never zeroed: only what
     // process_vm_readv filled is written.
     const auto copy = std::make_unique_for_overwrite<std::byte[]>(kCopyChunk);
     image::Writer w(out);
-    w.header(img.header);
-    w.record(GHOST_SEC_TASK, img.task);
-    w.record(GHOST_SEC_REGS, img.regs);
-    w.record(GHOST_SEC_XSTATE, img.xstate, img.xsave);
-    w.record(GHOST_SEC_SIGNALS, img.signals);
-    const ghost_fs fs{img.umask, static_cast<std::uint32_t>(img.cwd.size())};
-    w.record(GHOST_SEC_FS, fs, std::as_bytes(std::span(img.cwd)));
-    w.record(GHOST_SEC_RLIMITS, img.rlimits);
-    w.record(GHOST_SEC_MM, img.mm);
-    for (const auto& m : *maps) {
-        w.record(GHOST_SEC_VMA, m.vma.rec, std::as_bytes(std::span(m.vma.path)));
-        if (auto r = write_pages(t, w, m.vma, std::span(copy.get(), kCopyChunk)); !r)
-            return fail(r.error());
-    }
-    for (const auto& f : *files)
-        w.record(GHOST_SEC_FILE, f.rec, std::as_bytes(std::span(f.path)));
-    w.end();
-    if (auto s = w.status(); !s)
-        return fail(s.error());
+    if (auto r = image::write(w, img,
+                              [&](image::Writer& to, const image::Vma& v) {
+                                  return write_pages(t, to, v, std::span(copy.get(), kCopyChunk));
+                              });
+        !r)
+        return fail(r.error());
 
     ExportStats stats{w.offset(), 0};
     if (auto s = t.set_regs(restarted(*regs0, true)); !s)

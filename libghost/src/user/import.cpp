@@ -11,12 +11,10 @@
 // as it was; after it, a failure kills the caller.
 #include "user/user.hpp"
 
-#include <dirent.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
-#include <sys/ptrace.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -24,8 +22,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <cerrno>
-#include <charconv>
 #include <cstring>
 #include <map>
 #include <optional>
@@ -38,6 +36,7 @@
 #include "sys.hpp"
 #include "user/proc.hpp"
 #include "user/tracee.hpp"
+#include "zstd_stream.hpp"
 
 namespace ghost::user {
 
@@ -65,16 +64,6 @@ struct PrctlMmMap { // struct prctl_mm_map
     std::uint32_t exe_fd;
 };
 static_assert(sizeof(PrctlMmMap) == 104);
-
-std::uint64_t parse_u64(std::string_view s, int base = 10) {
-    std::uint64_t v = 0;
-    std::from_chars(s.data(), s.data() + s.size(), v, base);
-    return v;
-}
-
-bool is_err(long r) {
-    return r < 0 && r > -4096;
-}
 
 // Everything the caller prepared; the tracer works from its copy.
 struct Plan {
@@ -331,10 +320,7 @@ class Rebuild {
     std::vector<std::byte> xsave_; // the image's FPU state, in this kernel's size
     std::vector<MapEntry> ours_;
     bool scratch_mapped_ = false;
-    struct {
-        std::uint64_t addr = 0;
-        std::uint32_t size = 0, sig = 0;
-    } rseq0_;
+    RseqConfig rseq0_;
     bool rseq_off_ = false;
 };
 
@@ -410,14 +396,8 @@ Result<void> Rebuild::prepare() {
 
     // The caller's rseq area goes with its memory: unregister it now, while
     // the kernel can still write to it.
-    struct {
-        std::uint64_t rseq_abi_pointer;
-        std::uint32_t rseq_abi_size, signature, flags, pad;
-    } rc{};
-    if (::ptrace(static_cast<__ptrace_request>(0x420f /* PTRACE_GET_RSEQ_CONFIGURATION */),
-                 t_.pid(), reinterpret_cast<void*>(sizeof(rc)), &rc) > 0 &&
-        rc.rseq_abi_pointer) {
-        rseq0_ = {rc.rseq_abi_pointer, rc.rseq_abi_size, rc.signature};
+    if (const auto rc = t_.rseq_config()) {
+        rseq0_ = *rc;
         auto r = call("unregistering the caller's rseq area", SYS_rseq, rseq0_.addr, rseq0_.size,
                       1 /* RSEQ_FLAG_UNREGISTER */, rseq0_.sig);
         if (!r)
@@ -614,8 +594,7 @@ Result<void> Rebuild::set_signals() {
     auto status = read_text(fmt::format("/proc/{}/status", t_.pid()));
     if (!status)
         return status.error();
-    const std::uint64_t stale = parse_u64(status_field(*status, "SigPnd"), 16) |
-                                parse_u64(status_field(*status, "ShdPnd"), 16);
+    const std::uint64_t stale = pending_signals(*status);
     std::array<ghost_sigaction, GHOST_NSIG> act{};
     for (int i = 0; i < GHOST_NSIG; i++) {
         act[static_cast<std::size_t>(i)] = img_.signals.action[i];
@@ -686,8 +665,8 @@ Result<void> Rebuild::commit() {
 // is still itself, else kill it.
 [[noreturn]] void tracer_main(const Plan& p, int report) {
     auto say = [report](const Error& e) {
-        const std::string msg = fmt::format("{} {}", e.code.value(), e.what());
-        (void)!::write(report, msg.data(), msg.size());
+        const std::string msg = failure_report(e);
+        (void)write_all(report, std::as_bytes(std::span(msg)));
     };
     auto t = Tracee::seize(p.self);
     if (!t) {
@@ -723,24 +702,13 @@ void close_all_but(std::vector<int> keep) {
     ::syscall(SYS_close_range, lo, ~0U, 0);
 }
 
-Result<std::size_t> count_threads() {
-    std::unique_ptr<DIR, int (*)(DIR*)> d(::opendir("/proc/self/task"), ::closedir);
-    if (!d)
-        return Error::from_errno(errno, "cannot list /proc/self/task");
-    std::size_t n = 0;
-    while (const dirent* e = ::readdir(d.get()))
-        if (e->d_name[0] != '.')
-            n++;
-    return n;
-}
-
 } // namespace
 
 Error restore_self(std::span<const std::byte> bytes, const image::Image& img) {
-    auto threads = count_threads();
+    auto threads = list_numeric("/proc/self/task");
     if (!threads)
         return threads.error();
-    if (*threads != 1)
+    if (threads->size() != 1)
         return Error::from_errno(EBUSY, "the importer must be single-threaded, not sharing its fs");
     if (img.xsave.size() < 512 + 64)
         return Error::from_errno(EBADMSG, "the FPU section is malformed");
@@ -798,23 +766,18 @@ Error restore_self(std::span<const std::byte> bytes, const image::Image& img) {
     // Here the tracer takes over. If we get past this read, it gave up
     // before the point of no return and put us back.
     std::string report;
-    char buf[512];
+    std::array<std::byte, 512> buf;
     for (;;) {
-        const ssize_t k = ::read(rep_rd.get(), buf, sizeof(buf));
-        if (k < 0 && errno == EINTR)
-            continue;
-        if (k <= 0)
+        auto k = read_some(rep_rd.get(), buf);
+        if (!k || *k == 0)
             break;
-        report.append(buf, static_cast<std::size_t>(k));
+        report.append(reinterpret_cast<const char*>(buf.data()), *k);
     }
     if (report.empty())
         return Error::from_errno(EIO, fmt::format("the user engine's restorer (pid {}) died "
                                                   "without a word",
                                                   tracer));
-    const auto space = report.find(' ');
-    const int err = std::atoi(report.substr(0, space).c_str());
-    return Error::from_errno(err > 0 ? err : EIO,
-                             space == std::string::npos ? report : report.substr(space + 1));
+    return parse_failure_report(report);
 }
 
 } // namespace ghost::user

@@ -20,12 +20,6 @@ namespace ghost::user {
 
 namespace {
 
-std::uint64_t hex(std::string_view s) {
-    std::uint64_t v = 0;
-    std::from_chars(s.data(), s.data() + s.size(), v, 16);
-    return v;
-}
-
 std::string_view trim(std::string_view s) {
     while (!s.empty() && (s.front() == ' ' || s.front() == '\t'))
         s.remove_prefix(1);
@@ -47,13 +41,13 @@ bool parse_map_line(std::string_view line, MapEntry& m) {
     const auto dash = range.find('-');
     if (dash == std::string_view::npos)
         return false;
-    m.start = hex(range.substr(0, dash));
-    m.end = hex(range.substr(dash + 1));
+    m.start = parse_u64(range.substr(0, dash), 16);
+    m.end = parse_u64(range.substr(dash + 1), 16);
     const auto perms = next();
     if (perms.size() != 4)
         return false;
     std::copy(perms.begin(), perms.end(), m.perms);
-    m.offset = hex(next());
+    m.offset = parse_u64(next(), 16);
     next(); // dev
     const auto ino = next();
     std::from_chars(ino.data(), ino.data() + ino.size(), m.inode);
@@ -66,6 +60,17 @@ bool parse_map_line(std::string_view line, MapEntry& m) {
 }
 
 } // namespace
+
+std::uint64_t parse_u64(std::string_view s, int base) {
+    std::uint64_t v = 0;
+    std::from_chars(s.data(), s.data() + s.size(), v, base);
+    return v;
+}
+
+std::uint64_t pending_signals(std::string_view status) {
+    return parse_u64(status_field(status, "SigPnd"), 16) |
+           parse_u64(status_field(status, "ShdPnd"), 16);
+}
 
 bool MapEntry::has_flag(std::string_view f) const {
     std::string_view v = vmflags;
@@ -166,19 +171,22 @@ Result<std::vector<std::string>> read_stat(pid_t pid) {
 }
 
 Result<std::vector<int>> list_fds(pid_t pid) {
-    const std::string dir = fmt::format("/proc/{}/fd", pid);
+    return list_numeric(fmt::format("/proc/{}/fd", pid));
+}
+
+Result<std::vector<int>> list_numeric(const std::string& dir) {
     std::unique_ptr<DIR, int (*)(DIR*)> d(::opendir(dir.c_str()), ::closedir);
     if (!d)
         return Error::from_errno(errno, fmt::format("cannot list {}: {}", dir, errno_text(errno)));
-    std::vector<int> fds;
+    std::vector<int> out;
     while (const dirent* e = ::readdir(d.get())) {
-        int fd = -1;
-        const std::string_view n(e->d_name);
-        if (std::from_chars(n.data(), n.data() + n.size(), fd).ec == std::errc{} && fd >= 0)
-            fds.push_back(fd);
+        int n = -1;
+        const std::string_view name(e->d_name);
+        if (std::from_chars(name.data(), name.data() + name.size(), n).ec == std::errc{} && n >= 0)
+            out.push_back(n);
     }
-    std::sort(fds.begin(), fds.end());
-    return fds;
+    std::sort(out.begin(), out.end());
+    return out;
 }
 
 Result<std::string> read_link(const std::string& path) {

@@ -33,11 +33,22 @@ Result<std::vector<MapEntry>> read_maps(pid_t pid, bool with_flags = false);
 // A whole small file; errors name the path.
 Result<std::string> read_text(const std::string& path);
 
+// A number as /proc writes it (decimal, or hex/octal by base); 0 if none.
+std::uint64_t parse_u64(std::string_view s, int base = 10);
+
 // The value of "Key:" in /proc/PID/status text ("" if absent), trimmed.
 std::string status_field(std::string_view status, std::string_view key);
 
 // /proc/PID/stat fields, numbered as proc(5) numbers them (1 = pid).
 Result<std::vector<std::string>> read_stat(pid_t pid);
+
+// Signals pending for the process (SigPnd | ShdPnd of its status text),
+// bit N-1 = signal N.
+std::uint64_t pending_signals(std::string_view status);
+
+// The entries of a /proc directory that are numbers (descriptors in
+// /proc/PID/fd, threads in /proc/PID/task), ascending.
+Result<std::vector<int>> list_numeric(const std::string& dir);
 
 // Open descriptor numbers of pid, ascending.
 Result<std::vector<int>> list_fds(pid_t pid);

@@ -176,6 +176,19 @@ Result<void> Tracee::set_signal_mask(std::uint64_t mask) {
     return {};
 }
 
+std::optional<RseqConfig> Tracee::rseq_config() {
+    struct {
+        std::uint64_t rseq_abi_pointer;
+        std::uint32_t rseq_abi_size, signature, flags, pad;
+    } rc{};
+    constexpr int kGetRseqConfiguration = 0x420f; // PTRACE_GET_RSEQ_CONFIGURATION
+    if (pt(static_cast<__ptrace_request>(kGetRseqConfiguration), pid_,
+           reinterpret_cast<void*>(sizeof(rc)), &rc) <= 0 ||
+        !rc.rseq_abi_pointer)
+        return std::nullopt;
+    return RseqConfig{rc.rseq_abi_pointer, rc.rseq_abi_size, rc.signature};
+}
+
 Result<void> Tracee::kill_on_exit() {
     if (pt(PTRACE_SETOPTIONS, pid_, nullptr,
            reinterpret_cast<void*>(PTRACE_O_TRACESYSGOOD | PTRACE_O_EXITKILL)) != 0)

@@ -9,6 +9,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -22,6 +23,17 @@ using Regs = user_regs_struct;
 // The -ERESTART* values a stopped system call leaves in rax.
 inline constexpr long kErestartsys = 512, kErestartnointr = 513, kErestartnohand = 514,
                       kErestartRestartblock = 516;
+
+// Whether a raw system call result is an error (-4095..-1).
+inline bool is_err(long r) {
+    return r < 0 && r > -4096;
+}
+
+// A registered rseq area (PTRACE_GET_RSEQ_CONFIGURATION).
+struct RseqConfig {
+    std::uint64_t addr = 0;
+    std::uint32_t size = 0, sig = 0;
+};
 
 // regs of a task stopped inside a system call, turned into the state that
 // runs that call again from user mode: rax back to its number, rip on the
@@ -49,6 +61,8 @@ class Tracee {
     Result<void> set_xstate(std::span<const std::byte> x);
     Result<std::uint64_t> signal_mask();
     Result<void> set_signal_mask(std::uint64_t mask);
+    // Its rseq area, if it registered one (and the kernel tells, 5.13+).
+    std::optional<RseqConfig> rseq_config();
     // Kill the tracee if the tracer dies (after the point of no return).
     Result<void> kill_on_exit();
 
