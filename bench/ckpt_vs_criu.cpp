@@ -58,6 +58,7 @@
 
 #include <fmt/format.h>
 
+#include "ghost/c/export_target.h"
 #include "ghost/c/restore_self.h"
 #include "ghost/fd.hpp"
 
@@ -301,7 +302,12 @@ bool ioctl_export(int g, pid_t pid, Sample& s, Failure& f) {
     ghost_export e{};
     e.size = sizeof(e);
     e.flags = GHOST_EXPORT_KILL;
-    e.pid = pid;
+    const char* step = "";
+    if (ghost_export_target_open(&e, pid, &step) != 0) {
+        f.what = fmt::format("{}: {}", step, strerror(errno));
+        return false;
+    }
+    const ghost::UniqueFd pidfd(e.pidfd), mem(e.mem_fd);
     if (ioctl(g, GHOST_IOC_EXPORT, &e) != 0) {
         f.what = fmt::format("GHOST_IOC_EXPORT: {} ({})", strerror(errno), e.reason);
         return false;

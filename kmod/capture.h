@@ -44,6 +44,22 @@ int ghost_write_image(struct ghost_stream *s, struct task_struct *task,
 int ghost_check_mm(struct mm_struct *mm, char *reason);
 int ghost_write_mm(struct ghost_stream *s, struct mm_struct *mm, char *reason);
 
+/* pagewalk.c: runs of existing pages, collected under mmap_lock */
+struct ghost_run {
+	unsigned long addr;
+	unsigned long nr;
+};
+
+struct ghost_runs {
+	struct ghost_run *v;
+	size_t nr, cap;
+	u64 pages;			/* sum of the runs' lengths */
+};
+
+int ghost_collect_runs(struct mm_struct *mm, unsigned long addr,
+		       unsigned long end, bool anon_only, struct ghost_runs *r);
+void ghost_runs_free(struct ghost_runs *r);
+
 /* capture_files.c */
 int ghost_check_files(struct task_struct *task, char *reason);
 int ghost_write_files(struct ghost_stream *s, struct task_struct *task,

@@ -3,13 +3,10 @@
  * Memory of a parked process: the mm layout, one VMA section per mapping,
  * and the pages that exist.
  *
- * "Exist" means a page table entry is there: present (but not the shared
- * zero page) or swapped out. Untouched pages are not written, and finding
- * them must not fault them in, so the page tables are walked directly (the
- * walk helpers are inlines; walk_page_range() is not exported). The pages
- * themselves are then taken with get_user_pages_remote(), which also brings
- * swapped ones back. Private file mappings carry only their anonymous
- * (copied-on-write) pages: the rest is the file's.
+ * Which pages exist is pagewalk.c's; the pages themselves are then taken
+ * with get_user_pages_remote(), which also brings swapped ones back.
+ * Private file mappings carry only their anonymous (copied-on-write)
+ * pages: the rest is the file's.
  */
 #include <linux/highmem.h>
 #include <linux/hugetlb.h>
@@ -106,128 +103,19 @@ int ghost_check_mm(struct mm_struct *mm, char *reason)
 	return err;
 }
 
-/* ---- which pages exist --------------------------------------------------- */
+/* ---- writing the pages ------------------------------------------------- */
 
-typedef int (*run_fn)(void *arg, unsigned long addr, unsigned long nr);
-
-struct runs {
-	run_fn fn;
-	void *arg;
-	unsigned long start, nr;
+/*
+ * What one mapping contributes to the image, read under mmap_lock and
+ * written after it is dropped: the stream may be a file or a socket, whose
+ * write path must not run under an mmap_lock (it can take locks, such as
+ * i_rwsem, that rank above it).
+ */
+struct vma_snap {
+	struct ghost_vma v;
+	char *path;			/* FILE: kmalloc'd */
+	struct ghost_runs runs;
 };
-
-static int runs_flush(struct runs *r)
-{
-	int err = 0;
-
-	if (r->nr)
-		err = r->fn(r->arg, r->start, r->nr);
-	r->nr = 0;
-	return err;
-}
-
-static int runs_add(struct runs *r, unsigned long addr, unsigned long nr)
-{
-	int err = 0;
-
-	if (r->nr && r->start + r->nr * PAGE_SIZE == addr) {
-		r->nr += nr;
-		return 0;
-	}
-	err = runs_flush(r);
-	r->start = addr;
-	r->nr = nr;
-	return err;
-}
-
-static bool pte_exists(pte_t pte, bool anon_only)
-{
-	unsigned long pfn;
-
-	if (pte_none(pte))
-		return false;
-	if (!pte_present(pte))
-		return true;	/* swapped or migrating: real data */
-	pfn = pte_pfn(pte);
-	if (is_zero_pfn(pfn) || !pfn_valid(pfn))
-		return false;
-	return !anon_only || PageAnon(pfn_to_page(pfn));
-}
-
-/* Calls r->fn for each run of existing pages in [addr, end). */
-static int walk_existing(struct mm_struct *mm, unsigned long addr,
-			 unsigned long end, bool anon_only, struct runs *r)
-{
-	int err;
-
-	while (addr < end) {
-		pgd_t *pgd = pgd_offset(mm, addr);
-		unsigned long next;
-		p4d_t *p4d;
-		pud_t *pud, pudv;
-		pmd_t *pmd, pmdv;
-		pte_t *ptes;
-		int i, n;
-
-		next = pgd_addr_end(addr, end);
-		if (pgd_none(*pgd) || pgd_bad(*pgd))
-			goto hole;
-		p4d = p4d_offset(pgd, addr);
-		next = p4d_addr_end(addr, end);
-		if (p4d_none(*p4d) || p4d_bad(*p4d))
-			goto hole;
-		pud = pud_offset(p4d, addr);
-		pudv = READ_ONCE(*pud);
-		next = pud_addr_end(addr, end);
-		if (pud_none(pudv) || pud_bad(pudv))
-			goto hole;
-		pmd = pmd_offset(pud, addr);
-		pmdv = READ_ONCE(*pmd);
-		next = pmd_addr_end(addr, end);
-		if (pmd_none(pmdv))
-			goto hole;
-		if (!pmd_present(pmdv) || pmd_trans_huge(pmdv)) {
-			/* A huge page, or one being migrated: all there. */
-			if (anon_only && pmd_present(pmdv) &&
-			    !PageAnon(pmd_page(pmdv)))
-				goto hole;
-			err = runs_add(r, addr, (next - addr) >> PAGE_SHIFT);
-			if (err)
-				return err;
-			addr = next;
-			continue;
-		}
-		if (pmd_bad(pmdv))
-			goto hole;
-		ptes = pte_offset_map(pmd, addr);
-		n = (next - addr) >> PAGE_SHIFT;
-		for (i = 0, err = 0; i < n && !err; i++) {
-			unsigned long a = addr + i * PAGE_SIZE;
-
-			if (pte_exists(ptep_get(ptes + i), anon_only))
-				err = runs_add(r, a, 1);
-			else
-				err = runs_flush(r);
-		}
-		pte_unmap(ptes);
-		if (err)
-			return err;
-		addr = next;
-		continue;
-hole:
-		err = runs_flush(r);
-		if (err)
-			return err;
-		addr = next;
-	}
-	return runs_flush(r);
-}
-
-static int count_run(void *arg, unsigned long addr, unsigned long nr)
-{
-	*(u64 *)arg += nr;
-	return 0;
-}
 
 struct page_writer {
 	struct ghost_stream *s;
@@ -235,13 +123,14 @@ struct page_writer {
 	struct page *pages[GUP_BATCH];
 };
 
-static int write_run(void *arg, unsigned long addr, unsigned long nr)
+/* One PAGES section: pinned in batches under mmap_lock, written after. */
+static int write_run(struct page_writer *w, const struct ghost_run *run)
 {
-	struct page_writer *w = arg;
 	struct ghost_stream *s = w->s;
-	struct ghost_pages p = { .addr = addr, .nr_pages = nr };
+	struct ghost_pages p = { .addr = run->addr, .nr_pages = run->nr };
 	u64 hdr_end = s->off + sizeof(struct ghost_section) + sizeof(p);
 	u32 pad = (PAGE_SIZE - (hdr_end & ~PAGE_MASK)) & ~PAGE_MASK;
+	unsigned long addr = run->addr, nr = run->nr;
 	int err;
 
 	p.data_offset = sizeof(p) + pad;
@@ -253,11 +142,13 @@ static int write_run(void *arg, unsigned long addr, unsigned long nr)
 		err = ghost_stream_write_zeros(s, pad);
 
 	while (!err && nr) {
-		long got = ghost_gup_remote(w->mm, addr,
-					    min_t(unsigned long, nr, GUP_BATCH),
-					    FOLL_FORCE, w->pages);
-		long i;
+		long got, i;
 
+		mmap_read_lock(w->mm);
+		got = ghost_gup_remote(w->mm, addr,
+				       min_t(unsigned long, nr, GUP_BATCH),
+				       FOLL_FORCE, w->pages);
+		mmap_read_unlock(w->mm);
 		if (got <= 0)
 			return got ? got : -EFAULT;
 		for (i = 0; i < got; i++) {
@@ -303,60 +194,100 @@ static void fill_mm(struct ghost_mm *m, struct mm_struct *mm)
 	m->auxv_words = i + 2;
 }
 
-static int write_vma(struct ghost_stream *s, struct mm_struct *mm,
-		     struct vm_area_struct *vma, char *buf,
-		     struct page_writer *w, char *reason)
+/* Reads @vma into @snap; under mmap_lock. */
+static int snap_vma(struct mm_struct *mm, struct vm_area_struct *vma,
+		    struct vma_snap *snap, char *buf, char *reason)
 {
-	struct ghost_vma v = {
-		.start = vma->vm_start,
-		.end = vma->vm_end,
-		.pgoff = vma->vm_pgoff,
-	};
-	const char *path = NULL;
-	struct runs r;
-	bool carry;
-	int flags, err;
+	struct ghost_vma *v = &snap->v;
+	int flags;
 
 	flags = classify(mm, vma, reason);
 	if (flags < 0)
 		return flags;
-	v.flags = flags;
-	v.prot = ((vma->vm_flags & VM_READ) ? PROT_READ : 0) |
-		 ((vma->vm_flags & VM_WRITE) ? PROT_WRITE : 0) |
-		 ((vma->vm_flags & VM_EXEC) ? PROT_EXEC : 0);
+	v->start = vma->vm_start;
+	v->end = vma->vm_end;
+	v->pgoff = vma->vm_pgoff;
+	v->flags = flags;
+	v->prot = ((vma->vm_flags & VM_READ) ? PROT_READ : 0) |
+		  ((vma->vm_flags & VM_WRITE) ? PROT_WRITE : 0) |
+		  ((vma->vm_flags & VM_EXEC) ? PROT_EXEC : 0);
 	if (flags & GHOST_VMA_FILE) {
-		path = d_path(&vma->vm_file->f_path, buf, PATH_MAX);
+		const char *path = d_path(&vma->vm_file->f_path, buf, PATH_MAX);
+
 		if (IS_ERR(path)) {
 			ghost_reason(reason, "cannot name the file mapped at %#lx",
 				     vma->vm_start);
 			return PTR_ERR(path);
 		}
-		v.path_len = strlen(path);
+		snap->path = kstrdup(path, GFP_KERNEL);
+		if (!snap->path)
+			return -ENOMEM;
+		v->path_len = strlen(path);
 	}
 
 	/* Shared mappings live in their file; vDSO and vvar are the kernel's. */
-	carry = !(flags & (GHOST_VMA_SHARED | GHOST_VMA_VDSO | GHOST_VMA_VVAR));
-	if (carry) {
-		r = (struct runs){ .fn = count_run, .arg = &v.nr_pages };
-		err = walk_existing(mm, vma->vm_start, vma->vm_end,
-				    flags & GHOST_VMA_FILE, &r);
-		if (err)
-			return err;
+	if (flags & (GHOST_VMA_SHARED | GHOST_VMA_VDSO | GHOST_VMA_VVAR))
+		return 0;
+	return ghost_collect_runs(mm, vma->vm_start, vma->vm_end,
+				  flags & GHOST_VMA_FILE, &snap->runs);
+}
+
+static void free_snaps(struct vma_snap *snaps, unsigned int n)
+{
+	unsigned int i;
+
+	for (i = 0; snaps && i < n; i++) {
+		kfree(snaps[i].path);
+		ghost_runs_free(&snaps[i].runs);
 	}
-	err = ghost_section_write(s, GHOST_SEC_VMA, &v, sizeof(v), path,
-				  v.path_len);
-	if (err || !v.nr_pages)
+	kvfree(snaps);
+}
+
+/* The layout and every mapping with its runs, in one mmap_lock hold. */
+static int snap_mm(struct mm_struct *mm, struct ghost_mm *m,
+		   struct vma_snap **out, char *buf, char *reason)
+{
+	struct vm_area_struct *vma;
+	struct vma_snap *snaps;
+	unsigned int i = 0;
+	int err = 0;
+
+	mmap_read_lock(mm);
+	fill_mm(m, mm);
+	{
+		VMA_ITERATOR(vmi, mm, 0);
+
+		for_each_vma(vmi, vma)
+			m->nr_vmas++;
+	}
+	snaps = kvcalloc(m->nr_vmas, sizeof(*snaps), GFP_KERNEL);
+	if (!snaps) {
+		err = -ENOMEM;
+	} else {
+		VMA_ITERATOR(vmi, mm, 0);
+
+		for_each_vma(vmi, vma) {
+			err = snap_vma(mm, vma, &snaps[i++], buf, reason);
+			if (err)
+				break;
+		}
+	}
+	mmap_read_unlock(mm);
+	if (err) {
+		free_snaps(snaps, m->nr_vmas);
 		return err;
-	r = (struct runs){ .fn = write_run, .arg = w };
-	return walk_existing(mm, vma->vm_start, vma->vm_end,
-			     flags & GHOST_VMA_FILE, &r);
+	}
+	*out = snaps;
+	return 0;
 }
 
 int ghost_write_mm(struct ghost_stream *s, struct mm_struct *mm, char *reason)
 {
-	struct vm_area_struct *vma;
+	struct vma_snap *snaps = NULL;
 	struct page_writer *w;
 	struct ghost_mm *m;
+	unsigned int i;
+	size_t r;
 	char *buf;
 	int err = -ENOMEM;
 
@@ -368,25 +299,21 @@ int ghost_write_mm(struct ghost_stream *s, struct mm_struct *mm, char *reason)
 	w->s = s;
 	w->mm = mm;
 
-	mmap_read_lock(mm);
-	fill_mm(m, mm);
-	{
-		VMA_ITERATOR(vmi, mm, 0);
-
-		for_each_vma(vmi, vma)
-			m->nr_vmas++;
-	}
+	err = snap_mm(mm, m, &snaps, buf, reason);
+	if (err)
+		goto out;
 	err = ghost_section_write(s, GHOST_SEC_MM, m, sizeof(*m), NULL, 0);
-	if (!err) {
-		VMA_ITERATOR(vmi, mm, 0);
+	for (i = 0; !err && i < m->nr_vmas; i++) {
+		struct vma_snap *snap = &snaps[i];
 
-		for_each_vma(vmi, vma) {
-			err = write_vma(s, mm, vma, buf, w, reason);
-			if (err)
-				break;
-		}
+		snap->v.nr_pages = snap->runs.pages;
+		err = ghost_section_write(s, GHOST_SEC_VMA, &snap->v,
+					  sizeof(snap->v), snap->path,
+					  snap->v.path_len);
+		for (r = 0; !err && r < snap->runs.nr; r++)
+			err = write_run(w, &snap->runs.v[r]);
 	}
-	mmap_read_unlock(mm);
+	free_snaps(snaps, m->nr_vmas);
 out:
 	kfree(buf);
 	kfree(w);

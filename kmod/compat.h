@@ -8,6 +8,10 @@
 
 #include <linux/version.h>
 #include <linux/device.h>
+#include <linux/fs.h>
+#include <linux/magic.h>
+#include <linux/pid.h>
+#include <linux/string.h>
 
 /* 6.4 dropped the owner argument of class_create(). */
 #if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 4, 0)
@@ -47,5 +51,35 @@
 #define ghost_rseq_len(t) ((t)->rseq ? 32U : 0U)
 #define ghost_set_rseq_len(t, len) do { } while (0)
 #endif
+
+/*
+ * The struct pid a pidfd holds, or NULL for any other file. pidfd_pid() is
+ * not exported, so the file is recognised by its filesystem: before 6.9 an
+ * anonymous inode named "[pidfd]" (only the pidfd code makes one), from 6.9
+ * on pidfs. Either way private_data is the pid, pinned by the file.
+ */
+static inline struct pid *ghost_pidfd_pid(const struct file *f)
+{
+	const struct super_block *sb = file_inode(f)->i_sb;
+
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 9, 0)
+	if (sb->s_magic == PIDFS_MAGIC)
+		return f->private_data;
+#else
+	if (sb->s_magic == ANON_INODE_FS_MAGIC &&
+	    !strcmp(f->f_path.dentry->d_name.name, "[pidfd]"))
+		return f->private_data;
+#endif
+	return NULL;
+}
+
+/*
+ * From 6.5 on pte_offset_map() can fail (NULL) when the page table went
+ * away under a walker that holds mmap_lock only for reading (it also holds
+ * the RCU read lock until pte_unmap(): nothing may sleep in between). The
+ * caller reads the pmd again. Before 6.5 it cannot fail; the name marks the
+ * callers that handle both.
+ */
+#define ghost_pte_offset_map(pmd, addr) pte_offset_map(pmd, addr)
 
 #endif /* GHOST_COMPAT_H */

@@ -8,11 +8,16 @@
  * registers and FPU state, which are then consistent, and parks. While it is
  * parked the caller reads the rest (memory, files, signals) and writes the
  * image, then lets the target go on, stop or die as asked.
+ *
+ * The target comes as a pidfd, and the right to export it as a descriptor
+ * of its /proc/PID/mem that the caller could open (see check_mem_fd()).
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
 #include <linux/cred.h>
 #include <linux/elf.h>
+#include <linux/file.h>
+#include <linux/magic.h>
 #include <linux/ktime.h>
 #include <linux/pid.h>
 #include <linux/regset.h>
@@ -26,6 +31,7 @@
 #include <linux/ghost.h>
 
 #include "capture.h"
+#include "compat.h"
 #include "import.h"
 #include "internal.h"
 
@@ -125,35 +131,6 @@ static void freeze_work(struct callback_head *work)
 	freeze_put(f);
 }
 
-/* The same rule as ptrace_may_access() in its PTRACE_MODE_REALCREDS form. */
-static bool may_export(struct task_struct *task)
-{
-	const struct cred *cred = current_cred(), *tcred;
-	struct user_namespace *ns;
-	bool same;
-	int dumpable = 0;
-
-	rcu_read_lock();
-	tcred = __task_cred(task);
-	same = uid_eq(cred->uid, tcred->euid) &&
-	       uid_eq(cred->uid, tcred->suid) &&
-	       uid_eq(cred->uid, tcred->uid) &&
-	       gid_eq(cred->gid, tcred->egid) &&
-	       gid_eq(cred->gid, tcred->sgid) &&
-	       gid_eq(cred->gid, tcred->gid);
-	ns = tcred->user_ns;
-	rcu_read_unlock();
-
-	task_lock(task);
-	if (task->mm)
-		dumpable = get_dumpable(task->mm);
-	task_unlock(task);
-
-	if (same && dumpable == SUID_DUMP_USER)
-		return true;
-	return ns_capable(ns, CAP_SYS_PTRACE);
-}
-
 /* What can be refused before the target is disturbed. */
 static int check_target(struct task_struct *task, char *reason)
 {
@@ -186,16 +163,73 @@ static int check_target(struct task_struct *task, char *reason)
 	return 0;
 }
 
-static struct task_struct *get_target(pid_t nr)
+/* The process a pidfd names (a reference), or NULL with a reason. */
+static struct task_struct *pidfd_task(int fd, char *reason)
 {
-	struct pid *pid = find_get_pid(nr);
-	struct task_struct *task;
+	struct task_struct *task = NULL;
+	struct fd f = fdget(fd);
+	struct pid *pid;
 
-	if (!pid)
+	if (!f.file) {
+		ghost_reason(reason, "pidfd %d is not an open descriptor", fd);
 		return NULL;
-	task = get_pid_task(pid, PIDTYPE_PID);
-	put_pid(pid);
+	}
+	pid = ghost_pidfd_pid(f.file);
+	if (!pid)
+		ghost_reason(reason, "fd %d is not a pidfd (see pidfd_open(2))", fd);
+	else
+		task = get_pid_task(pid, PIDTYPE_PID);
+	if (pid && !task)
+		ghost_reason(reason, "the process of pidfd %d has exited", fd);
+	fdput(f);
 	return task;
+}
+
+/*
+ * The access check is the kernel's own: opening /proc/PID/mem ran
+ * ptrace_may_access(PTRACE_MODE_ATTACH_FSCREDS) with the LSM and Yama hooks,
+ * and the open file holds the mm it was opened for. It must be @task's mm
+ * now: after an execve the descriptor names the old one.
+ */
+static int check_mem_fd(int fd, struct task_struct *task, struct mm_struct *mm,
+			char *reason)
+{
+	struct fd f = fdget(fd);
+	int err = 0;
+
+	if (!f.file) {
+		ghost_reason(reason, "mem_fd %d is not an open descriptor", fd);
+		return -EBADF;
+	}
+	if (file_inode(f.file)->i_sb->s_magic != PROC_SUPER_MAGIC ||
+	    strcmp(f.file->f_path.dentry->d_name.name, "mem")) {
+		ghost_reason(reason, "mem_fd %d is not a /proc/PID/mem descriptor", fd);
+		err = -EINVAL;
+	} else if (f.file->private_data != mm) {
+		ghost_reason(reason,
+			     "mem_fd %d is not the memory of pid %d now (another process, or it ran execve since the open)",
+			     fd, task_pid_vnr(task));
+		err = -ESTALE;
+	}
+	fdput(f);
+	return err;
+}
+
+/* The target, parked, must still be what was checked: no execve between. */
+static int check_unchanged(struct task_struct *task, struct mm_struct *mm,
+			   const struct cred *cred, char *reason)
+{
+	bool same;
+
+	task_lock(task);
+	same = task->mm == mm && rcu_access_pointer(task->real_cred) == cred &&
+	       rcu_access_pointer(task->cred) == cred;
+	task_unlock(task);
+	if (same)
+		return 0;
+	ghost_reason(reason, "pid %d changed its memory or credentials (execve?) during the export",
+		     task_pid_vnr(task));
+	return -ESTALE;
 }
 
 /* Parks @task in its own context; on success @f holds its CPU state. */
@@ -228,47 +262,47 @@ static int freeze(struct task_struct *task, struct ghost_freeze *f)
 long ghost_export(struct ghost *g, struct ghost_export *e)
 {
 	u32 fate = e->flags & GHOST_EXPORT_FLAGS;
+	const struct cred *tcred = NULL;
+	struct task_struct *task = NULL;
+	struct mm_struct *mm = NULL;
 	struct ghost_freeze *f;
-	struct task_struct *task;
-	struct mm_struct *mm;
 	struct ghost_stream s;
+	struct ghost_res *res;
 	long err;
 
 	memset(e->reason, 0, sizeof(e->reason));
 	e->bytes = 0;
 	e->frozen_ns = 0;
 	if ((e->flags & ~GHOST_EXPORT_FLAGS) || hweight32(fate) != 1 ||
-	    e->__pad || !ghost_all_zero(e->resv, ARRAY_SIZE(e->resv)))
+	    !ghost_all_zero(e->resv, ARRAY_SIZE(e->resv)))
 		return -EINVAL;
 
 	mutex_lock(&g->lock);
-	if (!g->res) {
+	res = g->res;
+	if (!res) {
 		ghost_reason(e->reason, "no resource object is plugged into the ghost");
 		err = -ENXIO;
 		goto out_unlock;
 	}
-	task = get_target(e->pid);
+	task = pidfd_task(e->pidfd, e->reason);
 	if (!task) {
-		ghost_reason(e->reason, "no process with pid %d", e->pid);
 		err = -ESRCH;
 		goto out_unlock;
-	}
-	if (!may_export(task)) {
-		ghost_reason(e->reason,
-			     "not allowed to export pid %d: needs the same user or CAP_SYS_PTRACE",
-			     e->pid);
-		err = -EPERM;
-		goto out_task;
 	}
 	err = check_target(task, e->reason);
 	if (err)
 		goto out_task;
 	mm = get_task_mm(task);
 	if (!mm) {
-		ghost_reason(e->reason, "pid %d has no memory (exiting?)", e->pid);
+		ghost_reason(e->reason, "pid %d has no memory (exiting?)",
+			     task_pid_vnr(task));
 		err = -ESRCH;
 		goto out_task;
 	}
+	err = check_mem_fd(e->mem_fd, task, mm, e->reason);
+	if (err)
+		goto out_mm;
+	tcred = get_task_cred(task);
 	f = kzalloc(sizeof(*f), GFP_KERNEL);
 	if (!f) {
 		err = -ENOMEM;
@@ -279,14 +313,18 @@ long ghost_export(struct ghost *g, struct ghost_export *e)
 	if (err) {
 		ghost_reason(e->reason, err == -EINTR ?
 			     "interrupted while waiting for pid %d to stop" :
-			     "pid %d exited", e->pid);
+			     "pid %d exited", task_pid_vnr(task));
 		goto out_freeze;
 	}
 	if (f->cpu.err) {
 		err = f->cpu.err;
-		ghost_reason(e->reason, "reading the registers of pid %d failed", e->pid);
+		ghost_reason(e->reason, "reading the registers of pid %d failed",
+			     task_pid_vnr(task));
 		goto out_release;
 	}
+	err = check_unchanged(task, mm, tcred, e->reason);
+	if (err)
+		goto out_release;
 
 	/* Refusals that need the target still come before any byte is written. */
 	err = ghost_check_task(task, mm, e->reason);
@@ -296,9 +334,9 @@ long ghost_export(struct ghost *g, struct ghost_export *e)
 	/* A staged image may share the pages this export rewrites. */
 	ghost_staged_free(g->staged);
 	g->staged = NULL;
-	if (g->res->ops->truncate)
-		g->res->ops->truncate(g->res);
-	ghost_stream_init(&s, g->res);
+	if (res->ops->truncate)
+		res->ops->truncate(res);
+	ghost_stream_init(&s, res);
 	err = ghost_write_image(&s, task, mm, &f->cpu, e->reason);
 	e->bytes = s.off;
 	if (err)
@@ -314,12 +352,18 @@ out_release:
 out_freeze:
 	freeze_put(f);
 out_mm:
+	if (tcred)
+		put_cred(tcred);
 	mmput(mm);
 out_task:
+	ghost_event(GHOST_CMD_EXPORTED, task, e->flags, e->bytes, e->frozen_ns,
+		    err, e->reason);
 	put_task_struct(task);
+	mutex_unlock(&g->lock);
+	return err;
 out_unlock:
 	mutex_unlock(&g->lock);
-	ghost_event(GHOST_CMD_EXPORTED, e->pid, e->flags, e->bytes, e->frozen_ns,
+	ghost_event(GHOST_CMD_EXPORTED, NULL, e->flags, e->bytes, e->frozen_ns,
 		    err, e->reason);
 	return err;
 }

@@ -8,13 +8,19 @@
  * do) and calls again. Then, if the vDSO is in place, the point of no return
  * is passed and restore.c rebuilds the caller.
  */
+#include <linux/compat.h>
+#include <linux/cred.h>
+#include <linux/fdtable.h>
 #include <linux/file.h>
 #include <linux/mm.h>
 #include <linux/fs_struct.h>
 #include <linux/ptrace.h>
+#include <linux/sched/coredump.h>
+#include <linux/sched/mm.h>
 #include <linux/sched/signal.h>
 #include <linux/sched/task_stack.h>
 #include <linux/task_work.h>
+#include <asm/fpu/types.h>
 #include <asm/segment.h>
 #include <linux/ghost.h>
 
@@ -37,6 +43,72 @@ static unsigned long current_vvar(void)
 	}
 	mmap_read_unlock(mm);
 	return start;
+}
+
+/*
+ * What the importer itself must be, checked on every call before the image
+ * is read: rebuilding it in place must not break another task that shares
+ * its memory, descriptors or fs, and the image is 64-bit only.
+ */
+static int check_importer(char *reason)
+{
+	struct mm_struct *mm = current->mm;
+
+	if (in_compat_syscall()) {
+		ghost_reason(reason, "the importer is a 32-bit process: images are 64-bit");
+		return -EOPNOTSUPP;
+	}
+	if (get_nr_threads(current) != 1) {
+		ghost_reason(reason, "the importer must be single-threaded");
+		return -EBUSY;
+	}
+	/* vfork children are not marked MMF_MULTIPROCESS; CLONE_VM ones are. */
+	if (current->vfork_done || test_bit(MMF_MULTIPROCESS, &mm->flags)) {
+		ghost_reason(reason,
+			     "the importer shares its memory with another process (vfork or CLONE_VM)");
+		return -EBUSY;
+	}
+	if (atomic_read(&current->files->count) != 1) {
+		ghost_reason(reason,
+			     "the importer shares its descriptor table with another process (CLONE_FILES)");
+		return -EBUSY;
+	}
+	if (current->fs->users != 1) {
+		ghost_reason(reason,
+			     "the importer shares its working directory with another process (CLONE_FS)");
+		return -EBUSY;
+	}
+	return 0;
+}
+
+/*
+ * A staged image was checked for the task that prepared it: files opened
+ * and limits compared with its credentials, the FPU state converted into
+ * its FPU buffer size. Nobody else may restore it.
+ */
+static void own_staged(struct ghost_staged *st)
+{
+	st->owner = get_task_pid(current, PIDTYPE_TGID);
+	st->cred = get_current_cred();
+	st->owner_mm = current->mm;
+	mmgrab(st->owner_mm);
+	st->fp_size = current->thread.fpu.fpstate->size;
+}
+
+static int check_owner(const struct ghost_staged *st, char *reason)
+{
+	if (st->owner == task_tgid(current) && st->cred == current_cred() &&
+	    st->owner_mm == current->mm &&
+	    st->fp_size == current->thread.fpu.fpstate->size)
+		return 0;
+	if (st->owner != task_tgid(current))
+		ghost_reason(reason,
+			     "the image was prepared by pid %d: only that process may import it",
+			     pid_vnr(st->owner));
+	else
+		ghost_reason(reason,
+			     "the importer changed its credentials, memory or FPU state since it prepared the image");
+	return -EPERM;
 }
 
 /* The last checks before the point of no return. */
@@ -104,16 +176,20 @@ int ghost_import(struct ghost *g, struct ghost_import *im, struct file *self,
 		err = -ENXIO;
 		goto out;
 	}
-	if (get_nr_threads(current) != 1 || current->fs->users != 1) {
-		ghost_reason(im->reason,
-			     "the importer must be single-threaded, not sharing its fs");
-		err = -EBUSY;
+	err = check_importer(im->reason);
+	if (err)
 		goto out;
-	}
 
+	/* Taken out: a refused importer drops it; a prepared one is put back. */
 	st = g->staged;
 	g->staged = NULL;
-	if (!st) {
+	if (st) {
+		err = check_owner(st, im->reason);
+		if (err) {
+			ghost_staged_free(st);
+			goto out;
+		}
+	} else {
 		if (g->res->ops->rewind)
 			g->res->ops->rewind(g->res);
 		ghost_stream_init(&s, g->res);
@@ -121,6 +197,7 @@ int ghost_import(struct ghost *g, struct ghost_import *im, struct file *self,
 		im->bytes = s.off;
 		if (err)
 			goto out;
+		own_staged(st);
 	}
 	im->bytes = st->bytes;
 	sv = ghost_staged_vma(st, GHOST_VMA_VVAR);
@@ -140,6 +217,12 @@ int ghost_import(struct ghost *g, struct ghost_import *im, struct file *self,
 		err = -ENOMEM;
 		goto out;
 	}
+	/*
+	 * The staged image is ours alone now (its pages are referenced, not
+	 * borrowed under the lock): the rebuild, which maps and faults, runs
+	 * without g->lock.
+	 */
+	mutex_unlock(&g->lock);
 
 	/* The point of no return. */
 	*ax = st->regs.ax;
@@ -148,10 +231,9 @@ int ghost_import(struct ghost *g, struct ghost_import *im, struct file *self,
 	get_file(self);		/* restore_files() may close its descriptor */
 	err = ghost_restore(st, self);
 	ghost_staged_free(st);
-	mutex_unlock(&g->lock);
 	fput(self);
-	ghost_event(GHOST_CMD_IMPORTED, task_tgid_vnr(current), im->flags,
-		    im->bytes, 0, err, NULL);
+	ghost_event(GHOST_CMD_IMPORTED, current, im->flags, im->bytes, 0, err,
+		    NULL);
 	if (err) {
 		/* Being killed makes copies fail: that is no failure of ours. */
 		if (!fatal_signal_pending(current))
@@ -167,7 +249,7 @@ int ghost_import(struct ghost *g, struct ghost_import *im, struct file *self,
 out:
 	mutex_unlock(&g->lock);
 	if (err)
-		ghost_event(GHOST_CMD_IMPORTED, task_tgid_vnr(current), im->flags,
-			    im->bytes, 0, err, im->reason);
+		ghost_event(GHOST_CMD_IMPORTED, current, im->flags, im->bytes, 0,
+			    err, im->reason);
 	return err;
 }

@@ -37,6 +37,11 @@ struct staged_file {
 };
 
 struct ghost_staged {
+	/* who prepared it (import.c): nobody else may restore it */
+	struct pid *owner;
+	const struct cred *cred;
+	struct mm_struct *owner_mm;	/* grabbed: compared, never used */
+	unsigned int fp_size;		/* the owner's fpstate->size, as @fp */
 	struct ghost_image_header hdr;
 	struct ghost_task task;
 	struct ghost_regs regs;
@@ -53,6 +58,7 @@ struct ghost_staged {
 	unsigned int nr_files;
 	size_t files_cap;
 	struct staged_file *files;
+	u64 fd_end;			/* highest installed fd + 1, 0 if none */
 	u64 bytes;
 };
 

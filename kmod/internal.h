@@ -28,9 +28,14 @@ void ghost_free_page(struct page *pg);
 int ghost_array_reserve(void **arr, size_t *cap, size_t used, size_t want,
 			size_t elem, gfp_t gfp);
 
-/* uarg.c: size-extensible ioctl arguments (see uapi/linux/ghost.h). */
+/*
+ * uarg.c: size-extensible ioctl arguments (see uapi/linux/ghost.h).
+ * ghost_ioc_is(): @cmd is the command @known in type, number and direction
+ * (its size bits carry the caller's sizeof, checked by ghost_uarg_in()).
+ */
+bool ghost_ioc_is(unsigned int cmd, unsigned int known);
 int ghost_uarg_in(void *karg, size_t ksize, size_t min_size,
-		  const void __user *uarg, u32 *usize);
+		  const void __user *uarg, u32 cmdsize, u32 *usize);
 int ghost_uarg_out(void __user *uarg, u32 usize, const void *karg,
 		   size_t ksize);
 
@@ -81,9 +86,16 @@ int ghost_section_write(struct ghost_stream *s, u32 type, const void *a,
 /* object.c: a ghost object, the file descriptor GHOST_IOC_CREATE returns. */
 struct ghost_staged;
 
+/*
+ * Lock order: g->lock, then any mmap_lock, then a memory resource's own
+ * lock. g->lock serializes plug, export, import and the user reads and
+ * writes of the image, and may be held across user copies that fault;
+ * so it is never taken under an mmap_lock: ->mmap reads @res without it
+ * (set once, published with release semantics, freed only at release).
+ */
 struct ghost {
-	struct mutex lock;		/* serializes plug/export/import */
-	struct ghost_res *res;		/* NULL until plugged */
+	struct mutex lock;		/* see the lock order above */
+	struct ghost_res *res;		/* NULL until plugged; then fixed */
 	struct ghost_staged *staged;	/* image read by GHOST_IMPORT_PREPARE */
 };
 
@@ -93,11 +105,15 @@ int ghost_create_fd(u32 flags);
 struct ghost_export;
 long ghost_export(struct ghost *g, struct ghost_export *arg);
 
-/* netlink.c: events for each finished export/import. */
+/*
+ * netlink.c: events for each finished export/import; @task is the exported
+ * process or the importer (NULL when none was found).
+ */
+struct task_struct;
 int ghost_netlink_init(void);
 void ghost_netlink_exit(void);
-void ghost_event(u8 cmd, pid_t pid, u32 flags, u64 bytes, u64 frozen_ns,
-		 int result, const char *reason);
+void ghost_event(u8 cmd, struct task_struct *task, u32 flags, u64 bytes,
+		 u64 frozen_ns, int result, const char *reason);
 
 /* Sets a reason for user space; a printf-like sentence. */
 #define ghost_reason(buf, fmt, ...) \

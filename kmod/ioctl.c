@@ -18,14 +18,14 @@ bool ghost_all_zero(const __u64 *v, size_t n)
 	return true;
 }
 
-static long ghost_ioctl_version(void __user *uarg)
+static long ghost_ioctl_version(void __user *uarg, u32 cmdsize)
 {
 	struct ghost_version v;
 	u32 usize;
 	int err;
 
 	err = ghost_uarg_in(&v, sizeof(v), GHOST_VERSION_SIZE_VER0, uarg,
-			    &usize);
+			    cmdsize, &usize);
 	if (err)
 		return err;
 	if (v.flags || v.__pad || !ghost_all_zero(v.resv, ARRAY_SIZE(v.resv)))
@@ -41,13 +41,14 @@ static long ghost_ioctl_version(void __user *uarg)
 	return ghost_uarg_out(uarg, usize, &v, sizeof(v));
 }
 
-static long ghost_ioctl_create(void __user *uarg)
+static long ghost_ioctl_create(void __user *uarg, u32 cmdsize)
 {
 	struct ghost_create c;
 	u32 usize;
 	int err;
 
-	err = ghost_uarg_in(&c, sizeof(c), GHOST_CREATE_SIZE_VER0, uarg, &usize);
+	err = ghost_uarg_in(&c, sizeof(c), GHOST_CREATE_SIZE_VER0, uarg, cmdsize,
+			    &usize);
 	if (err)
 		return err;
 	if ((c.flags & ~GHOST_CREATE_FLAGS) ||
@@ -60,15 +61,9 @@ long ghost_dev_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 {
 	void __user *uarg = (void __user *)arg;
 
-	/* Dispatch on type and number: the size travels inside the struct. */
-	if (_IOC_TYPE(cmd) != GHOST_IOC_MAGIC)
-		return -ENOTTY;
-	switch (_IOC_NR(cmd)) {
-	case _IOC_NR(GHOST_IOC_VERSION):
-		return ghost_ioctl_version(uarg);
-	case _IOC_NR(GHOST_IOC_CREATE):
-		return ghost_ioctl_create(uarg);
-	default:
-		return -ENOTTY;
-	}
+	if (ghost_ioc_is(cmd, GHOST_IOC_VERSION))
+		return ghost_ioctl_version(uarg, _IOC_SIZE(cmd));
+	if (ghost_ioc_is(cmd, GHOST_IOC_CREATE))
+		return ghost_ioctl_create(uarg, _IOC_SIZE(cmd));
+	return -ENOTTY;
 }

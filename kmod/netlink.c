@@ -2,7 +2,16 @@
 /*
  * Events: the generic netlink family "ghost" multicasts one message per
  * finished export or import, for monitors (ghostctl monitor) and daemons.
+ *
+ * Where they go: the family is not network-namespace aware (no netnsok), so
+ * it exists, and can be joined, in the initial network namespace only; the
+ * group needs CAP_NET_ADMIN there. A pid means something only in a pid
+ * namespace, so events carry the process's pid in the initial pid
+ * namespace, the one an administrator of the initial network namespace
+ * sees. Sending to every namespace with the exporter's own view of the pid
+ * would hand other namespaces numbers that name nothing, or something else.
  */
+#include <linux/sched.h>
 #include <net/genetlink.h>
 #include <linux/ghost.h>
 
@@ -23,9 +32,10 @@ static struct genl_family ghost_genl = {
 	.resv_start_op = __GHOST_CMD_MAX,
 };
 
-void ghost_event(u8 cmd, pid_t pid, u32 flags, u64 bytes, u64 frozen_ns,
-		 int result, const char *reason)
+void ghost_event(u8 cmd, struct task_struct *task, u32 flags, u64 bytes,
+		 u64 frozen_ns, int result, const char *reason)
 {
+	pid_t pid = task ? task_tgid_nr(task) : 0;
 	struct sk_buff *skb;
 	void *hdr;
 
@@ -48,7 +58,7 @@ void ghost_event(u8 cmd, pid_t pid, u32 flags, u64 bytes, u64 frozen_ns,
 	}
 	genlmsg_end(skb, hdr);
 	/* -ESRCH just means nobody listens. */
-	genlmsg_multicast_allns(&ghost_genl, skb, 0, 0);
+	genlmsg_multicast(&ghost_genl, skb, 0, 0, GFP_KERNEL);
 }
 
 int ghost_netlink_init(void)

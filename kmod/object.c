@@ -14,14 +14,15 @@
 
 #include "import.h"
 
-static long ghost_plug(struct ghost *g, void __user *uarg)
+static long ghost_plug(struct ghost *g, void __user *uarg, u32 cmdsize)
 {
 	struct ghost_plug p;
 	struct ghost_res *res;
 	u32 usize;
 	int err;
 
-	err = ghost_uarg_in(&p, sizeof(p), GHOST_PLUG_SIZE_VER0, uarg, &usize);
+	err = ghost_uarg_in(&p, sizeof(p), GHOST_PLUG_SIZE_VER0, uarg, cmdsize,
+			    &usize);
 	if (err)
 		return err;
 	if (p.flags || !ghost_all_zero(p.resv, ARRAY_SIZE(p.resv)))
@@ -37,13 +38,15 @@ static long ghost_plug(struct ghost *g, void __user *uarg)
 		err = PTR_ERR(res);
 		goto out;
 	}
-	g->res = res;
+	/* ->mmap reads it without the lock: publish it whole. */
+	smp_store_release(&g->res, res);
 out:
 	mutex_unlock(&g->lock);
 	return err;
 }
 
-static long ghost_ioctl_export(struct ghost *g, void __user *uarg)
+static long ghost_ioctl_export(struct ghost *g, void __user *uarg,
+			       u32 cmdsize)
 {
 	struct ghost_export *e;
 	u32 usize;
@@ -52,7 +55,8 @@ static long ghost_ioctl_export(struct ghost *g, void __user *uarg)
 	e = kmalloc(sizeof(*e), GFP_KERNEL);
 	if (!e)
 		return -ENOMEM;
-	ret = ghost_uarg_in(e, sizeof(*e), GHOST_EXPORT_SIZE_VER0, uarg, &usize);
+	ret = ghost_uarg_in(e, sizeof(*e), GHOST_EXPORT_SIZE_VER0, uarg, cmdsize,
+			    &usize);
 	if (ret)
 		goto out;
 	ret = ghost_export(g, e);
@@ -65,7 +69,7 @@ out:
 }
 
 static long ghost_ioctl_import(struct ghost *g, struct file *file,
-			       void __user *uarg)
+			       void __user *uarg, u32 cmdsize)
 {
 	struct ghost_import *im;
 	long ax = 0;
@@ -75,7 +79,8 @@ static long ghost_ioctl_import(struct ghost *g, struct file *file,
 	im = kmalloc(sizeof(*im), GFP_KERNEL);
 	if (!im)
 		return -ENOMEM;
-	err = ghost_uarg_in(im, sizeof(*im), GHOST_IMPORT_SIZE_VER0, uarg, &usize);
+	err = ghost_uarg_in(im, sizeof(*im), GHOST_IMPORT_SIZE_VER0, uarg, cmdsize,
+			    &usize);
 	if (err)
 		goto out;
 	err = ghost_import(g, im, file, &ax);
@@ -100,21 +105,19 @@ static long ghost_obj_ioctl(struct file *file, unsigned int cmd,
 	struct ghost *g = file->private_data;
 	void __user *uarg = (void __user *)arg;
 
-	if (_IOC_TYPE(cmd) != GHOST_IOC_MAGIC)
-		return -ENOTTY;
-	switch (_IOC_NR(cmd)) {
-	case _IOC_NR(GHOST_IOC_PLUG):
-		return ghost_plug(g, uarg);
-	case _IOC_NR(GHOST_IOC_EXPORT):
-		return ghost_ioctl_export(g, uarg);
-	case _IOC_NR(GHOST_IOC_IMPORT):
-		return ghost_ioctl_import(g, file, uarg);
-	default:
-		return -ENOTTY;
-	}
+	if (ghost_ioc_is(cmd, GHOST_IOC_PLUG))
+		return ghost_plug(g, uarg, _IOC_SIZE(cmd));
+	if (ghost_ioc_is(cmd, GHOST_IOC_EXPORT))
+		return ghost_ioctl_export(g, uarg, _IOC_SIZE(cmd));
+	if (ghost_ioc_is(cmd, GHOST_IOC_IMPORT))
+		return ghost_ioctl_import(g, file, uarg, _IOC_SIZE(cmd));
+	return -ENOTTY;
 }
 
-/* The memory resource behind @g, or NULL (with the lock held on success). */
+/*
+ * The memory resource behind @g, or NULL; with g->lock held on success: the
+ * copies to and from user space that follow may fault, which g->lock allows.
+ */
 static struct ghost_res *ghost_mem_locked(struct ghost *g)
 {
 	mutex_lock(&g->lock);
@@ -152,17 +155,20 @@ static ssize_t ghost_obj_write(struct file *file, const char __user *buf,
 	return n;
 }
 
+/*
+ * Called with the caller's mmap_lock held, so it must not take g->lock
+ * (held elsewhere across faulting user copies): the plugged resource never
+ * changes once set, and the memory resource has its own inner lock.
+ */
 static int ghost_obj_mmap(struct file *file, struct vm_area_struct *vma)
 {
 	struct ghost *g = file->private_data;
-	struct ghost_res *res = ghost_mem_locked(g);
-	int err;
+	/* pairs with the release in ghost_plug(): a whole resource or NULL */
+	struct ghost_res *res = smp_load_acquire(&g->res);
 
-	if (!res)
+	if (!res || res->type != GHOST_RES_MEMORY)
 		return -ENODEV;
-	err = ghost_mem_mmap(res, vma);
-	mutex_unlock(&g->lock);
-	return err;
+	return ghost_mem_mmap(res, vma);
 }
 
 static int ghost_obj_release(struct inode *inode, struct file *file)

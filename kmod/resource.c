@@ -13,6 +13,7 @@
 #include <linux/fs.h>
 #include <linux/highmem.h>
 #include <linux/mm.h>
+#include <linux/mutex.h>
 #include <linux/net.h>
 #include <linux/slab.h>
 #include <linux/file.h>
@@ -24,8 +25,15 @@
 
 /* ---- memory ------------------------------------------------------------ */
 
+/*
+ * @lock guards the page array and the lengths. It is the innermost lock:
+ * ->mmap takes it under the caller's mmap_lock, so nothing that can fault
+ * (a user copy) or take an mmap_lock runs while it is held. User copies
+ * work on a page reference taken under it.
+ */
 struct ghost_mem {
 	struct ghost_res res;
+	struct mutex lock;	/* the pages and lengths; see above */
 	struct page **pages;
 	size_t nr_alloc;	/* length of @pages */
 	size_t nr_pages;	/* pages allocated */
@@ -44,6 +52,7 @@ static int mem_grow(struct ghost_mem *m, size_t need)
 	size_t want = DIV_ROUND_UP(need, PAGE_SIZE);
 	int err;
 
+	lockdep_assert_held(&m->lock);
 	if (need > m->cap)
 		return -EFBIG;
 	err = ghost_array_reserve((void **)&m->pages, &m->nr_alloc, m->nr_pages,
@@ -63,11 +72,11 @@ static int mem_grow(struct ghost_mem *m, size_t need)
 static int mem_write(struct ghost_res *res, const void *buf, size_t len)
 {
 	struct ghost_mem *m = to_mem(res);
-	int err = mem_grow(m, m->len + len);
+	int err;
 
-	if (err)
-		return err;
-	while (len) {
+	mutex_lock(&m->lock);
+	err = mem_grow(m, m->len + len);
+	while (!err && len) {
 		size_t off = offset_in_page(m->len);
 		size_t n = min(len, PAGE_SIZE - off);
 
@@ -76,15 +85,19 @@ static int mem_write(struct ghost_res *res, const void *buf, size_t len)
 		buf += n;
 		len -= n;
 	}
-	return 0;
+	mutex_unlock(&m->lock);
+	return err;
 }
 
 static int mem_read(struct ghost_res *res, void *buf, size_t len)
 {
 	struct ghost_mem *m = to_mem(res);
 
-	if (len > m->len - m->rpos)
+	mutex_lock(&m->lock);
+	if (len > m->len - m->rpos) {
+		mutex_unlock(&m->lock);
 		return -ENODATA;
+	}
 	while (len) {
 		size_t off = offset_in_page(m->rpos);
 		size_t n = min(len, PAGE_SIZE - off);
@@ -94,31 +107,42 @@ static int mem_read(struct ghost_res *res, void *buf, size_t len)
 		buf += n;
 		len -= n;
 	}
+	mutex_unlock(&m->lock);
 	return 0;
 }
 
 static struct page *mem_take_page(struct ghost_res *res)
 {
 	struct ghost_mem *m = to_mem(res);
-	struct page *pg;
+	struct page *pg = NULL;
 
-	if ((m->rpos & ~PAGE_MASK) || m->len - m->rpos < PAGE_SIZE)
-		return NULL;
-	pg = m->pages[m->rpos >> PAGE_SHIFT];
-	get_page(pg);
-	m->rpos += PAGE_SIZE;
+	mutex_lock(&m->lock);
+	if (!(m->rpos & ~PAGE_MASK) && m->len - m->rpos >= PAGE_SIZE) {
+		pg = m->pages[m->rpos >> PAGE_SHIFT];
+		get_page(pg);
+		m->rpos += PAGE_SIZE;
+	}
+	mutex_unlock(&m->lock);
 	return pg;
 }
 
 static void mem_rewind(struct ghost_res *res)
 {
-	to_mem(res)->rpos = 0;
+	struct ghost_mem *m = to_mem(res);
+
+	mutex_lock(&m->lock);
+	m->rpos = 0;
+	mutex_unlock(&m->lock);
 }
 
 static void mem_truncate(struct ghost_res *res)
 {
-	to_mem(res)->len = 0;
-	to_mem(res)->rpos = 0;
+	struct ghost_mem *m = to_mem(res);
+
+	mutex_lock(&m->lock);
+	m->len = 0;
+	m->rpos = 0;
+	mutex_unlock(&m->lock);
 }
 
 static void mem_release(struct ghost_res *res)
@@ -129,6 +153,7 @@ static void mem_release(struct ghost_res *res)
 	for (i = 0; i < m->nr_pages; i++)
 		ghost_free_page(m->pages[i]);
 	kvfree(m->pages);
+	mutex_destroy(&m->lock);
 	kfree(m);
 }
 
@@ -147,28 +172,56 @@ static struct ghost_res *mem_create(u64 capacity)
 
 	if (!m)
 		return ERR_PTR(-ENOMEM);
+	mutex_init(&m->lock);
 	m->res.ops = &mem_ops;
 	m->res.type = GHOST_RES_MEMORY;
 	m->cap = capacity ? capacity : GHOST_MEMORY_DEFAULT_CAPACITY;
 	return &m->res;
 }
 
-/* Bytes of image in a memory resource (user reads, mmap). */
+/*
+ * The page holding byte @pos of the image and how many bytes of it from
+ * there, with a reference; NULL past the end. The copy to or from user
+ * space is then made without m->lock (it may fault).
+ */
+static struct page *mem_page_at(struct ghost_mem *m, size_t pos, size_t limit,
+				size_t *n)
+{
+	struct page *pg = NULL;
+
+	mutex_lock(&m->lock);
+	if (pos < limit && pos < m->nr_pages * PAGE_SIZE) {
+		pg = m->pages[pos >> PAGE_SHIFT];
+		get_page(pg);
+		*n = min(PAGE_SIZE - offset_in_page(pos), limit - pos);
+	}
+	mutex_unlock(&m->lock);
+	return pg;
+}
+
+/* User reads of the image; g->lock (the caller's) keeps writers away. */
 ssize_t ghost_mem_read_user(struct ghost_res *res, char __user *ubuf,
 			    size_t len, loff_t *pos)
 {
 	struct ghost_mem *m = to_mem(res);
-	size_t done = 0;
+	size_t done = 0, n, end;
+	struct page *pg;
 
 	if (*pos < 0)
 		return -EINVAL;
-	while (done < len && *pos < m->len) {
-		size_t off = offset_in_page(*pos);
-		size_t n = min3(len - done, PAGE_SIZE - off, m->len - (size_t)*pos);
-		void *p = kmap_local_page(m->pages[*pos >> PAGE_SHIFT]);
-		unsigned long left = copy_to_user(ubuf + done, p + off, n);
+	mutex_lock(&m->lock);
+	end = m->len;
+	mutex_unlock(&m->lock);
+	while (done < len &&
+	       (pg = mem_page_at(m, *pos, end, &n))) {
+		unsigned long left;
+		void *p;
 
+		n = min(n, len - done);
+		p = kmap_local_page(pg);
+		left = copy_to_user(ubuf + done, p + offset_in_page(*pos), n);
 		kunmap_local(p);
+		put_page(pg);
 		if (left)
 			return done ? done : -EFAULT;
 		done += n;
@@ -177,45 +230,66 @@ ssize_t ghost_mem_read_user(struct ghost_res *res, char __user *ubuf,
 	return done;
 }
 
+/* User writes append to the image; the caller holds g->lock. */
 ssize_t ghost_mem_write_user(struct ghost_res *res, const char __user *ubuf,
 			     size_t len)
 {
 	struct ghost_mem *m = to_mem(res);
-	size_t done = 0;
-	int err = mem_grow(m, m->len + len);
+	size_t done = 0, n, start;
+	struct page *pg;
+	int err;
 
+	mutex_lock(&m->lock);
+	err = mem_grow(m, m->len + len);
+	start = m->len;
+	mutex_unlock(&m->lock);
 	if (err)
 		return err;
-	while (done < len) {
-		size_t off = offset_in_page(m->len);
-		size_t n = min(len - done, PAGE_SIZE - off);
-		void *p = kmap_local_page(m->pages[m->len >> PAGE_SHIFT]);
-		unsigned long left = copy_from_user(p + off, ubuf + done, n);
+	while (done < len &&
+	       (pg = mem_page_at(m, start + done, start + len, &n))) {
+		unsigned long left;
+		void *p;
 
+		p = kmap_local_page(pg);
+		left = copy_from_user(p + offset_in_page(start + done),
+				      ubuf + done, n);
 		kunmap_local(p);
+		put_page(pg);
 		if (left)
-			return done ? done : -EFAULT;
+			break;
 		done += n;
-		m->len += n;
 	}
-	return done;
+	mutex_lock(&m->lock);
+	m->len = start + done;
+	mutex_unlock(&m->lock);
+	return (done || !len) ? done : -EFAULT;
 }
 
+/* Under the caller's mmap_lock: takes only m->lock. */
 int ghost_mem_mmap(struct ghost_res *res, struct vm_area_struct *vma)
 {
 	struct ghost_mem *m = to_mem(res);
-	size_t pages = DIV_ROUND_UP(m->len, PAGE_SIZE);
+	int err;
 
 	/* The image is read-only once written: no writable or shared-writable maps. */
 	if (vma->vm_flags & VM_WRITE)
 		return -EACCES;
 	ghost_vm_flags_clear(vma, VM_MAYWRITE);
-	return vm_map_pages(vma, m->pages, pages);
+	mutex_lock(&m->lock);
+	err = vm_map_pages(vma, m->pages, DIV_ROUND_UP(m->len, PAGE_SIZE));
+	mutex_unlock(&m->lock);
+	return err;
 }
 
 size_t ghost_mem_len(struct ghost_res *res)
 {
-	return to_mem(res)->len;
+	struct ghost_mem *m = to_mem(res);
+	size_t len;
+
+	mutex_lock(&m->lock);
+	len = m->len;
+	mutex_unlock(&m->lock);
+	return len;
 }
 
 /* ---- file and network ------------------------------------------------ */

@@ -219,7 +219,13 @@ static int restore_files(struct ghost_staged *st, struct file *self)
 		sf->file = NULL;
 	}
 
-	/* Close the placeholders. */
+	/*
+	 * Close the placeholders, up to the table's size now: installing high
+	 * descriptors grew it past @max.
+	 */
+	rcu_read_lock();
+	max = files_fdtable(current->files)->max_fds;
+	rcu_read_unlock();
 	for (fd = 0; fd < max; fd++) {
 		struct file *f = fget(fd);
 
@@ -385,10 +391,17 @@ int ghost_restore(struct ghost_staged *st, struct file *self)
 	err = restore_mm(st);
 	if (err)
 		return err;
-	restore_limits(st);		/* before files: RLIMIT_NOFILE */
+	/*
+	 * Descriptors are installed under whichever RLIMIT_NOFILE admits the
+	 * highest one (stage.c checked that one does): the image's may be
+	 * below it, since lowering the limit closes nothing.
+	 */
+	if (st->fd_end <= st->rlim.rlim[RLIMIT_NOFILE].cur)
+		restore_limits(st);
 	err = restore_files(st, self);
 	if (err)
 		return err;
+	restore_limits(st);
 	restore_fs(st);
 	restore_task(st);
 	restore_signals(st);

@@ -8,13 +8,16 @@
  */
 #include <linux/bitmap.h>
 #include <linux/capability.h>
+#include <linux/cred.h>
 #include <linux/file.h>
 #include <linux/futex.h>
 #include <linux/fs.h>
 #include <linux/highmem.h>
 #include <linux/mman.h>
+#include <linux/mount.h>
 #include <linux/namei.h>
 #include <linux/resource.h>
+#include <linux/sched/mm.h>
 #include <linux/signal_types.h>
 #include <linux/slab.h>
 #include <asm/fpu/api.h>
@@ -494,6 +497,30 @@ static int stage_pages(struct ghost_stream *s, struct staged_vma *sv,
 	return stage_run(s, sv, &p, reason);
 }
 
+/*
+ * What vm_mmap() would refuse after the point of no return is refused here:
+ * a file with no mmap (a directory, /dev/null), or an executable mapping
+ * of a file on a noexec mount.
+ */
+static int check_mappable(struct file *f, const struct ghost_vma *v,
+			  const char *path, char *reason)
+{
+	if (!f->f_op->mmap) {
+		ghost_reason(reason, "%s, mapped at %#llx, cannot be mapped",
+			     path, v->start);
+		return -ENODEV;
+	}
+	/* path_noexec(), which is not exported */
+	if ((v->prot & PROT_EXEC) &&
+	    ((f->f_path.mnt->mnt_flags & MNT_NOEXEC) ||
+	     (f->f_path.mnt->mnt_sb->s_iflags & SB_I_NOEXEC))) {
+		ghost_reason(reason, "%s, mapped executable at %#llx, is on a noexec mount",
+			     path, v->start);
+		return -EPERM;
+	}
+	return 0;
+}
+
 static int stage_vma(struct ghost_stream *s, struct ghost_staged *st,
 		     unsigned int idx, char *reason)
 {
@@ -517,7 +544,10 @@ static int stage_vma(struct ghost_stream *s, struct ghost_staged *st,
 	    (!(v->flags & GHOST_VMA_FILE) != !v->path_len) ||
 	    ((v->flags & GHOST_VMA_SHARED) && !(v->flags & GHOST_VMA_FILE)) ||
 	    ((v->flags & (GHOST_VMA_SHARED | GHOST_VMA_VDSO | GHOST_VMA_VVAR)) &&
-	     v->nr_pages))
+	     v->nr_pages) ||
+	    /* as mmap() sees it: the offset in bytes, plus the length, fits */
+	    ((v->flags & GHOST_VMA_FILE) &&
+	     v->pgoff > ((u64)MAX_LFS_FILESIZE - (v->end - v->start)) >> PAGE_SHIFT))
 		return bad(reason, "the mapping at %#llx is malformed", v->start);
 
 	if (v->flags & GHOST_VMA_FILE) {
@@ -536,8 +566,11 @@ static int stage_vma(struct ghost_stream *s, struct ghost_staged *st,
 			kfree(path);
 			return PTR_ERR(f);
 		}
-		kfree(path);
 		sv->file = f;
+		err = check_mappable(f, v, path, reason);
+		kfree(path);
+		if (err)
+			return err;
 	} else {
 		err = read_tail(s, &sec, sizeof(*v), NULL, 0, reason);
 		if (err)
@@ -610,6 +643,7 @@ static int stage_file(struct ghost_stream *s, struct ghost_staged *st,
 
 	if (f->kind == GHOST_FILE_DUP) {
 		kfree(path);
+		st->fd_end = (u64)f->fd + 1;
 		return stage_dup(st, sf, reason);
 	}
 
@@ -627,6 +661,7 @@ static int stage_file(struct ghost_stream *s, struct ghost_staged *st,
 		return err;
 	}
 
+	st->fd_end = (u64)f->fd + 1;
 	file = filp_open(path, f->flags & ~(O_CREAT | O_EXCL | O_TRUNC |
 					   O_NOCTTY | O_CLOEXEC), 0);
 	if (IS_ERR(file)) {
@@ -679,6 +714,23 @@ static int stage_tail(struct ghost_stream *s, struct ghost_staged *st,
 		st->bytes = s->off;
 		return 0;
 	}
+}
+
+/*
+ * The image's descriptors go in under the image's RLIMIT_NOFILE or, when a
+ * process lowered its limit below descriptors it kept, under the
+ * importer's (restore.c); one of them must admit the highest.
+ */
+static int check_fd_limit(const struct ghost_staged *st, char *reason)
+{
+	u64 own = rlimit(RLIMIT_NOFILE);
+
+	if (st->fd_end <= st->rlim.rlim[RLIMIT_NOFILE].cur || st->fd_end <= own)
+		return 0;
+	ghost_reason(reason,
+		     "the image has fd %llu, above both its RLIMIT_NOFILE (%llu) and the importer's (%llu)",
+		     st->fd_end - 1, st->rlim.rlim[RLIMIT_NOFILE].cur, own);
+	return -EMFILE;
 }
 
 /* Arg and env strings, the stack and the heap must lie in the image. */
@@ -734,6 +786,11 @@ void ghost_staged_free(struct ghost_staged *st)
 		path_put(&st->cwd);
 	kfree(st->sig);
 	kvfree(st->fp);
+	put_pid(st->owner);
+	if (st->cred)
+		put_cred(st->cred);
+	if (st->owner_mm)
+		mmdrop(st->owner_mm);
 	kfree(st);
 }
 
@@ -778,6 +835,8 @@ int ghost_stage(struct ghost_stream *s, struct ghost_staged **out,
 		err = stage_tail(s, st, reason);
 	if (!err)
 		err = check_layout(st, reason);
+	if (!err)
+		err = check_fd_limit(st, reason);
 	if (err) {
 		if (!reason[0])
 			ghost_reason(reason, "reading the image failed (error %d)", err);

@@ -14,6 +14,8 @@
 
 #include <linux/ghost.h>
 
+#include "ghost/c/export_target.h"
+
 static void usage(FILE *out)
 {
 	fprintf(out,
@@ -39,8 +41,10 @@ int main(int argc, char **argv)
 	struct ghost_create c = { .size = sizeof(c), .flags = GHOST_CREATE_CLOEXEC };
 	struct ghost_plug p = { .size = sizeof(p), .type = GHOST_RES_FILE };
 	struct ghost_export e = { .size = sizeof(e), .flags = GHOST_EXPORT_RUN };
+	const char *step;
 	int opt, dev, g, out;
 	char *end;
+	long pid;
 
 	while ((opt = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
 		switch (opt) {
@@ -55,8 +59,8 @@ int main(int argc, char **argv)
 		usage(stderr);
 		return 2;
 	}
-	e.pid = strtol(argv[optind], &end, 10);
-	if (*end || e.pid <= 0) {
+	pid = strtol(argv[optind], &end, 10);
+	if (*end || pid <= 0) {
 		fprintf(stderr, "ghost-export: '%s' is not a pid\n", argv[optind]);
 		return 2;
 	}
@@ -79,14 +83,21 @@ int main(int argc, char **argv)
 		fprintf(stderr, "ghost-export: cannot set up a ghost: %s\n", strerror(errno));
 		return 1;
 	}
+	if (ghost_export_target_open(&e, pid, &step)) {
+		fprintf(stderr, "ghost-export: pid %d: %s: %s\n", (int)pid, step,
+			strerror(errno));
+		if (out != 1)
+			unlink(argv[optind + 1]);
+		return 1;
+	}
 	if (ioctl(g, GHOST_IOC_EXPORT, &e)) {
-		fprintf(stderr, "ghost-export: pid %d: %s\n", e.pid,
+		fprintf(stderr, "ghost-export: pid %d: %s\n", (int)pid,
 			e.reason[0] ? e.reason : strerror(errno));
 		if (out != 1)
 			unlink(argv[optind + 1]);
 		return 1;
 	}
-	fprintf(stderr, "ghost-export: pid %d: %llu bytes, frozen %.3f ms\n", e.pid,
+	fprintf(stderr, "ghost-export: pid %d: %llu bytes, frozen %.3f ms\n", (int)pid,
 		(unsigned long long)e.bytes, e.frozen_ns / 1e6);
 	return 0;
 }

@@ -543,6 +543,11 @@ class Reader {
             return what("is shared but not a file mapping");
         if ((r.flags & (GHOST_VMA_SHARED | GHOST_VMA_VDSO | GHOST_VMA_VVAR)) && r.nr_pages)
             return what("carries pages but is shared or the vDSO");
+        // As mmap() sees it: the byte offset plus the length stays within
+        // the largest file offset (2^63 - 1), or mmap() would refuse it.
+        constexpr std::uint64_t kMaxFileOffset = ~0ULL >> 1;
+        if ((r.flags & GHOST_VMA_FILE) && r.pgoff > (kMaxFileOffset - (r.end - r.start)) / kPage)
+            return what(fmt::format("has file offset page {}, past the largest file", r.pgoff));
         if (r.flags & GHOST_VMA_FILE) {
             auto p = path(*s, sizeof(r), r.path_len, true, FIELD(*s, ghost_vma, path_len));
             if (!p)

@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 #include <linux/ghost.h>
 
+#include "ghost/c/export_target.h"
 #include "ghost/c/restore_self.h"
 #include "sys.hpp"
 
@@ -44,6 +45,20 @@ Error ioctl_error(int err, const char* reason, std::string_view what) {
     return Error::from_errno(err, fmt::format("{} failed: {}", what, errno_text(err)));
 }
 
+// Opening the target's pidfd or /proc/PID/mem failed: the access check.
+Error target_error(int err, pid_t pid, std::string_view step) {
+    if (err == ESRCH || err == ENOENT)
+        return Error::from_errno(ESRCH, fmt::format("no process {}", pid));
+    if (err == EACCES || err == EPERM)
+        return Error::from_errno(
+            EPERM, fmt::format("not allowed to export process {}: opening /proc/{}/mem was "
+                               "refused (only its owner or root may, and Yama or an LSM may "
+                               "forbid even that)",
+                               pid, pid));
+    return Error::from_errno(
+        err, fmt::format("exporting process {}: {} failed: {}", pid, step, errno_text(err)));
+}
+
 class KernelGhost final : public Ghost {
   public:
     KernelGhost(UniqueFd fd, Backend b) : fd_(std::move(fd)), backend_(b) {}
@@ -51,10 +66,13 @@ class KernelGhost final : public Ghost {
     Result<ExportStats> export_process(pid_t pid, Fate fate) override {
         ghost_export e{};
         e.size = sizeof(e);
-        e.pid = pid;
         e.flags = fate == Fate::Run    ? GHOST_EXPORT_RUN
                   : fate == Fate::Stop ? GHOST_EXPORT_STOP
                                        : GHOST_EXPORT_KILL;
+        const char* step = "";
+        if (ghost_export_target_open(&e, pid, &step) != 0)
+            return target_error(errno, pid, step);
+        const UniqueFd pidfd(e.pidfd), mem(e.mem_fd);
         if (::ioctl(fd_.get(), GHOST_IOC_EXPORT, &e) != 0) {
             const int err = errno;
             if (err == ESRCH && !e.reason[0])

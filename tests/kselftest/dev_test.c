@@ -118,7 +118,7 @@ TEST_F(dev, larger_struct_with_zero_tail_is_accepted)
 
 	memset(&big, 0, sizeof(big));
 	big.v.size = sizeof(big);
-	ASSERT_EQ(0, ioctl(self->fd, GHOST_IOC_VERSION, &big));
+	ASSERT_EQ(0, ioctl(self->fd, _IOWR(GHOST_IOC_MAGIC, 0x00, big), &big));
 	EXPECT_EQ(sizeof(big.v), big.v.size);
 	EXPECT_EQ(GHOST_ABI_MAJOR, big.v.major);
 	EXPECT_EQ(0, big.newer[0] | big.newer[1] | big.newer[2] | big.newer[3]);
@@ -134,7 +134,7 @@ TEST_F(dev, larger_struct_with_nonzero_tail_is_e2big)
 	memset(&big, 0, sizeof(big));
 	big.v.size = sizeof(big);
 	big.newer[2] = 42;
-	EXPECT_EQ(-1, ioctl(self->fd, GHOST_IOC_VERSION, &big));
+	EXPECT_EQ(-1, ioctl(self->fd, _IOWR(GHOST_IOC_MAGIC, 0x00, big), &big));
 	EXPECT_EQ(E2BIG, errno);
 }
 

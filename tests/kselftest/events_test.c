@@ -4,6 +4,8 @@
  * announced on the "events" group, which only CAP_NET_ADMIN may join.
  */
 #include <grp.h>
+#include <sched.h>
+#include <sys/mount.h>
 #include <sys/time.h>
 
 #include <netlink/genl/ctrl.h>
@@ -86,11 +88,83 @@ TEST(exports_are_announced)
 	EXPECT_EQ(0, ev.result);
 
 	/* A failed export is announced with its errno and reason. */
-	EXPECT_EQ(-1, ghost_do_export(g, 999999, GHOST_EXPORT_RUN, &e));
+	EXPECT_EQ(-1, ghost_do_export(g, getpid(), GHOST_EXPORT_RUN, &e));
 	ASSERT_LE(0, nl_recvmsgs_default(sk));
 	EXPECT_EQ(GHOST_CMD_EXPORTED, ev.cmd);
-	EXPECT_EQ(-ESRCH, ev.result);
-	EXPECT_NE(NULL, strstr(ev.reason, "999999"));
+	EXPECT_EQ(-EINVAL, ev.result);
+	EXPECT_NE(NULL, strstr(ev.reason, "itself")) TH_LOG("%s", ev.reason);
+	close(g);
+	nl_socket_free(sk);
+}
+
+/*
+ * In a new pid namespace (pid 1 there, with its own /proc): exports its
+ * child and reports that child's pid in the initial namespace on @fd.
+ */
+static void export_from_pid_namespace(int g, int fd)
+{
+	struct ghost_export e;
+	char c, self[32], path[96], line[64] = "";
+	pid_t target = spawn(work_idle_bare, &c, 1);
+	long global = 0;
+	ssize_t n;
+	int f;
+
+	/* The initial namespace's /proc is still mounted: its view. */
+	n = readlink("/proc/self", self, sizeof(self) - 1);
+	self[n > 0 ? n : 0] = 0;
+	snprintf(path, sizeof(path), "/proc/%s/task/%s/children", self, self);
+	f = open(path, O_RDONLY);
+	if (f < 0 || read(f, line, sizeof(line) - 1) <= 0 ||
+	    sscanf(line, "%ld", &global) != 1)
+		_exit(3);
+	close(f);
+	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) ||
+	    mount("proc", "/proc", "proc", 0, NULL))
+		_exit(4);
+	if (ghost_do_export(g, target, GHOST_EXPORT_KILL, &e))
+		_exit(5);
+	if (write(fd, &global, sizeof(global)) != sizeof(global))
+		_exit(6);
+	_exit(0);
+}
+
+/*
+ * Events reach the initial network namespace (the family is not netns
+ * aware), so they carry pids of the initial pid namespace: an exporter in
+ * a container must not hand monitors its own namespace's numbers.
+ */
+TEST(events_carry_the_initial_namespace_pid)
+{
+	struct event ev = { 0 };
+	int err, st = -1, p[2], g = ghost_new_mem();
+	struct nl_sock *sk = subscribe(&ev, &err);
+	long global = 0;
+	pid_t pid;
+
+	ASSERT_NE(NULL, sk) TH_LOG("subscribe: %s", nl_geterror(err));
+	ASSERT_EQ(0, pipe(p));
+	pid = fork();
+	if (pid == 0) {
+		pid_t init;
+
+		if (unshare(CLONE_NEWPID | CLONE_NEWNS))
+			_exit(2);
+		init = fork();
+		if (init == 0)
+			export_from_pid_namespace(g, p[1]);
+		waitpid(init, &st, 0);
+		_exit(WIFEXITED(st) ? WEXITSTATUS(st) : 7);
+	}
+	ASSERT_LT(0, pid);
+	waitpid(pid, &st, 0);
+	ASSERT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0) TH_LOG("status %#x", st);
+	ASSERT_EQ(sizeof(global), read(p[0], &global, sizeof(global)));
+	ASSERT_LE(0, nl_recvmsgs_default(sk));
+	EXPECT_EQ(GHOST_CMD_EXPORTED, ev.cmd);
+	EXPECT_EQ(0, ev.result);
+	EXPECT_EQ((__u32)global, ev.pid) TH_LOG("the event names pid %u", ev.pid);
+	EXPECT_LT(2, ev.pid);	/* not the namespace's own 2 */
 	close(g);
 	nl_socket_free(sk);
 }

@@ -22,6 +22,8 @@
 
 #include <linux/ghost.h>
 
+#include "ghost/c/export_target.h"
+
 #define GHOST_DEV "/dev/" GHOST_DEVICE_NAME
 
 static inline int ghost_new(void)
@@ -56,14 +58,23 @@ static inline int ghost_new_mem(void)
 	return g;
 }
 
+/* Exports @pid: its pidfd and /proc/PID/mem are opened (and closed) here. */
 static inline int ghost_do_export(int g, pid_t pid, __u32 flags,
 				  struct ghost_export *e)
 {
+	const char *step;
+	int ret, err;
+
 	memset(e, 0, sizeof(*e));
 	e->size = sizeof(*e);
 	e->flags = flags;
-	e->pid = pid;
-	return ioctl(g, GHOST_IOC_EXPORT, e);
+	if (ghost_export_target_open(e, pid, &step))
+		return -1;
+	ret = ioctl(g, GHOST_IOC_EXPORT, e);
+	err = errno;
+	ghost_export_target_close(e);
+	errno = err;
+	return ret;
 }
 
 /* Reads everything from @fd until EOF into a malloc'd buffer. */
@@ -297,6 +308,15 @@ static inline void work_idle(int fd)
 	ready(fd, "R", 1);
 	for (;;)
 		pause();
+}
+
+/* Idle, holding only its standard descriptors (no ghost, no socket). */
+static inline void work_idle_bare(int fd)
+{
+	for (int i = 3; i < 1024; i++)
+		if (i != fd)
+			close(i);
+	work_idle(fd);
 }
 
 #endif /* GHOST_TEST_UTIL_H */

@@ -57,6 +57,7 @@
 
 #include <linux/ghost.h>
 
+#include "ghost/c/export_target.h"
 #include "ghost/c/restore_self.h"
 #include "ghost/fd.hpp"
 #include "ghost/image.hpp"
@@ -1050,107 +1051,111 @@ const std::vector<Class>& classes() {
              }
              return true;
          }},
-        {"run-wraparound",
-         [](Gen& g) {
-             // A run whose nr_pages makes "addr + nr_pages" and "carried +
-             // nr_pages" wrap around 2^64 to small numbers, and whose section
-             // size wraps to match: each bound check that adds passes.
-             // With c pages carried before it, nr_pages = 2^64 - c + 1 makes
-             // both sums 1 and the section size data_offset - (c - 1) pages,
-             // which extra zero padding before the data turns into a match.
-             for (auto& v : g.m.vmas) {
-                 for (std::size_t k = 0; k < v.runs.size(); k++) {
-                     if (v.runs[k].nr_pages < 3)
-                         continue;
-                     // Split it so that at least 2 pages are carried before.
-                     v.runs.insert(v.runs.begin() + k + 1, img::PageRun{v.runs[k].addr + 2 * kPage,
-                                                                        v.runs[k].nr_pages - 2, 0});
-                     v.runs[k].nr_pages = 2;
-                     auto ps = pieces_of(g.m, g.ps);
-                     // Find the second half's piece and rewrite it raw.
-                     std::size_t at = 0;
-                     for (; at < ps.size(); at++)
-                         if (ps[at].type == GHOST_SEC_PAGES && ps[at].addr == v.runs[k + 1].addr)
-                             break;
-                     u64 carried_before = 0;
-                     for (std::size_t i = 0; i <= k; i++)
-                         carried_before += v.runs[i].nr_pages;
-                     const u64 n = 0 - carried_before + 1;
-                     Bytes before = build(g.m.header, {ps.begin(), ps.begin() + at}, false);
-                     const u64 hdr_end =
-                         before.size() + sizeof(ghost_section) + sizeof(ghost_pages);
-                     const u64 pad = (kPage - hdr_end % kPage) % kPage;
-                     const u32 data_offset =
-                         static_cast<u32>(sizeof(ghost_pages) + pad + (carried_before - 1) * kPage);
-                     const ghost_section sec{GHOST_SEC_PAGES, 0, data_offset + n * kPage};
-                     const ghost_pages p{v.runs[k + 1].addr, n, data_offset, 0};
-                     auto add = [&](const auto& rec) {
-                         const auto b = std::as_bytes(std::span(&rec, 1));
-                         before.insert(before.end(), b.begin(), b.end());
-                     };
-                     add(sec);
-                     add(p);
-                     before.resize(before.size() + data_offset - sizeof(p));
-                     // Whatever follows: a page of data and a valid END.
-                     before.resize(before.size() + kPage, std::byte{0x5a});
-                     img::Writer w;
-                     w.bytes() = std::move(before);
-                     w.end();
-                     g.out = std::move(w.bytes());
-                     SAY("run at %#llx with nr_pages %#llx, section size %llu", (ull)p.addr, (ull)n,
-                         (ull)sec.size);
-                     return true;
-                 }
-             }
-             return false;
-         },
-         // Fixed: run bounds are compared by subtraction (was a WARN).
+        {
+            "run-wraparound",
+            [](Gen& g) {
+                // A run whose nr_pages makes "addr + nr_pages" and "carried +
+                // nr_pages" wrap around 2^64 to small numbers, and whose section
+                // size wraps to match: each bound check that adds passes.
+                // With c pages carried before it, nr_pages = 2^64 - c + 1 makes
+                // both sums 1 and the section size data_offset - (c - 1) pages,
+                // which extra zero padding before the data turns into a match.
+                for (auto& v : g.m.vmas) {
+                    for (std::size_t k = 0; k < v.runs.size(); k++) {
+                        if (v.runs[k].nr_pages < 3)
+                            continue;
+                        // Split it so that at least 2 pages are carried before.
+                        v.runs.insert(
+                            v.runs.begin() + k + 1,
+                            img::PageRun{v.runs[k].addr + 2 * kPage, v.runs[k].nr_pages - 2, 0});
+                        v.runs[k].nr_pages = 2;
+                        auto ps = pieces_of(g.m, g.ps);
+                        // Find the second half's piece and rewrite it raw.
+                        std::size_t at = 0;
+                        for (; at < ps.size(); at++)
+                            if (ps[at].type == GHOST_SEC_PAGES && ps[at].addr == v.runs[k + 1].addr)
+                                break;
+                        u64 carried_before = 0;
+                        for (std::size_t i = 0; i <= k; i++)
+                            carried_before += v.runs[i].nr_pages;
+                        const u64 n = 0 - carried_before + 1;
+                        Bytes before = build(g.m.header, {ps.begin(), ps.begin() + at}, false);
+                        const u64 hdr_end =
+                            before.size() + sizeof(ghost_section) + sizeof(ghost_pages);
+                        const u64 pad = (kPage - hdr_end % kPage) % kPage;
+                        const u32 data_offset = static_cast<u32>(sizeof(ghost_pages) + pad +
+                                                                 (carried_before - 1) * kPage);
+                        const ghost_section sec{GHOST_SEC_PAGES, 0, data_offset + n * kPage};
+                        const ghost_pages p{v.runs[k + 1].addr, n, data_offset, 0};
+                        auto add = [&](const auto& rec) {
+                            const auto b = std::as_bytes(std::span(&rec, 1));
+                            before.insert(before.end(), b.begin(), b.end());
+                        };
+                        add(sec);
+                        add(p);
+                        before.resize(before.size() + data_offset - sizeof(p));
+                        // Whatever follows: a page of data and a valid END.
+                        before.resize(before.size() + kPage, std::byte{0x5a});
+                        img::Writer w;
+                        w.bytes() = std::move(before);
+                        w.end();
+                        g.out = std::move(w.bytes());
+                        SAY("run at %#llx with nr_pages %#llx, section size %llu", (ull)p.addr,
+                            (ull)n, (ull)sec.size);
+                        return true;
+                    }
+                }
+                return false;
+            },
+            // Fixed: run bounds are compared by subtraction (was a WARN).
         },
-        {"run-huge",
-         [](Gen& g) {
-             // A mapping in the gap below the mmap area with a run header
-             // claiming all its pages, then one page and the end: the stream
-             // is far too short for it.
-             const u64 start = 1ULL << 44,
-                       n = g.rng.pick<u64>({1ULL << 29, 1ULL << 30, 1ULL << 33});
-             auto& vs = g.m.vmas;
-             std::size_t k = 0;
-             while (k < vs.size() && vs[k].rec.end <= start)
-                 k++;
-             if (k == vs.size() || vs[k].rec.start < start + n * kPage || k == 0)
-                 return false;
-             img::Vma v;
-             v.rec.start = start;
-             v.rec.end = start + n * kPage;
-             v.rec.prot = PROT_READ | PROT_WRITE;
-             v.rec.nr_pages = n;
-             vs.insert(vs.begin() + k, v);
-             g.m.mm.nr_vmas++;
-             // Everything up to the new mapping's VMA section, then the run.
-             auto ps = pieces_of(g.m, g.ps);
-             std::size_t at = 0;
-             for (; at < ps.size(); at++)
-                 if (ps[at].type == GHOST_SEC_VMA && ps[at].payload.size() >= sizeof(ghost_vma) &&
-                     std::memcmp(ps[at].payload.data(), &v.rec.start, 8) == 0)
-                     break;
-             img::Writer w;
-             w.bytes() = build(g.m.header, {ps.begin(), ps.begin() + at + 1}, false);
-             const auto sec_at = w.bytes().size();
-             w.pages(start, Bytes(kPage, std::byte{0x5a}));
-             auto& b = w.bytes();
-             ghost_pages p;
-             std::memcpy(&p, b.data() + sec_at + sizeof(ghost_section), sizeof(p));
-             p.nr_pages = n;
-             std::memcpy(b.data() + sec_at + sizeof(ghost_section), &p, sizeof(p));
-             const u64 size = p.data_offset + n * kPage;
-             std::memcpy(b.data() + sec_at + offsetof(ghost_section, size), &size, 8);
-             w.end();
-             g.out = std::move(w.bytes());
-             SAY("mapping %#llx-%#llx with a run header of %llu pages and one page of data",
-                 (ull)v.rec.start, (ull)v.rec.end, (ull)n);
-             return true;
-         },
-         // Fixed: a run's arrays grow as its pages arrive (was a WARN).
+        {
+            "run-huge",
+            [](Gen& g) {
+                // A mapping in the gap below the mmap area with a run header
+                // claiming all its pages, then one page and the end: the stream
+                // is far too short for it.
+                const u64 start = 1ULL << 44,
+                          n = g.rng.pick<u64>({1ULL << 29, 1ULL << 30, 1ULL << 33});
+                auto& vs = g.m.vmas;
+                std::size_t k = 0;
+                while (k < vs.size() && vs[k].rec.end <= start)
+                    k++;
+                if (k == vs.size() || vs[k].rec.start < start + n * kPage || k == 0)
+                    return false;
+                img::Vma v;
+                v.rec.start = start;
+                v.rec.end = start + n * kPage;
+                v.rec.prot = PROT_READ | PROT_WRITE;
+                v.rec.nr_pages = n;
+                vs.insert(vs.begin() + k, v);
+                g.m.mm.nr_vmas++;
+                // Everything up to the new mapping's VMA section, then the run.
+                auto ps = pieces_of(g.m, g.ps);
+                std::size_t at = 0;
+                for (; at < ps.size(); at++)
+                    if (ps[at].type == GHOST_SEC_VMA &&
+                        ps[at].payload.size() >= sizeof(ghost_vma) &&
+                        std::memcmp(ps[at].payload.data(), &v.rec.start, 8) == 0)
+                        break;
+                img::Writer w;
+                w.bytes() = build(g.m.header, {ps.begin(), ps.begin() + at + 1}, false);
+                const auto sec_at = w.bytes().size();
+                w.pages(start, Bytes(kPage, std::byte{0x5a}));
+                auto& b = w.bytes();
+                ghost_pages p;
+                std::memcpy(&p, b.data() + sec_at + sizeof(ghost_section), sizeof(p));
+                p.nr_pages = n;
+                std::memcpy(b.data() + sec_at + sizeof(ghost_section), &p, sizeof(p));
+                const u64 size = p.data_offset + n * kPage;
+                std::memcpy(b.data() + sec_at + offsetof(ghost_section, size), &size, 8);
+                w.end();
+                g.out = std::move(w.bytes());
+                SAY("mapping %#llx-%#llx with a run header of %llu pages and one page of data",
+                    (ull)v.rec.start, (ull)v.rec.end, (ull)n);
+                return true;
+            },
+            // Fixed: a run's arrays grow as its pages arrive (was a WARN).
         },
         {"page-data",
          [](Gen& g) {
@@ -1634,8 +1639,16 @@ int run() {
         ghost_export e{};
         e.size = sizeof(e);
         e.flags = GHOST_EXPORT_KILL;
-        e.pid = pid;
-        if (g && plug(g.get(), GHOST_RES_MEMORY, -1) && ioctl(g.get(), GHOST_IOC_EXPORT, &e) == 0) {
+        const char* step = "";
+        const bool target = ghost_export_target_open(&e, pid, &step) == 0;
+        const int exported = target && g && plug(g.get(), GHOST_RES_MEMORY, -1)
+                                 ? ioctl(g.get(), GHOST_IOC_EXPORT, &e)
+                                 : -1;
+        const int export_errno = errno;
+        if (target)
+            ghost_export_target_close(&e);
+        errno = export_errno;
+        if (exported == 0) {
             waitpid(pid, nullptr, 0);
             lseek(g.get(), 0, SEEK_SET);
             std::byte buf[65536];

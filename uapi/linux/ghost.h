@@ -16,8 +16,9 @@
  *    the smaller of the two sizes. Structs grow only at the end;
  *  - unknown flags and non-zero reserved or padding fields give EINVAL.
  *
- * Because the size travels inside the struct, the module dispatches on the
- * ioctl type and number only; the size bits of the command are not checked.
+ * The whole command is checked: type, number and direction must be those
+ * below, and the size bits of the command must equal @size (the _IOC macros
+ * of a caller compiled with an older or newer header encode its sizeof).
  */
 #ifndef _UAPI_LINUX_GHOST_H
 #define _UAPI_LINUX_GHOST_H
@@ -28,12 +29,16 @@
 
 #define GHOST_DEVICE_NAME "ghost"
 
-/* 0xB8 is unused in Documentation/userspace-api/ioctl/ioctl-number.rst (6.1). */
-#define GHOST_IOC_MAGIC 0xB8
+/*
+ * 0xBC, numbers 0x00-0x0F: free in Documentation/userspace-api/ioctl/
+ * ioctl-number.rst from 6.1 to the newest tables (0xB8 belongs to MSHV_IOCTL,
+ * 0xBA to liveupdate). Documentation/ioctl-api.md records the entry.
+ */
+#define GHOST_IOC_MAGIC 0xBC
 
 /* Version of this interface. A new major means an incompatible change. */
 #define GHOST_ABI_MAJOR 0
-#define GHOST_ABI_MINOR 1
+#define GHOST_ABI_MINOR 2
 #define GHOST_ABI_PATCH 0
 
 /*
@@ -154,22 +159,27 @@ struct ghost_plug {
  * struct ghost_export - argument of GHOST_IOC_EXPORT (on a ghost object)
  * @size:      in: sizeof(struct ghost_export)
  * @flags:     in: exactly one GHOST_EXPORT_{RUN,STOP,KILL}
- * @pid:       in: the process, in the caller's pid namespace
- * @__pad:     must be 0
+ * @pidfd:     in: a pidfd of the process (pidfd_open(2)): no pid reuse race
+ * @mem_fd:    in: a descriptor of the process's /proc/PID/mem opened by the
+ *             caller (or handed to it). Its open is the access check: the
+ *             kernel's own ptrace rule (PTRACE_MODE_ATTACH_FSCREDS), LSMs and
+ *             Yama included. It must belong to the process @pidfd names.
  * @bytes:     out: image bytes written to the resource
  * @frozen_ns: out: how long the process was held still for the capture
  * @resv:      must be 0
  * @reason:    out: on failure, a NUL-terminated sentence saying why (for
  *             EOPNOTSUPP: what the process holds that ghost cannot carry)
  *
- * The caller must be allowed to ptrace the process (same user, or
- * CAP_SYS_PTRACE). On failure the process is left running as it was.
+ * If the process changes its memory or credentials (execve) between the
+ * open of @mem_fd and the moment it is held still, the export fails with
+ * ESTALE. On failure the process is left running as it was. ABI 0.1 took a
+ * pid number here under another ioctl magic; that form is gone with it.
  */
 struct ghost_export {
 	__u32 size;
 	__u32 flags;
-	__s32 pid;
-	__u32 __pad;
+	__s32 pidfd;
+	__s32 mem_fd;
 	__u64 bytes;
 	__u64 frozen_ns;
 	__u64 resv[4];
@@ -206,6 +216,13 @@ struct ghost_export {
  * caller unmaps its [vvar] and [vdso] and calls
  * arch_prctl(ARCH_MAP_VDSO_64, vvar_start); IMPORT without flags then
  * restores. If the vDSO already is in place, one call without PREPARE does.
+ * A prepared image belongs to the process that prepared it, with the
+ * credentials, memory and FPU state size it had then: any other importer,
+ * or the same one changed, gets EPERM (the staged image is dropped).
+ *
+ * The importer must be a 64-bit, single-threaded process that shares
+ * neither its memory (vfork, CLONE_VM), its descriptor table (CLONE_FILES)
+ * nor its fs struct with another task (EBUSY otherwise).
  */
 struct ghost_import {
 	__u32 size;

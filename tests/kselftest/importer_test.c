@@ -1,0 +1,380 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * What an import refuses before its point of no return, leaving the caller
+ * alive: an importer that shares its memory or descriptor table, a 32-bit
+ * caller, descriptors no RLIMIT_NOFILE admits, file mappings vm_mmap()
+ * would refuse (a directory, /dev/null, an offset past the largest file).
+ * And what it restores exactly: a process that lowered RLIMIT_NOFILE below
+ * descriptors it kept; descriptors at 100 and 200 and nothing else.
+ */
+#include <sched.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+
+#include "ghost/c/restore_self.h"
+#include "ghost_util.h"
+#include "kselftest_harness.h"
+
+#define PAGE 4096UL
+#define MAPFILE "/tmp/ghost-mapped"
+
+static int ctl[2];		/* test -> workload: "go" */
+
+static int export_kill(pid_t pid, int g)
+{
+	struct ghost_export e;
+	int err = ghost_do_export(g, pid, GHOST_EXPORT_KILL, &e);
+
+	if (err)
+		fprintf(stderr, "export: %s\n", e.reason);
+	else
+		waitpid(pid, NULL, 0);
+	return err;
+}
+
+/* An exported idle process in a memory ghost, or -1. */
+static int idle_image(void)
+{
+	char c;
+	pid_t pid = spawn(work_idle, &c, 1);
+	int g = ghost_new_mem();
+
+	if (pid < 0 || g < 0 || export_kill(pid, g))
+		return -1;
+	return g;
+}
+
+static int prepare(int g, struct ghost_import *im)
+{
+	memset(im, 0, sizeof(*im));
+	im->size = sizeof(*im);
+	im->flags = GHOST_IMPORT_PREPARE;
+	return ioctl(g, GHOST_IOC_IMPORT, im);
+}
+
+/* ---- importers that share what a restore replaces ------------------------ */
+
+static int shared_g;
+static volatile int shared_result;
+
+static int import_in_clone(void *arg)
+{
+	struct ghost_import im;
+
+	(void)arg;
+	shared_result = prepare(shared_g, &im) ? errno : 0;
+	return shared_result == EBUSY ? 0 : 1;
+}
+
+/* A clone() child with @flags prepares an import; 0 if refused with EBUSY. */
+static int import_from_clone(int flags)
+{
+	static char stack[256 << 10] __attribute__((aligned(16)));
+	int st = -1;
+	pid_t pid = clone(import_in_clone, stack + sizeof(stack), flags | SIGCHLD, NULL);
+
+	if (pid < 0)
+		return -1;
+	waitpid(pid, &st, 0);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 255;
+}
+
+TEST(importer_sharing_memory_or_descriptors_is_refused)
+{
+	struct ghost_import im;
+	pid_t pid;
+	int st = -1;
+
+	shared_g = idle_image();
+	ASSERT_LE(0, shared_g);
+	EXPECT_EQ(0, import_from_clone(CLONE_FILES)) TH_LOG("CLONE_FILES: errno %d", shared_result);
+	EXPECT_EQ(0, import_from_clone(CLONE_VM)) TH_LOG("CLONE_VM: errno %d", shared_result);
+
+	pid = vfork();
+	if (pid == 0) {
+		int r = prepare(shared_g, &im) ? errno : 0;
+
+		_exit(r == EBUSY ? 0 : 1);
+	}
+	ASSERT_LT(0, pid);
+	waitpid(pid, &st, 0);
+	EXPECT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0) TH_LOG("vfork: status %#x", st);
+	close(shared_g);
+}
+
+/* ioctl(2) through the 32-bit entry (int $0x80 works from a 64-bit process). */
+static long ioctl32(int fd, unsigned int cmd, void *arg)
+{
+	long ret;
+
+	asm volatile("int $0x80"
+		     : "=a"(ret)
+		     : "a"(54L), "b"((long)fd), "c"((long)cmd), "d"(arg)
+		     : "memory", "r8", "r9", "r10", "r11");
+	return ret;
+}
+
+TEST(a_32bit_importer_is_refused)
+{
+	struct ghost_import *im;
+	int g = idle_image();
+
+	ASSERT_LE(0, g);
+	im = mmap(NULL, PAGE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_32BIT,
+		  -1, 0);
+	ASSERT_NE(MAP_FAILED, im);
+	memset(im, 0, sizeof(*im));
+	im->size = sizeof(*im);
+	im->flags = GHOST_IMPORT_PREPARE;
+	EXPECT_EQ(-EOPNOTSUPP, ioctl32(g, GHOST_IOC_IMPORT, im));
+	EXPECT_NE(NULL, strstr(im->reason, "32-bit")) TH_LOG("%s", im->reason);
+	close(g);
+}
+
+/* ---- limits and descriptors ----------------------------------------------- */
+
+/* Holds a file at fd 100 and lowers RLIMIT_NOFILE to 64 below it. */
+static void work_low_nofile(int fd)
+{
+	struct rlimit rl = { .rlim_cur = 64, .rlim_max = 64 };
+	int f = open("/tmp/ghost-nofile", O_RDWR | O_CREAT | O_TRUNC, 0600);
+	char go[2];
+
+	if (f < 0 || dup2(f, 100) != 100 || setrlimit(RLIMIT_NOFILE, &rl))
+		_exit(60);
+	close(f);
+	ready(fd, "R", 1);
+	if (read(ctl[0], go, 2) != 2)
+		_exit(61);
+	if (fcntl(100, F_GETFD) < 0)
+		_exit(62);
+	getrlimit(RLIMIT_NOFILE, &rl);
+	_exit(rl.rlim_cur == 64 && rl.rlim_max == 64 ? 0 : 63);
+}
+
+static pid_t importer(int g, rlim_t nofile)
+{
+	pid_t pid = fork();
+
+	if (pid == 0) {
+		struct rlimit rl = { .rlim_cur = nofile, .rlim_max = nofile };
+		struct ghost_import im;
+
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		drop_shared_anon();
+		if (nofile && setrlimit(RLIMIT_NOFILE, &rl))
+			_exit(101);
+		ghost_restore_self(g, &im);
+		fprintf(stderr, "import refused: %s (%s)\n", strerror(errno), im.reason);
+		_exit(errno == EMFILE ? 102 : 100);
+	}
+	return pid;
+}
+
+TEST(a_fd_above_the_images_nofile_limit_restores)
+{
+	char c;
+	pid_t pid, imp;
+	int g, st = -1;
+
+	ASSERT_EQ(0, pipe(ctl));
+	pid = spawn(work_low_nofile, &c, 1);
+	ASSERT_LT(0, pid);
+	g = ghost_new_mem();	/* after the spawn: not inherited */
+	ASSERT_EQ(0, export_kill(pid, g));
+
+	/* Under the importer's limit (1024 here) fd 100 goes in. */
+	imp = importer(g, 0);
+	ASSERT_LT(0, imp);
+	usleep(300000);
+	ASSERT_EQ(2, write(ctl[1], "go", 2));
+	waitpid(imp, &st, 0);
+	EXPECT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0) TH_LOG("status %#x", st);
+
+	/* Under no limit that admits it, refused with the importer alive. */
+	imp = importer(g, 50);
+	ASSERT_LT(0, imp);
+	waitpid(imp, &st, 0);
+	EXPECT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 102) TH_LOG("status %#x", st);
+	close(g);
+}
+
+/* fds 100 and 200 are two files; everything else it had came from spawn(). */
+static void work_high_fds(int fd)
+{
+	int a = open("/tmp/ghost-fd100", O_RDWR | O_CREAT | O_TRUNC, 0600);
+	int b = open("/tmp/ghost-fd200", O_RDWR | O_CREAT | O_TRUNC, 0600);
+	char go[2];
+
+	if (a < 0 || b < 0 || dup2(a, 100) != 100 || dup2(b, 200) != 200)
+		_exit(70);
+	close(a);
+	close(b);
+	ready(fd, "R", 1);
+	if (read(ctl[0], go, 2) != 2)
+		_exit(71);
+	_exit(0);
+}
+
+/* The numbers in /proc/PID/fd, as " 0 1 2 ... " in ascending order. */
+static void fd_list(pid_t pid, char *out, size_t len)
+{
+	char path[64];
+	size_t n = 0;
+
+	out[0] = 0;
+	for (int fd = 0; fd < 1024; fd++) {
+		snprintf(path, sizeof(path), "/proc/%d/fd/%d", pid, fd);
+		if (!access(path, F_OK) && n < len)
+			n += snprintf(out + n, len - n, " %d", fd);
+	}
+}
+
+TEST(placeholder_descriptors_are_closed)
+{
+	char c, before[4096], after[4096] = "", image[] = "/tmp/ghost-hifd.img";
+	int out, st = -1;
+	pid_t pid, imp;
+
+	ASSERT_EQ(0, pipe(ctl));
+	pid = spawn(work_high_fds, &c, 1);
+	ASSERT_LT(0, pid);
+	fd_list(pid, before, sizeof(before));
+	ASSERT_NE(NULL, strstr(before, " 100 200"));
+	out = open(image, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	ASSERT_LE(0, out);
+	{
+		int g = ghost_new();
+
+		ASSERT_EQ(0, ghost_plug(g, GHOST_RES_FILE, out));
+		ASSERT_EQ(0, export_kill(pid, g));
+		close(g);
+	}
+	close(out);
+
+	/* Through the restore stub, with the test's pipes inherited. */
+	imp = fork();
+	if (imp == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		drop_shared_anon();
+		execlp("ghost-restore", "ghost-restore", image, (char *)NULL);
+		_exit(120);
+	}
+	ASSERT_LT(0, imp);
+	for (int i = 0; i < 300 && strcmp(before, after); i++) {
+		usleep(20000);
+		fd_list(imp, after, sizeof(after));
+	}
+	EXPECT_STREQ(before, after);
+	ASSERT_EQ(2, write(ctl[1], "go", 2));
+	waitpid(imp, &st, 0);
+	EXPECT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0) TH_LOG("status %#x", st);
+	unlink(image);
+}
+
+/* ---- file mappings vm_mmap() would refuse --------------------------------- */
+
+static void work_mapped(int fd)
+{
+	int f = open(MAPFILE, O_RDWR | O_CREAT | O_TRUNC, 0600);
+	char *m;
+
+	if (f < 0 || ftruncate(f, PAGE))
+		_exit(75);
+	m = mmap(NULL, PAGE, PROT_READ, MAP_PRIVATE, f, 0);
+	close(f);
+	if (m == MAP_FAILED)
+		_exit(76);
+	ready(fd, "R", 1);
+	for (;;)
+		pause();
+}
+
+/* Imports @g in a child; 0 if refused with @want and the child lived on. */
+static int refused_with(int g, int want, char *reason)
+{
+	int p[2], st = -1;
+	pid_t pid;
+
+	if (pipe(p))
+		return -1;
+	pid = fork();
+	if (pid == 0) {
+		struct ghost_import im;
+
+		drop_shared_anon();
+		ghost_restore_self(g, &im);
+		if (write(p[1], im.reason, sizeof(im.reason)) < 0)
+			_exit(2);
+		_exit(errno == want ? 0 : 1);
+	}
+	close(p[1]);
+	reason[0] = 0;
+	if (read(p[0], reason, GHOST_REASON_LEN) < 0)
+		reason[0] = 0;
+	close(p[0]);
+	waitpid(pid, &st, 0);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 255;
+}
+
+TEST(mapping_a_directory_or_dev_null_is_refused)
+{
+	char c, reason[GHOST_REASON_LEN];
+	pid_t pid = spawn(work_mapped, &c, 1);
+	int g = ghost_new_mem();
+
+	ASSERT_LT(0, pid);
+	ASSERT_EQ(0, export_kill(pid, g));
+
+	/* The mapped file became a directory... */
+	ASSERT_EQ(0, unlink(MAPFILE));
+	ASSERT_EQ(0, mkdir(MAPFILE, 0700));
+	EXPECT_EQ(0, refused_with(g, ENODEV, reason)) TH_LOG("%s", reason);
+	EXPECT_NE(NULL, strstr(reason, "cannot be mapped")) TH_LOG("%s", reason);
+	/* ...or /dev/null. */
+	ASSERT_EQ(0, rmdir(MAPFILE));
+	ASSERT_EQ(0, symlink("/dev/null", MAPFILE));
+	EXPECT_EQ(0, refused_with(g, ENODEV, reason)) TH_LOG("%s", reason);
+	unlink(MAPFILE);
+	close(g);
+}
+
+TEST(a_file_offset_past_the_largest_file_is_refused)
+{
+	static struct image_sec secs[4096];
+	char c, reason[GHOST_REASON_LEN];
+	pid_t pid = spawn(work_mapped, &c, 1);
+	int g = ghost_new_mem(), n, i, g2;
+	struct ghost_end *end;
+	struct ghost_vma *v;
+	size_t len;
+	char *img;
+
+	ASSERT_LT(0, pid);
+	ASSERT_EQ(0, export_kill(pid, g));
+	img = ghost_read_image(g, &len);
+	close(g);
+	n = image_walk(img, len, secs, 4096);
+	ASSERT_LT(0, n);
+	for (i = 0; i < n; i++) {
+		v = (struct ghost_vma *)secs[i].payload;
+		if (secs[i].hdr->type == GHOST_SEC_VMA && (v->flags & GHOST_VMA_FILE) &&
+		    !memcmp(v + 1, MAPFILE, strlen(MAPFILE)))
+			break;
+	}
+	ASSERT_LT(i, n);
+	v->pgoff = (~0ULL >> 1) >> 12;	/* offset + length wraps past 2^63 */
+	end = (struct ghost_end *)secs[n - 1].payload;
+	end->crc32c = ~crc32c_update(~0u, img, secs[n - 1].off);
+	ASSERT_EQ(n, image_walk(img, len, secs, 4096));
+
+	g2 = ghost_new_mem();
+	ASSERT_EQ((ssize_t)len, write(g2, img, len));
+	EXPECT_EQ(0, refused_with(g2, EBADMSG, reason)) TH_LOG("%s", reason);
+	close(g2);
+	free(img);
+	unlink(MAPFILE);
+}
+
+TEST_HARNESS_MAIN
