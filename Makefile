@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0
 # ghost: top-level build. 'make deps' installs what the project needs, 'make'
 # builds userland (CMake) and ghost.ko (Kbuild, against the test VM's kernel),
 # 'make check' runs every test, 'make demo' shows the product at work.

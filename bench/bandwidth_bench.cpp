@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0
 // Export and import bandwidth of ghost.ko through the memory backend, beside
 // memcpy of the same number of bytes, measured in the same run. Run in the VM:
 //   tests/vm/run -- ghost_bench_bandwidth [--sizes 16,64,256] [--repeat N]

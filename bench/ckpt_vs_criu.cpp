@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0
 // Checkpoint + restart time of ghost against CRIU, measured in the same run
 // on the same workload. Run in the VM (it needs ghost.ko, criu and root):
 //   tests/vm/run --mem 3072 -- ghost_bench_vs_criu --sizes 16,64,256 --repeat 3

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0
 // Cost of a round trip into ghost.ko (the version ioctl), beside the cheapest
 // system call (getppid) measured in the same run. Every later ioctl pays at
 // least this much, so it is the floor of per-call overhead. Run in the VM:

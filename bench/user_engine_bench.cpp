@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0
 // Checkpoint and restart with the user-space (ptrace) engine, natively (no
 // module, no VM), beside memcpy of the same bytes measured in the same run:
 //   build/bin/ghost_bench_user [--sizes 16,64,256] [--engines user] [--dir /tmp]

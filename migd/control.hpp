@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0
 // migd's local control protocol: one JSON object per line in each direction.
 // Documented in Documentation/migd-protocol.md.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0
 // migd: the per-host ghost daemon. At this stage it serves its local control
 // socket (ping, engine); migration and load balancing build on it.
 #include <cstdio>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0
 // migd's local control server: a Unix stream socket, peers authenticated by
 // their kernel-reported credentials (SO_PEERCRED).
 #pragma once

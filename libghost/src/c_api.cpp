@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 // The C API (ghost/ghost.h) over the C++ one. Nothing may escape into C:
 // every entry point catches everything and turns it into errno + reason.
 #include "ghost/ghost.h"

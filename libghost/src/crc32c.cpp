@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 // CRC-32C (Castagnoli), the checksum of a ghost image's END section; it must
 // give what the kernel's crc32c() gives (ghost.ko computes it while writing).
 // SSE4.2 has an instruction for exactly this polynomial; other CPUs use

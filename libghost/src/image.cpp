@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 // The user-space image reader and writer. The reader applies the checks of
 // ghost.ko's own reader (kmod/stage.c), in the same order, except those that
 // depend on the importing machine: opening paths, the CPU's FPU features,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 // Small system helpers shared by libghost's sources (not installed).
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 #include "zstd_stream.hpp"
 
 #include <unistd.h>

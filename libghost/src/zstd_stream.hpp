@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 // Streaming zstd between descriptors (not installed); reading compressed
 // images is ghost::image_source() (process.hpp).
 #pragma once

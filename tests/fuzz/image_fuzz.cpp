@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0
 // libFuzzer target over ghost::image::read (tests/fuzz/run builds and runs
 // it). Each input is read twice: whole, from a span, with an on_pages
 // callback that touches every byte it is given; and through a source that

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0
 /* A C user of libghost, built through pkg-config by check-install. */
 #include <stdio.h>
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0
 // A C++ user of libghost, compiled through pkg-config by check-install.
 #include <ghost/engine.hpp>
 #include <ghost/image.hpp>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0
 // Kernel mutated-image test, built with libghost's image writer. Runs in the
 // test VM (tests/vm/guest/ghost-vm-tests runs every bin/ghost_*_test) and
 // prints TAP.

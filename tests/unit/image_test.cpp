@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0
 // The user-space image reader and writer (libghost/include/ghost/image.hpp):
 // round trips, one rejection per validation rule, truncation at every
 // offset, the checksum, page data delivery, the byte sources, and the real

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0
 // Runs a program and captures its exit status, stdout and stderr (tests only).
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0
 // The user engine (ptrace, /proc), natively on the host: no module, no VM.
 // Each test runs a worker process forked from the test, moves it with the
 // engine and checks what it does afterwards: it must go on counting from

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0
 // checkpoint, restart, dup: moving whole processes in and out of images.
 #include <fcntl.h>
 #include <signal.h>

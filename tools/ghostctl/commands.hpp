@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0
 // ghostctl's commands; main.cpp wires them to the command line.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0
 // inspect: what an image holds, for people (a summary) and scripts (--json).
 #include <fcntl.h>
 #include <sys/mman.h>

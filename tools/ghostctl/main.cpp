@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0
 // ghostctl: the operator's command line for ghost.
 #include <cstdio>
 #include <cstdlib>

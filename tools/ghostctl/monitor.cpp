@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0
 // monitor: export and import events from ghost.ko's generic netlink family.
 #include <netlink/genl/ctrl.h>
 #include <netlink/genl/genl.h>

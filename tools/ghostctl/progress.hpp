@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0
 // A progress bar on standard error, only on a terminal and only for images
 // big enough to make the user wait (over 64 MiB).
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 // The Engine interface: one way of turning processes into ghosts and back.
 // The kernel engine drives ghost.ko through /dev/ghost; the user engine
 // (ptrace, /proc) does the same where the module cannot be loaded.

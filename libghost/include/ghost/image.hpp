@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 // Ghost images in user space: a validating reader that decodes an image from
 // any byte source, and a writer that builds images (tests use it to make
 // malformed ones on purpose). The format is that of uapi/linux/ghost.h and

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 // The kernel engine: ioctls on /dev/ghost (ghost.ko).
 #pragma once
 

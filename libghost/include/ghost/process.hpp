@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 // Checkpoint, restart and duplication of whole processes: what ghostctl and
 // runtimes do with an Engine, in one call each.
 #pragma once

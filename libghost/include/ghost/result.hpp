@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 // Errors at libghost's boundaries: a std::error_code plus the reason a person
 // should read (for instance why the module refused an export).
 #pragma once

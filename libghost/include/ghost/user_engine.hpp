@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 // The user engine: ptrace, process_vm_readv/writev and /proc instead of
 // ghost.ko, for machines that cannot load the module. It writes and reads
 // the same images (Documentation/user-engine.md says how, and its limits).

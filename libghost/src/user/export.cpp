@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 // The user engine's export: holds a process with ptrace, asks it for what
 // only it can say (signal actions, alternate stack, tid address, interval
 // timers, break) with system calls run inside it, reads the rest from /proc

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 // The user engine's import: the caller becomes the image, rebuilt by a
 // tracer it forks (Documentation/user-engine.md).
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 // What /proc says about a process, parsed: its mappings, status lines, stat
 // fields and descriptors. Not installed; the user engine's eyes.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 #include "user/tracee.hpp"
 
 #include <elf.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 // A process held with ptrace by the user engine: seized and stopped, its
 // registers and FPU state read and written, system calls run inside it, its
 // memory read and written. Not installed; used by user_export and

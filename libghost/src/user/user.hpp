@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 // The user engine's two halves (Documentation/user-engine.md). Not
 // installed: UserEngine (ghost/user_engine.hpp) is the public face.
 #pragma once

@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: GPL-2.0 */
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * The two descriptors GHOST_IOC_EXPORT takes for its target, in C: a pidfd
  * (no pid reuse race) and the target's /proc/PID/mem opened by the caller.

@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: GPL-2.0 */
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * Rebuild the calling process from a ghost (ghost.ko), in C.
  *
@@ -7,6 +7,8 @@
  * between the two import calls, with arch_prctl(ARCH_MAP_VDSO_64) (a stable
  * system call CRIU uses for the same purpose). After the vDSO moved, no libc
  * function that uses it (time functions) may be called until the import.
+ * It calls syscall(2), which glibc declares only with _DEFAULT_SOURCE: build
+ * with -std=gnu11 (the compilers' default) or define _GNU_SOURCE.
  */
 #ifndef GHOST_C_RESTORE_SELF_H
 #define GHOST_C_RESTORE_SELF_H
