@@ -1,21 +1,16 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * Open file descriptors of a parked process.
- *
- *  - regular files, directories and memory-class devices (/dev/null, ...)
- *    are recorded by path, flags and offset, and reopened at import;
- *  - pipes, FIFOs and terminals cannot be recreated on their own: they are
- *    recorded as "inherit", and the importer must hold a descriptor of the
- *    same kind at the same number (as CRIU's --inherit-fd);
- *  - everything else (sockets, pseudo-terminals, eventfd, epoll, ...) is
- *    refused.
+ * Open file descriptors of a parked process: which are recorded by path,
+ * which inherited and which refused is ghost_policy_fd()'s call, shared
+ * with the user engine (common/ghost_policy.h). Inherited ones must be held
+ * by the importer at the same number (as CRIU's --inherit-fd).
  */
 #include <linux/fdtable.h>
 #include <linux/file.h>
 #include <linux/fs.h>
-#include <linux/major.h>
 #include <linux/slab.h>
 #include <linux/ghost.h>
+#include <ghost_policy.h>
 
 #include "capture.h"
 
@@ -84,57 +79,23 @@ static int get_fds(struct task_struct *task, struct fd_list *l)
 	return 0;
 }
 
-static bool is_pty(unsigned int major, unsigned int minor)
-{
-	return (major >= UNIX98_PTY_MASTER_MAJOR &&
-		major < UNIX98_PTY_MASTER_MAJOR + UNIX98_PTY_MAJOR_COUNT) ||
-	       (major >= UNIX98_PTY_SLAVE_MAJOR &&
-		major < UNIX98_PTY_SLAVE_MAJOR + UNIX98_PTY_MAJOR_COUNT) ||
-	       (major == TTYAUX_MAJOR && minor == 2) ||
-	       major == PTY_MASTER_MAJOR || major == PTY_SLAVE_MAJOR;
-}
-
 /* enum ghost_file_kind of @f, or a negative errno with a reason. */
 static int classify(const struct fd_entry *e, char *buf, char *reason)
 {
 	struct inode *inode = file_inode(e->file);
-	umode_t mode = inode->i_mode;
-	const char *name;
+	const char *path = d_path(&e->file->f_path, buf, PATH_MAX);
+	struct ghost_fd_facts f = {
+		.fd = e->fd,
+		.mode = inode->i_mode & S_IFMT,
+		.reachable = ghost_path_reachable(&e->file->f_path),
+		.path = IS_ERR(path) ? NULL : path,
+	};
 
-	if (S_ISREG(mode) || S_ISDIR(mode)) {
-		if (ghost_path_reachable(&e->file->f_path))
-			return GHOST_FILE_PATH;
-		ghost_reason(reason, "fd %u refers to a deleted file: not supported",
-			     e->fd);
-		return -EOPNOTSUPP;
+	if (S_ISCHR(inode->i_mode)) {
+		f.major = imajor(inode);
+		f.minor = iminor(inode);
 	}
-	if (S_ISFIFO(mode))
-		return GHOST_FILE_INHERIT;
-	if (S_ISCHR(mode)) {
-		unsigned int major = imajor(inode), minor = iminor(inode);
-
-		if (major == MEM_MAJOR)
-			return GHOST_FILE_PATH;
-		if (is_pty(major, minor)) {
-			ghost_reason(reason, "fd %u is a pseudo-terminal: not supported",
-				     e->fd);
-			return -EOPNOTSUPP;
-		}
-		if (major == TTY_MAJOR || major == TTYAUX_MAJOR)
-			return GHOST_FILE_INHERIT;
-		ghost_reason(reason, "fd %u is a character device (%u:%u): not supported",
-			     e->fd, major, minor);
-		return -EOPNOTSUPP;
-	}
-	if (S_ISSOCK(mode)) {
-		ghost_reason(reason, "fd %u is a socket: sockets are not supported",
-			     e->fd);
-		return -EOPNOTSUPP;
-	}
-	name = d_path(&e->file->f_path, buf, PATH_MAX);
-	ghost_reason(reason, "fd %u (%s) is not supported", e->fd,
-		     IS_ERR(name) ? "unnamed" : name);
-	return -EOPNOTSUPP;
+	return ghost_policy_fd(&f, reason, GHOST_REASON_LEN);
 }
 
 /* @pos: the file offset, or for GHOST_FILE_DUP the earlier descriptor. */

@@ -15,6 +15,7 @@
 #include <linux/pgtable.h>
 #include <linux/slab.h>
 #include <linux/ghost.h>
+#include <ghost_policy.h>
 
 #include "capture.h"
 #include "compat.h"
@@ -29,77 +30,62 @@ const char *ghost_vma_special_name(struct vm_area_struct *vma)
 	return NULL;
 }
 
-/* GHOST_VMA_* flags of @vma, or a negative errno with a reason. */
+/*
+ * GHOST_VMA_* flags of @vma, or a negative errno with a reason
+ * (ghost_policy.h decides; @buf, PATH_MAX bytes, names an unreachable file).
+ */
 static int classify(struct mm_struct *mm, struct vm_area_struct *vma,
-		    char *reason)
+		    char *buf, char *reason)
 {
-	const char *special = ghost_vma_special_name(vma);
-	u32 flags = 0;
+	struct ghost_vma_facts v = {
+		.start = vma->vm_start,
+		.end = vma->vm_end,
+		.special = ghost_vma_special_name(vma),
+		.hugetlb = is_vm_hugetlb_page(vma),
+		.device = vma->vm_flags & (VM_IO | VM_PFNMAP | VM_MIXEDMAP),
+		.file = vma->vm_file,
+		.shared = vma->vm_flags & VM_MAYSHARE,
+		.growsdown = vma->vm_flags & VM_GROWSDOWN,
+	};
+	struct ghost_mm_facts m = {
+		.start_brk = mm->start_brk,
+		.brk = mm->brk,
+		.start_stack = mm->start_stack,
+	};
 
-	if (special) {
-		if (!strcmp(special, "[vdso]"))
-			return GHOST_VMA_VDSO;
-		if (!strcmp(special, "[vvar]"))
-			return GHOST_VMA_VVAR;
-		ghost_reason(reason, "mapping %s at %#lx is not supported",
-			     special, vma->vm_start);
-		return -EOPNOTSUPP;
-	}
-	if (is_vm_hugetlb_page(vma)) {
-		ghost_reason(reason, "hugetlbfs mapping at %#lx is not supported",
-			     vma->vm_start);
-		return -EOPNOTSUPP;
-	}
-	if (vma->vm_flags & (VM_IO | VM_PFNMAP | VM_MIXEDMAP)) {
-		ghost_reason(reason, "device mapping at %#lx is not supported",
-			     vma->vm_start);
-		return -EOPNOTSUPP;
-	}
 	if (vma->vm_file) {
-		if (!ghost_path_reachable(&vma->vm_file->f_path)) {
-			const char *what = (vma->vm_flags & VM_MAYSHARE) ?
-				"shared anonymous or SysV shared memory" :
-				"mapping of a deleted file";
+		v.reachable = ghost_path_reachable(&vma->vm_file->f_path);
+		if (!v.reachable) {
+			const char *p = d_path(&vma->vm_file->f_path, buf,
+					       PATH_MAX);
 
-			ghost_reason(reason, "%s at %#lx is not supported",
-				     what, vma->vm_start);
-			return -EOPNOTSUPP;
+			v.path = IS_ERR(p) ? NULL : p;
 		}
-		flags |= GHOST_VMA_FILE;
-		if (vma->vm_flags & VM_MAYSHARE)
-			flags |= GHOST_VMA_SHARED;
-	} else if (vma->vm_flags & VM_MAYSHARE) {
-		ghost_reason(reason, "shared anonymous memory at %#lx is not supported",
-			     vma->vm_start);
-		return -EOPNOTSUPP;
-	} else if (mm->brk > mm->start_brk && vma->vm_start <= mm->start_brk &&
-		   vma->vm_end >= mm->brk) {
-		flags |= GHOST_VMA_HEAP;
 	}
-	if (vma->vm_flags & VM_GROWSDOWN)
-		flags |= GHOST_VMA_GROWSDOWN;
-	if (vma->vm_start <= mm->start_stack && mm->start_stack < vma->vm_end)
-		flags |= GHOST_VMA_STACK;
-	return flags;
+	return ghost_policy_vma(&v, &m, reason, GHOST_REASON_LEN);
 }
 
 int ghost_check_mm(struct mm_struct *mm, char *reason)
 {
 	struct vm_area_struct *vma;
+	char *buf = kmalloc(PATH_MAX, GFP_KERNEL);
 	int err = 0;
 
+	if (!buf)
+		return -ENOMEM;
 	mmap_read_lock(mm);
 	{
 		VMA_ITERATOR(vmi, mm, 0);
 
 		for_each_vma(vmi, vma) {
-			err = classify(mm, vma, reason);
+			err = classify(mm, vma, buf, reason);
 			if (err < 0)
 				break;
 			err = 0;
 		}
 	}
 	mmap_read_unlock(mm);
+	kfree(buf);
 	return err;
 }
 
@@ -201,7 +187,7 @@ static int snap_vma(struct mm_struct *mm, struct vm_area_struct *vma,
 	struct ghost_vma *v = &snap->v;
 	int flags;
 
-	flags = classify(mm, vma, reason);
+	flags = classify(mm, vma, buf, reason);
 	if (flags < 0)
 		return flags;
 	v->start = vma->vm_start;

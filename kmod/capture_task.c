@@ -15,12 +15,10 @@
 #include <linux/slab.h>
 #include <linux/timekeeping.h>
 #include <linux/ghost.h>
+#include <ghost_policy.h>
 
 #include "capture.h"
 #include "compat.h"
-
-/* Signals whose queued information v1 cannot carry. */
-#define GHOST_RT_SIGMASK (~0ULL << (SIGRTMIN - 1))
 
 static u64 pending_mask(struct task_struct *task)
 {
@@ -28,57 +26,32 @@ static u64 pending_mask(struct task_struct *task)
 	       task->signal->shared_pending.signal.sig[0];
 }
 
-static int check_timers_ipc(struct task_struct *task, char *reason)
-{
-	struct signal_struct *sig = task->signal;
-	pid_t pid = task_pid_vnr(task);
-
-	if (hrtimer_is_queued(&sig->real_timer) ||
-	    sig->it[CPUCLOCK_PROF].expires || sig->it[CPUCLOCK_VIRT].expires) {
-		ghost_reason(reason,
-			     "pid %d has an armed interval timer: not supported",
-			     pid);
-		return -EOPNOTSUPP;
-	}
-	if (!list_empty(&sig->posix_timers)) {
-		ghost_reason(reason, "pid %d has POSIX timers: not supported", pid);
-		return -EOPNOTSUPP;
-	}
-#ifdef CONFIG_SYSVIPC
-	if (task->sysvsem.undo_list) {
-		ghost_reason(reason,
-			     "pid %d holds SysV semaphore state: not supported",
-			     pid);
-		return -EOPNOTSUPP;
-	}
-#endif
-#ifdef CONFIG_IO_URING
-	if (task->io_uring) {
-		ghost_reason(reason, "pid %d uses io_uring: not supported", pid);
-		return -EOPNOTSUPP;
-	}
-#endif
-	return 0;
-}
-
+/* The refusals of ghost_policy_task(), from the parked @task's state. */
 int ghost_check_task(struct task_struct *task, struct mm_struct *mm,
 		     char *reason)
 {
-	u64 pending;
+	struct signal_struct *sig = task->signal;
+	struct ghost_task_facts t = {
+		.pid = task_pid_vnr(task),
+		.itimer_armed = hrtimer_is_queued(&sig->real_timer) ||
+				sig->it[CPUCLOCK_PROF].expires ||
+				sig->it[CPUCLOCK_VIRT].expires,
+		.posix_timers = !list_empty(&sig->posix_timers),
+	};
 	int err;
 
-	err = check_timers_ipc(task, reason);
+#ifdef CONFIG_SYSVIPC
+	t.sysvsem_undo = task->sysvsem.undo_list;
+#endif
+#ifdef CONFIG_IO_URING
+	t.io_uring = task->io_uring;
+#endif
+	spin_lock_irq(&task->sighand->siglock);
+	t.pending = pending_mask(task);
+	spin_unlock_irq(&task->sighand->siglock);
+	err = ghost_policy_task(&t, reason, GHOST_REASON_LEN);
 	if (err)
 		return err;
-
-	spin_lock_irq(&task->sighand->siglock);
-	pending = pending_mask(task);
-	spin_unlock_irq(&task->sighand->siglock);
-	if (pending & GHOST_RT_SIGMASK) {
-		ghost_reason(reason, "pid %d has queued real-time signals: not supported",
-			     task_pid_vnr(task));
-		return -EOPNOTSUPP;
-	}
 
 	err = ghost_check_mm(mm, reason);
 	if (err)
@@ -189,12 +162,10 @@ static int write_fs(struct ghost_stream *s, struct task_struct *task,
 		return -ENOMEM;
 	}
 	p = d_path(&pwd, buf, PATH_MAX);
-	if (IS_ERR(p) || !ghost_path_reachable(&pwd)) {
-		ghost_reason(reason,
-			     "the working directory of pid %d is unreachable",
-			     task_pid_vnr(task));
-		err = -EOPNOTSUPP;
-	} else {
+	err = ghost_policy_cwd(task_pid_vnr(task),
+			       !IS_ERR(p) && ghost_path_reachable(&pwd), reason,
+			       GHOST_REASON_LEN);
+	if (!err) {
 		fs.cwd_len = strlen(p);
 		err = ghost_section_write(s, GHOST_SEC_FS, &fs, sizeof(fs), p,
 					  fs.cwd_len);

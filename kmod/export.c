@@ -29,6 +29,7 @@
 #include <linux/task_work.h>
 #include <linux/timekeeping.h>
 #include <linux/ghost.h>
+#include <ghost_policy.h>
 
 #include "capture.h"
 #include "compat.h"
@@ -69,24 +70,14 @@ static const struct user_regset *find_regset(unsigned int note)
 /*
  * A system call interrupted to run this work is restarted by the kernel
  * right after it (ax = -ERESTART*). The image must restart it too, so it
- * holds the registers as the restart leaves them: ax back to the call number
- * and ip on the syscall instruction again. A call that uses a restart block
- * (relative nanosleep, poll with a timeout) is re-issued with its original
- * arguments: it waits its whole timeout again rather than fail with EINTR.
+ * holds the registers as the restart leaves them (ghost_policy_restart()).
+ * A call that uses a restart block (relative nanosleep, poll with a
+ * timeout) is re-issued with its original arguments: it waits its whole
+ * timeout again rather than fail with EINTR.
  */
 static void fixup_restart(struct ghost_regs *r)
 {
-	if ((long)r->orig_ax < 0)
-		return;
-	switch ((long)r->ax) {
-	case -ERESTARTNOHAND:
-	case -ERESTARTSYS:
-	case -ERESTARTNOINTR:
-	case -ERESTART_RESTARTBLOCK:
-		r->ax = r->orig_ax;
-		r->ip -= 2;
-		break;
-	}
+	ghost_policy_restart(&r->ax, &r->orig_ax, &r->ip, false);
 }
 
 /* In the target, on its way to user mode. */
@@ -134,33 +125,16 @@ static void freeze_work(struct callback_head *work)
 /* What can be refused before the target is disturbed. */
 static int check_target(struct task_struct *task, char *reason)
 {
-	int threads = get_nr_threads(task);
+	struct ghost_target_facts t = {
+		.pid = task_pid_vnr(task),
+		.kthread_or_exiting = task->flags & (PF_KTHREAD | PF_EXITING),
+		.self = same_thread_group(task, current),
+		.threads = get_nr_threads(task),
+		.traced = task->ptrace,
+		.stopped = task_is_stopped_or_traced(task),
+	};
 
-	if (task->flags & (PF_KTHREAD | PF_EXITING)) {
-		ghost_reason(reason, "pid %d is a kernel thread or exiting",
-			     task_pid_vnr(task));
-		return -EPERM;
-	}
-	if (same_thread_group(task, current)) {
-		ghost_reason(reason, "a process cannot export itself");
-		return -EINVAL;
-	}
-	if (threads > 1) {
-		ghost_reason(reason,
-			     "pid %d has %d threads: multi-threaded export is not supported",
-			     task_pid_vnr(task), threads);
-		return -EOPNOTSUPP;
-	}
-	if (task->ptrace) {
-		ghost_reason(reason, "pid %d is being traced", task_pid_vnr(task));
-		return -EBUSY;
-	}
-	if (task_is_stopped_or_traced(task)) {
-		ghost_reason(reason, "pid %d is stopped: continue it (SIGCONT) first",
-			     task_pid_vnr(task));
-		return -EBUSY;
-	}
-	return 0;
+	return ghost_policy_target(&t, reason, GHOST_REASON_LEN);
 }
 
 /* The process a pidfd names (a reference), or NULL with a reason. */

@@ -27,15 +27,10 @@
 #include <asm/pkru.h>
 #include <asm/segment.h>
 #include <linux/ghost.h>
+#include <ghost_policy.h>
 
 #include "compat.h"
 #include "import.h"
-
-/* The flags a user may set, as rt_sigreturn() allows them. */
-#define GHOST_USER_EFLAGS \
-	(X86_EFLAGS_AC | X86_EFLAGS_OF | X86_EFLAGS_DF | X86_EFLAGS_TF | \
-	 X86_EFLAGS_SF | X86_EFLAGS_ZF | X86_EFLAGS_AF | X86_EFLAGS_PF | \
-	 X86_EFLAGS_CF | X86_EFLAGS_RF)
 
 /* ---- memory --------------------------------------------------------------- */
 

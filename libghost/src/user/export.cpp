@@ -3,8 +3,9 @@
 // only it can say (signal actions, alternate stack, tid address, interval
 // timers, break) with system calls run inside it, reads the rest from /proc
 // and its memory with process_vm_readv, and writes the image ghost.ko would
-// write (Documentation/user-engine.md). Refusals are ghost.ko's, worded the
-// same.
+// write (Documentation/user-engine.md). What is refused, and how it is
+// worded, is decided by common/ghost_policy.h, which ghost.ko compiles too:
+// this file only gathers the facts.
 #include "user/user.hpp"
 
 #include <fcntl.h>
@@ -32,6 +33,7 @@
 #include <fmt/format.h>
 
 #include "ghost/image.hpp"
+#include "ghost_policy.h"
 #include "sys.hpp"
 #include "user/proc.hpp"
 #include "user/tracee.hpp"
@@ -45,7 +47,6 @@ constexpr std::uint64_t kPmPresent = 1ULL << 63, kPmSwapped = 1ULL << 62, kPmFil
 constexpr std::size_t kPagemapChunk = 64 * 1024; // entries per read
 constexpr std::size_t kCopyChunk = 4 << 20;      // page data per read
 constexpr unsigned kPfKthread = 0x00200000, kPfExiting = 0x4;
-constexpr std::uint64_t kRtSigmask = ~0ULL << (32 - 1); // kernel SIGRTMIN is 32
 constexpr int kSsDisable = 2;
 constexpr std::size_t kXcr0Off = 464; // in ptrace's XSAVE area
 constexpr std::uint32_t kSsAutodisarm = 1u << 31;
@@ -53,8 +54,10 @@ constexpr std::uint32_t kSsAutodisarm = 1u << 31;
 // The scratch page the exporter maps in the target for system call results.
 constexpr std::uint64_t kActOff = 0, kAltOff = 2048, kTidOff = 2080, kItimerOff = 2096;
 
-Error refuse(std::string msg) {
-    return Error::from_errno(EOPNOTSUPP, std::move(msg));
+// A ghost_policy_*() refusal (-errno, reason) as an Error.
+using Reason = char[GHOST_REASON_LEN];
+Error refused(int err, const Reason& reason) {
+    return Error::from_errno(-err, reason);
 }
 
 Error syscall_failed(pid_t pid, const char* what, long r) {
@@ -62,28 +65,24 @@ Error syscall_failed(pid_t pid, const char* what, long r) {
                                                                errno_text(static_cast<int>(-r))));
 }
 
-// What ghost.ko refuses before it touches the process.
+// What is refused before the process is touched (ghost_policy_target()).
 Result<void> check_target(pid_t pid) {
-    if (pid == ::getpid())
-        return Error::from_errno(EINVAL, "a process cannot export itself");
     auto stat = read_stat(pid);
-    if (!stat)
-        return Error::from_errno(ESRCH, fmt::format("no process with pid {}", pid));
-    if (stat->size() > 9 && (parse_u64((*stat)[9]) & (kPfKthread | kPfExiting)))
-        return Error::from_errno(EPERM, fmt::format("pid {} is a kernel thread or exiting", pid));
     auto status = read_text(fmt::format("/proc/{}/status", pid));
-    if (!status)
+    if (pid != ::getpid() && (!stat || !status))
         return Error::from_errno(ESRCH, fmt::format("no process with pid {}", pid));
-    const auto threads = parse_u64(status_field(*status, "Threads"));
-    if (threads > 1)
-        return refuse(fmt::format("pid {} has {} threads: multi-threaded export is not supported",
-                                  pid, threads));
-    if (parse_u64(status_field(*status, "TracerPid")) != 0)
-        return Error::from_errno(EBUSY, fmt::format("pid {} is being traced", pid));
-    const auto state = status_field(*status, "State");
-    if (!state.empty() && (state[0] == 'T' || state[0] == 't'))
-        return Error::from_errno(
-            EBUSY, fmt::format("pid {} is stopped: continue it (SIGCONT) first", pid));
+    const auto state = status ? status_field(*status, "State") : std::string();
+    ghost_target_facts t{};
+    t.pid = pid;
+    t.kthread_or_exiting =
+        stat && stat->size() > 9 && (parse_u64((*stat)[9]) & (kPfKthread | kPfExiting));
+    t.self = pid == ::getpid();
+    t.threads = status ? static_cast<int>(parse_u64(status_field(*status, "Threads"))) : 1;
+    t.traced = status && parse_u64(status_field(*status, "TracerPid")) != 0;
+    t.stopped = !state.empty() && (state[0] == 'T' || state[0] == 't');
+    Reason reason{};
+    if (const int err = ghost_policy_target(&t, reason, sizeof(reason)); err < 0)
+        return refused(err, reason);
     return {};
 }
 
@@ -162,43 +161,35 @@ Result<Asked> ask(Tracee& t) {
 
 // ---- memory -------------------------------------------------------------------
 
+// The facts /proc/PID/smaps gives of a mapping, for ghost_policy_vma().
+// Bracketed names are the kernel's special mappings, but for the heap, the
+// stack and named anonymous memory; named shared anonymous memory (6.x's
+// "[anon_shmem:NAME]") is the shmem file "/dev/zero (deleted)" it shows
+// unnamed.
 Result<std::uint32_t> classify(const MapEntry& m, const ghost_mm& mm) {
-    std::uint32_t flags = 0;
-    const bool file = !m.name.empty() && m.name[0] == '/';
     const bool bracket = !m.name.empty() && m.name[0] == '[';
-    if (m.name == "[vdso]")
-        return GHOST_VMA_VDSO;
-    if (m.name == "[vvar]" || m.name == "[vvar_vclock]")
-        return GHOST_VMA_VVAR;
-    if (bracket && m.name != "[heap]" && m.name != "[stack]" && !m.name.starts_with("[anon:")) {
-        if (m.name.starts_with("[anon_shmem:"))
-            return refuse(
-                fmt::format("shared anonymous memory at {:#x} is not supported", m.start));
-        return refuse(fmt::format("mapping {} at {:#x} is not supported", m.name, m.start));
-    }
-    if (m.has_flag("ht"))
-        return refuse(fmt::format("hugetlbfs mapping at {:#x} is not supported", m.start));
-    if (m.has_flag("io") || m.has_flag("pf") || m.has_flag("mm"))
-        return refuse(fmt::format("device mapping at {:#x} is not supported", m.start));
-    if (file || m.inode != 0) {
-        if (!file || m.deleted())
-            return refuse(fmt::format("{} at {:#x} is not supported",
-                                      m.shared() ? "shared anonymous or SysV shared memory"
-                                                 : "mapping of a deleted file",
-                                      m.start));
-        flags |= GHOST_VMA_FILE;
-        if (m.shared())
-            flags |= GHOST_VMA_SHARED;
-    } else if (m.shared()) {
-        return refuse(fmt::format("shared anonymous memory at {:#x} is not supported", m.start));
-    } else if (mm.brk > mm.start_brk && m.start <= mm.start_brk && m.end >= mm.brk) {
-        flags |= GHOST_VMA_HEAP;
-    }
-    if (m.has_flag("gd"))
-        flags |= GHOST_VMA_GROWSDOWN;
-    if (m.start <= mm.start_stack && mm.start_stack < m.end)
-        flags |= GHOST_VMA_STACK;
-    return flags;
+    const bool anon_shmem = m.name.starts_with("[anon_shmem:");
+    const bool special = bracket && !anon_shmem && m.name != "[heap]" && m.name != "[stack]" &&
+                         !m.name.starts_with("[anon:");
+    const std::string path = anon_shmem ? "/dev/zero (deleted)" : m.name;
+    ghost_vma_facts v{};
+    v.start = m.start;
+    v.end = m.end;
+    v.special = special ? m.name.c_str() : nullptr;
+    v.hugetlb = m.has_flag("ht");
+    v.device = m.has_flag("io") || m.has_flag("pf") || m.has_flag("mm");
+    // A file: a path, or a pseudo file with an inode ("anon_inode:[io_uring]").
+    v.file = anon_shmem || (!bracket && (m.inode != 0 || (!path.empty() && path[0] == '/')));
+    v.reachable = v.file && !path.empty() && path[0] == '/' && !m.deleted() && !anon_shmem;
+    v.path = v.file && !v.reachable ? path.c_str() : nullptr;
+    v.shared = m.shared();
+    v.growsdown = m.has_flag("gd");
+    const ghost_mm_facts f{mm.start_brk, mm.brk, mm.start_stack};
+    Reason reason{};
+    const int r = ghost_policy_vma(&v, &f, reason, sizeof(reason));
+    if (r < 0)
+        return refused(r, reason);
+    return static_cast<std::uint32_t>(r);
 }
 
 // The runs of pages the mapping carries: those that exist (present or
@@ -269,34 +260,23 @@ Result<std::vector<image::Vma>> capture_maps(pid_t pid, const ghost_mm& mm) {
 
 // ---- descriptors ----------------------------------------------------------------
 
-bool is_pty(unsigned maj, unsigned min) {
-    return (maj >= 128 && maj < 136) || (maj >= 136 && maj < 144) || (maj == 5 && min == 2) ||
-           maj == 2 || maj == 3;
-}
-
+// The facts of a descriptor for ghost_policy_fd(): its type and device
+// from stat(2) of /proc/PID/fd/N, its path from readlink.
 Result<std::uint32_t> classify_fd(int fd, const struct stat& st, const std::string& link) {
-    const auto mode = st.st_mode & S_IFMT;
-    if (S_ISREG(mode) || S_ISDIR(mode)) {
-        if (!link.empty() && link[0] == '/' && !link.ends_with(" (deleted)"))
-            return GHOST_FILE_PATH;
-        return refuse(fmt::format("fd {} refers to a deleted file: not supported", fd));
+    ghost_fd_facts f{};
+    f.fd = static_cast<unsigned>(fd);
+    f.mode = st.st_mode & S_IFMT;
+    if (S_ISCHR(st.st_mode)) {
+        f.major = major(st.st_rdev);
+        f.minor = minor(st.st_rdev);
     }
-    if (S_ISFIFO(mode))
-        return GHOST_FILE_INHERIT;
-    if (S_ISCHR(mode)) {
-        const unsigned maj = major(st.st_rdev), min = minor(st.st_rdev);
-        if (maj == 1) // MEM_MAJOR: /dev/null, /dev/zero, ...
-            return GHOST_FILE_PATH;
-        if (is_pty(maj, min))
-            return refuse(fmt::format("fd {} is a pseudo-terminal: not supported", fd));
-        if (maj == 4 || maj == 5) // TTY_MAJOR, TTYAUX_MAJOR
-            return GHOST_FILE_INHERIT;
-        return refuse(
-            fmt::format("fd {} is a character device ({}:{}): not supported", fd, maj, min));
-    }
-    if (S_ISSOCK(mode))
-        return refuse(fmt::format("fd {} is a socket: sockets are not supported", fd));
-    return refuse(fmt::format("fd {} ({}) is not supported", fd, link));
+    f.reachable = !link.empty() && link[0] == '/' && !link.ends_with(" (deleted)");
+    f.path = link.c_str();
+    Reason reason{};
+    const int r = ghost_policy_fd(&f, reason, sizeof(reason));
+    if (r < 0)
+        return refused(r, reason);
+    return static_cast<std::uint32_t>(r);
 }
 
 Result<std::vector<image::File>> capture_files(pid_t pid) {
@@ -378,11 +358,9 @@ Result<void> fill_task(Tracee& t, const Asked& a, image::Image& img) {
     return {};
 }
 
-Result<void> fill_signals(pid_t pid, const Asked& a, std::uint64_t blocked, std::string_view status,
+Result<void> fill_signals(const Asked& a, std::uint64_t blocked, std::string_view status,
                           image::Image& img) {
     const std::uint64_t pending = pending_signals(status);
-    if (pending & kRtSigmask)
-        return refuse(fmt::format("pid {} has queued real-time signals: not supported", pid));
     auto& sg = img.signals;
     sg.blocked = blocked;
     sg.pending = pending & ~((1ULL << (SIGKILL - 1)) | (1ULL << (SIGSTOP - 1)));
@@ -497,17 +475,24 @@ Result<ExportStats> export_process(pid_t pid, Fate fate, int out) {
     if (!asked)
         return fail(asked.error());
 
-    // ghost.ko's refusals, in its order.
-    if (asked->itimer_armed)
-        return fail(refuse(fmt::format("pid {} has an armed interval timer: not supported", pid)));
-    if (auto timers = read_text(fmt::format("/proc/{}/timers", pid)); timers && !timers->empty())
-        return fail(refuse(fmt::format("pid {} has POSIX timers: not supported", pid)));
+    // ghost.ko's refusals, in its order (ghost_policy_task(), then the
+    // mappings, the descriptors and the working directory).
     auto status = read_text(fmt::format("/proc/{}/status", pid));
     if (!status)
         return fail(status.error());
+    ghost_task_facts facts{};
+    facts.pid = pid;
+    facts.itimer_armed = asked->itimer_armed;
+    auto timers = read_text(fmt::format("/proc/{}/timers", pid));
+    facts.posix_timers = timers && !timers->empty();
+    facts.sysvsem_undo = holds_sysvsem(pid);
+    facts.io_uring = uses_io_uring(pid);
+    facts.pending = pending_signals(*status);
+    if (Reason reason{}; const int err = ghost_policy_task(&facts, reason, sizeof(reason)))
+        return fail(refused(err, reason));
 
     image::Image img;
-    if (auto r = fill_signals(pid, *asked, *mask0, *status, img); !r)
+    if (auto r = fill_signals(*asked, *mask0, *status, img); !r)
         return fail(r.error());
     if (auto r = fill_mm(pid, *asked, img); !r)
         return fail(r.error());
@@ -518,8 +503,10 @@ Result<ExportStats> export_process(pid_t pid, Fate fate, int out) {
     if (!files)
         return fail(files.error());
     auto cwd = read_link(fmt::format("/proc/{}/cwd", pid));
-    if (!cwd || cwd->empty() || (*cwd)[0] != '/' || cwd->ends_with(" (deleted)"))
-        return fail(refuse(fmt::format("the working directory of pid {} is unreachable", pid)));
+    const bool reachable =
+        cwd && !cwd->empty() && (*cwd)[0] == '/' && !cwd->ends_with(" (deleted)");
+    if (Reason reason{}; const int err = ghost_policy_cwd(pid, reachable, reason, sizeof(reason)))
+        return fail(refused(err, reason));
     if (auto r = fill_task(t, *asked, img); !r)
         return fail(r.error());
 

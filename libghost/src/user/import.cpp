@@ -34,6 +34,7 @@
 
 #include <fmt/format.h>
 
+#include "ghost_policy.h"
 #include "sys.hpp"
 #include "user/proc.hpp"
 #include "user/tracee.hpp"
@@ -49,9 +50,6 @@ constexpr std::uint64_t kScratchLen = 2 * kPage; // code page, data page
 constexpr int kArchMapVdso64 = 0x2003;
 constexpr int kCapSysResource = 24;
 constexpr std::uint64_t kUnblockable = (1ULL << (SIGKILL - 1)) | (1ULL << (SIGSTOP - 1));
-// EFLAGS a user may set, as rt_sigreturn() allows (AC OF DF TF SF ZF AF PF CF RF).
-constexpr std::uint64_t kUserEflags =
-    0x40000 | 0x800 | 0x400 | 0x100 | 0x80 | 0x40 | 0x10 | 0x4 | 0x1 | 0x10000;
 
 // Offsets in the scratch data page.
 constexpr std::uint64_t kMmMapOff = 0, kAuxvOff = 256, kActOff = 1024, kCommOff = 3072,
@@ -657,7 +655,7 @@ Result<void> Rebuild::commit() {
     final.fs = regs0_.fs;
     final.gs = regs0_.gs;
     final.orig_rax = static_cast<unsigned long long>(-1); // not in a system call any more
-    final.eflags = (regs0_.eflags & ~kUserEflags) | (img_.regs.flags & kUserEflags);
+    final.eflags = (regs0_.eflags & ~GHOST_USER_EFLAGS) | (img_.regs.flags & GHOST_USER_EFLAGS);
     return t_.call_and_release(final, img_.signals.blocked & ~kUnblockable, SYS_munmap,
                                layout_.scratch, kScratchLen);
 }

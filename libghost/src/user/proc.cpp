@@ -4,6 +4,9 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <linux/kcmp.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -198,6 +201,49 @@ Result<std::string> read_link(const std::string& path) {
                                  fmt::format("cannot read link {}: {}", path, errno_text(errno)));
     buf.resize(static_cast<std::size_t>(n));
     return buf;
+}
+
+// Whether pid holds a SysV semaphore undo list. No interface shows it, but
+// kcmp(KCMP_SYSVSEM) compares two processes' lists: against ours, and if
+// ours is not the same, against a fresh child's (fork() gives none). Without
+// kcmp (CONFIG_KCMP) it cannot tell: false.
+bool holds_sysvsem(pid_t pid) {
+    auto cmp = [pid](pid_t other) { return ::syscall(SYS_kcmp, other, pid, KCMP_SYSVSEM, 0, 0); };
+    if (cmp(::getpid()) <= 0) // the same as ours (none, in general), or cannot tell
+        return false;
+    int p[2];
+    if (::pipe2(p, O_CLOEXEC) != 0)
+        return false;
+    const pid_t ref = ::fork();
+    if (ref == 0) { // only async-signal-safe calls: the caller may have threads
+        char c;
+        ::close(p[1]);
+        while (::read(p[0], &c, 1) < 0 && errno == EINTR) {
+        }
+        ::_exit(0);
+    }
+    ::close(p[0]);
+    const bool none = ref > 0 && cmp(ref) == 0;
+    ::close(p[1]);
+    if (ref > 0)
+        while (::waitpid(ref, nullptr, 0) < 0 && errno == EINTR) {
+        }
+    return ref > 0 && !none;
+}
+
+// Whether pid uses io_uring: a ring's descriptor or mapping. (ghost.ko sees
+// the task's io_uring context, which outlives both.)
+bool uses_io_uring(pid_t pid) {
+    static constexpr std::string_view kRing = "anon_inode:[io_uring]";
+    if (auto fds = list_fds(pid))
+        for (const int fd : *fds)
+            if (auto l = read_link(fmt::format("/proc/{}/fd/{}", pid, fd)); l && *l == kRing)
+                return true;
+    if (auto maps = read_maps(pid))
+        for (const auto& m : *maps)
+            if (m.name == kRing)
+                return true;
+    return false;
 }
 
 } // namespace ghost::user

@@ -57,4 +57,10 @@ Result<std::vector<int>> list_fds(pid_t pid);
 // The target of a symlink in /proc ("/path", "pipe:[123]").
 Result<std::string> read_link(const std::string& path);
 
+// Whether pid holds a SysV semaphore undo list (kcmp(KCMP_SYSVSEM)).
+bool holds_sysvsem(pid_t pid);
+
+// Whether pid has an io_uring ring open or mapped.
+bool uses_io_uring(pid_t pid);
+
 } // namespace ghost::user

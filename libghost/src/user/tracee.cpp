@@ -17,6 +17,7 @@
 
 #include <fmt/format.h>
 
+#include "ghost_policy.h"
 #include "sys.hpp"
 #include "user/proc.hpp"
 
@@ -39,23 +40,7 @@ long pt(enum __ptrace_request req, pid_t pid, void* addr = nullptr, void* data =
 
 Regs restarted(const Regs& r, bool restart_block) {
     Regs out = r;
-    if (static_cast<long>(r.orig_rax) < 0)
-        return out;
-    switch (-static_cast<long>(r.rax)) {
-    case kErestartsys:
-    case kErestartnointr:
-    case kErestartnohand:
-        out.rax = r.orig_rax;
-        out.rip -= 2;
-        break;
-    case kErestartRestartblock:
-        out.rax = restart_block ? SYS_restart_syscall : r.orig_rax;
-        out.rip -= 2;
-        break;
-    default:
-        break;
-    }
-    out.orig_rax = static_cast<unsigned long long>(-1);
+    ghost_policy_restart(&out.rax, &out.orig_rax, &out.rip, restart_block);
     return out;
 }
 

@@ -21,10 +21,6 @@ namespace ghost::user {
 
 using Regs = user_regs_struct;
 
-// The -ERESTART* values a stopped system call leaves in rax.
-inline constexpr long kErestartsys = 512, kErestartnointr = 513, kErestartnohand = 514,
-                      kErestartRestartblock = 516;
-
 // Whether a raw system call result is an error (-4095..-1).
 inline bool is_err(long r) {
     return r < 0 && r > -4096;
@@ -37,10 +33,11 @@ struct RseqConfig {
 };
 
 // regs of a task stopped inside a system call, turned into the state that
-// runs that call again from user mode: rax back to its number, rip on the
-// syscall instruction. restart_block: keep an interrupted sleep's remaining
-// time (restart_syscall(2)), which only the same task can use; otherwise the
-// call itself is run again, from its start.
+// runs that call again from user mode (ghost_policy_restart(), shared with
+// ghost.ko): rax back to its number, rip on the syscall instruction.
+// restart_block: keep an interrupted sleep's remaining time
+// (restart_syscall(2)), which only the same task can use; otherwise the call
+// itself is run again, from its start.
 Regs restarted(const Regs& r, bool restart_block);
 
 class Tracee {

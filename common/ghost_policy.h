@@ -1,0 +1,359 @@
+/* SPDX-License-Identifier: GPL-2.0 OR LGPL-2.1-or-later */
+/*
+ * What ghost v1 exports and what it refuses, and the register rules an
+ * export and an import share: one copy compiled by both engines, ghost.ko
+ * (kmod/) and libghost's user engine (libghost/src/user/). Each engine
+ * gathers plain facts in its own way (the kernel from its structures, the
+ * user engine from /proc and ptrace) and asks these functions, so both give
+ * the same answer and refuse with the same sentence. Not installed: it is
+ * not part of the uapi.
+ *
+ * A refusal returns a negative errno and writes its reason into @reason
+ * (@len bytes, GHOST_REASON_LEN in practice).
+ */
+#ifndef GHOST_POLICY_H
+#define GHOST_POLICY_H
+
+#ifdef __KERNEL__
+#include <linux/errno.h>
+#include <linux/kernel.h>
+#include <linux/stat.h>
+#include <linux/string.h>
+#include <linux/types.h>
+#else
+#include <errno.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <linux/types.h>
+/* Kernel-internal values (include/linux/errno.h) ptrace shows in ax. */
+#define ERESTARTSYS		512
+#define ERESTARTNOINTR		513
+#define ERESTARTNOHAND		514
+#define ERESTART_RESTARTBLOCK	516
+#endif
+#include <asm/processor-flags.h>
+#include <asm/unistd.h>
+#include <linux/major.h>
+#include <linux/ghost.h>
+
+/* ---- the process as a whole ---------------------------------------------- */
+
+/* Known before the process is disturbed. */
+struct ghost_target_facts {
+	int pid;
+	bool kthread_or_exiting;
+	bool self;		/* the exporter itself */
+	int threads;
+	bool traced;
+	bool stopped;		/* stopped or in a ptrace stop */
+};
+
+static inline int ghost_policy_target(const struct ghost_target_facts *t,
+				      char *reason, size_t len)
+{
+	if (t->kthread_or_exiting) {
+		snprintf(reason, len, "pid %d is a kernel thread or exiting",
+			 t->pid);
+		return -EPERM;
+	}
+	if (t->self) {
+		snprintf(reason, len, "a process cannot export itself");
+		return -EINVAL;
+	}
+	if (t->threads > 1) {
+		snprintf(reason, len,
+			 "pid %d has %d threads: multi-threaded export is not supported",
+			 t->pid, t->threads);
+		return -EOPNOTSUPP;
+	}
+	if (t->traced) {
+		snprintf(reason, len, "pid %d is being traced", t->pid);
+		return -EBUSY;
+	}
+	if (t->stopped) {
+		snprintf(reason, len,
+			 "pid %d is stopped: continue it (SIGCONT) first", t->pid);
+		return -EBUSY;
+	}
+	return 0;
+}
+
+/*
+ * Signals whose queued information v1 cannot carry: the real-time ones,
+ * from the kernel's SIGRTMIN (32; glibc's SIGRTMIN is a function and
+ * higher).
+ */
+#define GHOST_RT_SIGMASK (~0ULL << (32 - 1))
+
+/* Known once the process is held. */
+struct ghost_task_facts {
+	int pid;
+	bool itimer_armed;	/* ITIMER_REAL, _VIRTUAL or _PROF */
+	bool posix_timers;
+	bool sysvsem_undo;	/* a SysV semaphore undo list */
+	bool io_uring;
+	__u64 pending;		/* bit N-1: signal N pending (thread or process) */
+};
+
+static inline int ghost_policy_task(const struct ghost_task_facts *t,
+				    char *reason, size_t len)
+{
+	const char *what = NULL;
+
+	if (t->itimer_armed)
+		what = "has an armed interval timer";
+	else if (t->posix_timers)
+		what = "has POSIX timers";
+	else if (t->sysvsem_undo)
+		what = "holds SysV semaphore state";
+	else if (t->io_uring)
+		what = "uses io_uring";
+	else if (t->pending & GHOST_RT_SIGMASK)
+		what = "has queued real-time signals";
+	if (!what)
+		return 0;
+	snprintf(reason, len, "pid %d %s: not supported", t->pid, what);
+	return -EOPNOTSUPP;
+}
+
+static inline int ghost_policy_cwd(int pid, bool reachable, char *reason,
+				   size_t len)
+{
+	if (reachable)
+		return 0;
+	snprintf(reason, len, "the working directory of pid %d is unreachable",
+		 pid);
+	return -EOPNOTSUPP;
+}
+
+/* ---- mappings ------------------------------------------------------------ */
+
+struct ghost_vma_facts {
+	__u64 start, end;
+	const char *special;	/* "[vdso]", "[vvar]", ...: a special mapping */
+	bool hugetlb;
+	bool device;		/* VM_IO, VM_PFNMAP or VM_MIXEDMAP */
+	bool file;		/* backed by a file (shared anonymous memory is) */
+	bool reachable;		/* that file can be opened again by its path */
+	/*
+	 * An unreachable file's path as d_path() writes it, as
+	 * /proc/PID/maps shows it ("/memfd:x (deleted)"); may be NULL.
+	 */
+	const char *path;
+	bool shared;		/* VM_MAYSHARE */
+	bool growsdown;
+};
+
+struct ghost_mm_facts {
+	__u64 start_brk, brk, start_stack;
+};
+
+static inline bool ghost_policy_prefix(const char *s, const char *prefix)
+{
+	return !strncmp(s, prefix, strlen(prefix));
+}
+
+static inline bool ghost_policy_deleted(const char *path)
+{
+	static const char suffix[] = " (deleted)";
+	size_t n = strlen(path), m = sizeof(suffix) - 1;
+
+	return n >= m && !strcmp(path + n - m, suffix);
+}
+
+/*
+ * The kernel's own names for files that never had a path: shared anonymous
+ * memory is a shmem file named "dev/zero", SysV shared memory "SYSV<key>",
+ * a memfd "memfd:<name>"; all unlinked on an internal mount.
+ */
+static inline int ghost_policy_unreachable_vma(const struct ghost_vma_facts *v,
+					       char *reason, size_t len)
+{
+	unsigned long start = (unsigned long)v->start;
+	const char *p = v->path;
+	const char *what = "mapping of a deleted file";
+
+	if (!p) {
+		snprintf(reason, len,
+			 "mapping of an unreachable file at %#lx is not supported",
+			 start);
+		return -EOPNOTSUPP;
+	}
+	if (ghost_policy_prefix(p, "/memfd:"))
+		what = "memfd mapping";
+	else if (ghost_policy_prefix(p, "/SYSV") && v->shared)
+		what = "SysV shared memory";
+	else if (!strcmp(p, "/dev/zero (deleted)") && v->shared)
+		what = "shared anonymous memory";
+	else if (!ghost_policy_deleted(p))
+		what = NULL;	/* an anonymous inode's file, another pseudo file */
+	if (what)
+		snprintf(reason, len, "%s at %#lx is not supported", what, start);
+	else
+		snprintf(reason, len, "mapping of %s at %#lx is not supported",
+			 p, start);
+	return -EOPNOTSUPP;
+}
+
+/* The GHOST_VMA_* flags of a mapping, or a refusal. */
+static inline int ghost_policy_vma(const struct ghost_vma_facts *v,
+				   const struct ghost_mm_facts *mm,
+				   char *reason, size_t len)
+{
+	unsigned long start = (unsigned long)v->start;
+	int flags = 0;
+
+	if (v->special) {
+		if (!strcmp(v->special, "[vdso]"))
+			return GHOST_VMA_VDSO;
+		/* 6.13+ splits the vvar area: [vvar] and [vvar_vclock]. */
+		if (!strcmp(v->special, "[vvar]") ||
+		    !strcmp(v->special, "[vvar_vclock]"))
+			return GHOST_VMA_VVAR;
+		snprintf(reason, len, "mapping %s at %#lx is not supported",
+			 v->special, start);
+		return -EOPNOTSUPP;
+	}
+	if (v->hugetlb) {
+		snprintf(reason, len, "hugetlbfs mapping at %#lx is not supported",
+			 start);
+		return -EOPNOTSUPP;
+	}
+	if (v->device) {
+		snprintf(reason, len, "device mapping at %#lx is not supported",
+			 start);
+		return -EOPNOTSUPP;
+	}
+	if (v->file) {
+		if (!v->reachable)
+			return ghost_policy_unreachable_vma(v, reason, len);
+		flags |= GHOST_VMA_FILE;
+		if (v->shared)
+			flags |= GHOST_VMA_SHARED;
+	} else if (v->shared) {
+		snprintf(reason, len,
+			 "shared anonymous memory at %#lx is not supported", start);
+		return -EOPNOTSUPP;
+	} else if (mm->brk > mm->start_brk && v->start <= mm->start_brk &&
+		   v->end >= mm->brk) {
+		flags |= GHOST_VMA_HEAP;
+	}
+	if (v->growsdown)
+		flags |= GHOST_VMA_GROWSDOWN;
+	if (v->start <= mm->start_stack && mm->start_stack < v->end)
+		flags |= GHOST_VMA_STACK;
+	return flags;
+}
+
+/* ---- descriptors --------------------------------------------------------- */
+
+struct ghost_fd_facts {
+	unsigned int fd;
+	unsigned int mode;	/* the inode's S_IFMT bits */
+	unsigned int major, minor;	/* of a character device */
+	bool reachable;		/* a file or directory: can be opened by path */
+	const char *path;	/* d_path(), readlink of /proc/PID/fd/N; or NULL */
+};
+
+static inline bool ghost_policy_is_pty(unsigned int major, unsigned int minor)
+{
+	return (major >= UNIX98_PTY_MASTER_MAJOR &&
+		major < UNIX98_PTY_MASTER_MAJOR + UNIX98_PTY_MAJOR_COUNT) ||
+	       (major >= UNIX98_PTY_SLAVE_MAJOR &&
+		major < UNIX98_PTY_SLAVE_MAJOR + UNIX98_PTY_MAJOR_COUNT) ||
+	       (major == TTYAUX_MAJOR && minor == 2) ||
+	       major == PTY_MASTER_MAJOR || major == PTY_SLAVE_MAJOR;
+}
+
+/*
+ * The enum ghost_file_kind of a descriptor, or a refusal:
+ *  - regular files, directories and memory-class devices (/dev/null, ...)
+ *    are reopened by path;
+ *  - pipes, FIFOs and terminals cannot be recreated on their own: the
+ *    importer must hold one of the same kind at the same number;
+ *  - everything else (sockets, pseudo-terminals, eventfd, epoll, ...) is
+ *    refused.
+ */
+static inline int ghost_policy_fd(const struct ghost_fd_facts *f, char *reason,
+				  size_t len)
+{
+	if (S_ISREG(f->mode) || S_ISDIR(f->mode)) {
+		if (f->reachable)
+			return GHOST_FILE_PATH;
+		if (f->path && ghost_policy_prefix(f->path, "/memfd:"))
+			snprintf(reason, len, "fd %u is a memfd: not supported",
+				 f->fd);
+		else
+			snprintf(reason, len,
+				 "fd %u refers to a deleted file: not supported",
+				 f->fd);
+		return -EOPNOTSUPP;
+	}
+	if (S_ISFIFO(f->mode))
+		return GHOST_FILE_INHERIT;
+	if (S_ISCHR(f->mode)) {
+		if (f->major == MEM_MAJOR)
+			return GHOST_FILE_PATH;
+		if (ghost_policy_is_pty(f->major, f->minor)) {
+			snprintf(reason, len,
+				 "fd %u is a pseudo-terminal: not supported", f->fd);
+			return -EOPNOTSUPP;
+		}
+		if (f->major == TTY_MAJOR || f->major == TTYAUX_MAJOR)
+			return GHOST_FILE_INHERIT;
+		snprintf(reason, len,
+			 "fd %u is a character device (%u:%u): not supported",
+			 f->fd, f->major, f->minor);
+		return -EOPNOTSUPP;
+	}
+	if (S_ISSOCK(f->mode)) {
+		snprintf(reason, len,
+			 "fd %u is a socket: sockets are not supported", f->fd);
+		return -EOPNOTSUPP;
+	}
+	snprintf(reason, len, "fd %u (%s) is not supported", f->fd,
+		 f->path ? f->path : "unnamed");
+	return -EOPNOTSUPP;
+}
+
+/* ---- registers ------------------------------------------------------------ */
+
+/* The EFLAGS bits a user may set, as rt_sigreturn() allows them. */
+#define GHOST_USER_EFLAGS \
+	(X86_EFLAGS_AC | X86_EFLAGS_OF | X86_EFLAGS_DF | X86_EFLAGS_TF | \
+	 X86_EFLAGS_SF | X86_EFLAGS_ZF | X86_EFLAGS_AF | X86_EFLAGS_PF | \
+	 X86_EFLAGS_CF | X86_EFLAGS_RF)
+
+/*
+ * Registers of a task stopped on its way out of a system call, turned into
+ * the user-mode state that runs the call again, as the kernel's own restart
+ * would: a call interrupted with -ERESTART* gets ax back to its number and
+ * ip on the syscall instruction (2 bytes) again. @restart_block: an
+ * interrupted sleep keeps its remaining time (restart_syscall(2)), which
+ * only the same task can use; otherwise it is re-issued from its start with
+ * its original arguments. orig_ax becomes -1: the result is not inside a
+ * system call (and both importers set it so anyway).
+ */
+static inline void ghost_policy_restart(__u64 *ax, __u64 *orig_ax, __u64 *ip,
+					bool restart_block)
+{
+	if ((__s64)*orig_ax < 0)
+		return;
+	switch ((__s64)*ax) {
+	case -ERESTARTSYS:
+	case -ERESTARTNOINTR:
+	case -ERESTARTNOHAND:
+		*ax = *orig_ax;
+		*ip -= 2;
+		break;
+	case -ERESTART_RESTARTBLOCK:
+		*ax = restart_block ? __NR_restart_syscall : *orig_ax;
+		*ip -= 2;
+		break;
+	}
+	*orig_ax = (__u64)-1;
+}
+
+#endif /* GHOST_POLICY_H */

@@ -1,0 +1,317 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * The states ghost v1 refuses to export, one per row of refusal_test.c: each
+ * set_* function runs in a fresh child and gives it that one state. They
+ * return 0, or -1 when this machine cannot make the state (the row is
+ * skipped). *addr and *fd name what the reason will mention; *dev is a
+ * character device's "major:minor".
+ */
+#ifndef GHOST_REFUSAL_STATES_H
+#define GHOST_REFUSAL_STATES_H
+
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <linux/io_uring.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/inotify.h>
+#include <sys/ipc.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/sem.h>
+#include <sys/shm.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/sysmacros.h>
+#include <sys/time.h>
+#include <sys/timerfd.h>
+
+struct state {
+	unsigned long addr;
+	int fd;
+	char dev[16];
+};
+
+static int set_nothing(struct state *s)
+{
+	(void)s;
+	return 0;
+}
+
+static void *sleeper(void *arg)
+{
+	(void)arg;
+	for (;;)
+		pause();
+	return NULL;
+}
+
+static int set_thread(struct state *s)
+{
+	pthread_t t;
+
+	(void)s;
+	return pthread_create(&t, NULL, sleeper, NULL) ? -1 : 0;
+}
+
+/* The tracer is a sibling (refusal_test.c): Yama must let it in. */
+static int set_traceable(struct state *s)
+{
+	(void)s;
+	prctl(PR_SET_PTRACER, PR_SET_PTRACER_ANY, 0, 0, 0);
+	return 0;
+}
+
+static int set_itimer(struct state *s)
+{
+	struct itimerval it = { .it_value = { .tv_sec = 3600 } };
+
+	(void)s;
+	return setitimer(ITIMER_REAL, &it, NULL);
+}
+
+static int set_posix_timer(struct state *s)
+{
+	struct sigevent ev = { .sigev_notify = SIGEV_NONE };
+	timer_t t;
+
+	(void)s;
+	return timer_create(CLOCK_MONOTONIC, &ev, &t);
+}
+
+static int set_rt_signal(struct state *s)
+{
+	union sigval v = { .sival_int = 7 };
+	sigset_t rt;
+
+	(void)s;
+	sigemptyset(&rt);
+	sigaddset(&rt, SIGRTMIN);
+	sigprocmask(SIG_BLOCK, &rt, NULL);
+	return sigqueue(getpid(), SIGRTMIN, v);
+}
+
+/* An undo list stays with the process after its set is gone. */
+static int set_sysv_sem(struct state *s)
+{
+	struct sembuf op = { .sem_num = 0, .sem_op = 1, .sem_flg = SEM_UNDO };
+	int id = semget(IPC_PRIVATE, 1, 0600);
+	int err;
+
+	(void)s;
+	if (id < 0)
+		return -1;
+	err = semop(id, &op, 1);
+	semctl(id, 0, IPC_RMID);
+	return err;
+}
+
+static int set_io_uring(struct state *s)
+{
+	struct io_uring_params p;
+
+	memset(&p, 0, sizeof(p));
+	s->fd = syscall(__NR_io_uring_setup, 4, &p);
+	return s->fd < 0 ? -1 : 0;
+}
+
+static int map(struct state *s, int flags, int fd)
+{
+	void *p = mmap(NULL, 4096, PROT_READ | PROT_WRITE, flags, fd, 0);
+
+	if (p == MAP_FAILED)
+		return -1;
+	*(volatile char *)p = 1;
+	s->addr = (unsigned long)p;
+	return 0;
+}
+
+static int set_shared_anon(struct state *s)
+{
+	return map(s, MAP_SHARED | MAP_ANONYMOUS, -1);
+}
+
+static int set_sysv_shm(struct state *s)
+{
+	int id = shmget(IPC_PRIVATE, 4096, 0600);
+	void *p;
+
+	if (id < 0)
+		return -1;
+	p = shmat(id, NULL, 0);
+	shmctl(id, IPC_RMID, NULL);	/* gone once detached */
+	if (p == (void *)-1)
+		return -1;
+	s->addr = (unsigned long)p;
+	return 0;
+}
+
+static int memfd(void)
+{
+	int fd = memfd_create("ghost-refusal", MFD_CLOEXEC);
+
+	if (fd >= 0 && ftruncate(fd, 4096)) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+static int set_memfd_map(struct state *s)
+{
+	int fd = memfd(), err;
+
+	if (fd < 0)
+		return -1;
+	err = map(s, MAP_SHARED, fd);
+	close(fd);
+	return err;
+}
+
+static int set_memfd_fd(struct state *s)
+{
+	s->fd = memfd();
+	return s->fd < 0 ? -1 : 0;
+}
+
+/* A 4 KiB file in /tmp, already unlinked. */
+static int deleted_file(void)
+{
+	char path[] = "/tmp/ghost-refusal-XXXXXX";
+	char page[4096] = { 1 };
+	int fd = mkstemp(path);
+
+	if (fd < 0)
+		return -1;
+	unlink(path);
+	if (write(fd, page, sizeof(page)) != sizeof(page)) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+static int map_deleted(struct state *s, int flags)
+{
+	int fd = deleted_file(), err;
+
+	if (fd < 0)
+		return -1;
+	err = map(s, flags, fd);
+	close(fd);
+	return err;
+}
+
+static int set_deleted_private(struct state *s)
+{
+	return map_deleted(s, MAP_PRIVATE);
+}
+
+static int set_deleted_shared(struct state *s)
+{
+	return map_deleted(s, MAP_SHARED);
+}
+
+static int set_deleted_fd(struct state *s)
+{
+	s->fd = deleted_file();
+	return s->fd < 0 ? -1 : 0;
+}
+
+static int set_hugetlb(struct state *s)
+{
+	return map(s, MAP_PRIVATE | MAP_ANONYMOUS | MAP_HUGETLB, -1);
+}
+
+static int set_socket(struct state *s)
+{
+	s->fd = socket(AF_UNIX, SOCK_STREAM, 0);
+	return s->fd < 0 ? -1 : 0;
+}
+
+static int set_eventfd(struct state *s)
+{
+	s->fd = eventfd(0, 0);
+	return s->fd < 0 ? -1 : 0;
+}
+
+static int set_epoll(struct state *s)
+{
+	s->fd = epoll_create1(0);
+	return s->fd < 0 ? -1 : 0;
+}
+
+static int set_signalfd(struct state *s)
+{
+	sigset_t m;
+
+	sigemptyset(&m);
+	sigaddset(&m, SIGUSR1);
+	s->fd = signalfd(-1, &m, 0);
+	return s->fd < 0 ? -1 : 0;
+}
+
+static int set_timerfd(struct state *s)
+{
+	s->fd = timerfd_create(CLOCK_MONOTONIC, 0);
+	return s->fd < 0 ? -1 : 0;
+}
+
+static int set_inotify(struct state *s)
+{
+	s->fd = inotify_init1(0);
+	return s->fd < 0 ? -1 : 0;
+}
+
+static int set_pidfd(struct state *s)
+{
+	s->fd = syscall(SYS_pidfd_open, getpid(), 0);
+	return s->fd < 0 ? -1 : 0;
+}
+
+static int set_pty(struct state *s)
+{
+	s->fd = posix_openpt(O_RDWR | O_NOCTTY);
+	return s->fd < 0 ? -1 : 0;
+}
+
+/* A character device neither a terminal nor /dev/null-like. */
+static int set_chardev(struct state *s)
+{
+	static const char *const devs[] = { "/dev/fuse", "/dev/net/tun",
+					     "/dev/cpu_dma_latency", "/dev/rfkill" };
+	struct stat st;
+	unsigned int i;
+
+	for (i = 0; i < sizeof(devs) / sizeof(devs[0]); i++) {
+		s->fd = open(devs[i], O_RDONLY);
+		if (s->fd >= 0 && !fstat(s->fd, &st) && S_ISCHR(st.st_mode)) {
+			snprintf(s->dev, sizeof(s->dev), "%u:%u",
+				 major(st.st_rdev), minor(st.st_rdev));
+			return 0;
+		}
+		if (s->fd >= 0)
+			close(s->fd);
+	}
+	return -1;
+}
+
+static int set_deleted_cwd(struct state *s)
+{
+	char dir[] = "/tmp/ghost-refusal-XXXXXX";
+
+	(void)s;
+	if (!mkdtemp(dir) || chdir(dir))
+		return -1;
+	return rmdir(dir);
+}
+
+#endif /* GHOST_REFUSAL_STATES_H */
