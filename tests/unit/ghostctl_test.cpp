@@ -112,7 +112,7 @@ TEST(Ghostctl, InspectRefusesATruncatedCompressedStream) {
 }
 
 TEST(Ghostctl, InspectDescribesARealImage) {
-    const std::string img = std::string(GHOST_CORPUS_DIR) + "/counter.img";
+    const std::string img = std::string(GHOST_GOLDEN_DIR) + "/v1/counter.img";
     const auto o = run({GHOSTCTL_PATH, "inspect", img});
     ASSERT_EQ(o.status, 0) << o.err;
     for (const char* want :
@@ -121,7 +121,7 @@ TEST(Ghostctl, InspectDescribesARealImage) {
 }
 
 TEST(Ghostctl, InspectJsonMatchesTheReader) {
-    const std::string img = std::string(GHOST_CORPUS_DIR) + "/counter.img";
+    const std::string img = std::string(GHOST_GOLDEN_DIR) + "/v1/counter.img";
     const auto o = run({GHOSTCTL_PATH, "inspect", "--json", "--regs", img});
     ASSERT_EQ(o.status, 0) << o.err;
     const auto j = nlohmann::json::parse(o.out);
@@ -145,7 +145,7 @@ TEST(Ghostctl, InspectJsonMatchesTheReader) {
 }
 
 TEST(Ghostctl, InspectReadsCompressedImages) {
-    const std::string img = std::string(GHOST_CORPUS_DIR) + "/counter.img";
+    const std::string img = std::string(GHOST_GOLDEN_DIR) + "/v1/counter.img";
     const std::string zst = testing::TempDir() + "ghostctl_counter.img.zst";
     ASSERT_EQ(std::system(("zstd -q -f -o " + zst + " " + img).c_str()), 0);
     const auto o = run({GHOSTCTL_PATH, "inspect", zst});
