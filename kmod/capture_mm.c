@@ -245,7 +245,7 @@ static int write_run(void *arg, unsigned long addr, unsigned long nr)
 	int err;
 
 	p.data_offset = sizeof(p) + pad;
-	err = ghost_section_begin(s, GHOST_SEC_PAGES,
+	err = ghost_section_begin(s, GHOST_SEC_PAGES, sizeof(p),
 				  p.data_offset + (u64)nr * PAGE_SIZE);
 	if (!err)
 		err = ghost_stream_write(s, &p, sizeof(p));
@@ -352,7 +352,8 @@ static int write_vma(struct ghost_stream *s, struct mm_struct *mm,
 			     flags & GHOST_VMA_FILE, &r);
 }
 
-int ghost_write_mm(struct ghost_stream *s, struct mm_struct *mm, char *reason)
+int ghost_write_mm(struct ghost_stream *s, struct mm_struct *mm, u32 vdso_size,
+		   u32 vdso_crc, char *reason)
 {
 	struct vm_area_struct *vma;
 	struct page_writer *w;
@@ -370,6 +371,8 @@ int ghost_write_mm(struct ghost_stream *s, struct mm_struct *mm, char *reason)
 
 	mmap_read_lock(mm);
 	fill_mm(m, mm);
+	m->vdso_size = vdso_size;
+	m->vdso_crc32c = vdso_crc;
 	{
 		VMA_ITERATOR(vmi, mm, 0);
 
