@@ -63,9 +63,10 @@ TEST(images_of_ghost_ko_stage)
 {
 	char reason[GHOST_REASON_LEN] = "";
 
-	/* counter.img was taken in /mnt/with (tests/golden/README.md). */
+	/* Their working directories (tests/golden/README.md). */
 	mkdir("/mnt", 0755);
 	mkdir("/mnt/with", 0755);
+	mkdir("/mnt/with/golden", 0755);
 	for (size_t i = 0; i < sizeof(kernel_images) / sizeof(kernel_images[0]); i++) {
 		ASSERT_EQ(0, access(kernel_images[i], R_OK)) TH_LOG("%s is missing", kernel_images[i]);
 		EXPECT_EQ(0, prepare(kernel_images[i], reason))
