@@ -42,7 +42,11 @@ int ghost_write_image(struct ghost_stream *s, struct task_struct *task,
 
 /* capture_mm.c */
 int ghost_check_mm(struct mm_struct *mm, char *reason);
-int ghost_write_mm(struct ghost_stream *s, struct mm_struct *mm, char *reason);
+int ghost_write_mm(struct ghost_stream *s, struct mm_struct *mm, u32 vdso_size,
+		   u32 vdso_crc, char *reason);
+
+/* vdso.c */
+int ghost_vdso_id(struct mm_struct *mm, u32 *size, u32 *crc);
 
 /* pagewalk.c: runs of existing pages, collected under mmap_lock */
 struct ghost_run {

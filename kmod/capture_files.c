@@ -18,6 +18,7 @@ struct fd_entry {
 	unsigned int fd;
 	bool cloexec;
 	struct file *file;
+	u64 file_id;			/* ghost_file.file_id */
 };
 
 struct fd_list {
@@ -98,7 +99,7 @@ static int classify(const struct fd_entry *e, char *buf, char *reason)
 	return ghost_policy_fd(&f, reason, GHOST_REASON_LEN);
 }
 
-/* @pos: the file offset, or for GHOST_FILE_DUP the earlier descriptor. */
+/* @pos: the file offset (0 for GHOST_FILE_DUP). */
 static int write_one(struct ghost_stream *s, const struct fd_entry *e,
 		     int kind, u64 pos, char *buf, char *reason)
 {
@@ -109,6 +110,7 @@ static int write_one(struct ghost_stream *s, const struct fd_entry *e,
 		.fd_flags = e->cloexec ? FD_CLOEXEC : 0,
 		.pos = pos,
 		.mode = file_inode(e->file)->i_mode & S_IFMT,
+		.file_id = e->file_id,
 	};
 	const char *path = d_path(&e->file->f_path, buf, PATH_MAX);
 
@@ -137,6 +139,7 @@ static int scan_fds(struct task_struct *task, struct ghost_stream *s,
 {
 	struct fd_list l;
 	unsigned int i;
+	u64 ids = 0;
 	char *buf;
 	int err;
 
@@ -150,11 +153,13 @@ static int scan_fds(struct task_struct *task, struct ghost_stream *s,
 
 		/* A dup of an earlier descriptor: one open file, one offset. */
 		if (j < i) {
+			l.v[i].file_id = l.v[j].file_id;
 			if (s)
-				err = write_one(s, &l.v[i], GHOST_FILE_DUP,
-						l.v[j].fd, buf, reason);
+				err = write_one(s, &l.v[i], GHOST_FILE_DUP, 0,
+						buf, reason);
 			continue;
 		}
+		l.v[i].file_id = ++ids;
 		kind = classify(&l.v[i], buf, reason);
 		if (kind < 0)
 			err = kind;

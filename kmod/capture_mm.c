@@ -120,7 +120,7 @@ static int write_run(struct page_writer *w, const struct ghost_run *run)
 	int err;
 
 	p.data_offset = sizeof(p) + pad;
-	err = ghost_section_begin(s, GHOST_SEC_PAGES,
+	err = ghost_section_begin(s, GHOST_SEC_PAGES, sizeof(p),
 				  p.data_offset + (u64)nr * PAGE_SIZE);
 	if (!err)
 		err = ghost_stream_write(s, &p, sizeof(p));
@@ -267,7 +267,8 @@ static int snap_mm(struct mm_struct *mm, struct ghost_mm *m,
 	return 0;
 }
 
-int ghost_write_mm(struct ghost_stream *s, struct mm_struct *mm, char *reason)
+int ghost_write_mm(struct ghost_stream *s, struct mm_struct *mm, u32 vdso_size,
+		   u32 vdso_crc, char *reason)
 {
 	struct vma_snap *snaps = NULL;
 	struct page_writer *w;
@@ -288,6 +289,8 @@ int ghost_write_mm(struct ghost_stream *s, struct mm_struct *mm, char *reason)
 	err = snap_mm(mm, m, &snaps, buf, reason);
 	if (err)
 		goto out;
+	m->vdso_size = vdso_size;
+	m->vdso_crc32c = vdso_crc;
 	err = ghost_section_write(s, GHOST_SEC_MM, m, sizeof(*m), NULL, 0);
 	for (i = 0; !err && i < m->nr_vmas; i++) {
 		struct vma_snap *snap = &snaps[i];

@@ -59,7 +59,12 @@ int ghost_check_task(struct task_struct *task, struct mm_struct *mm,
 	return ghost_check_files(task, reason);
 }
 
-static int write_header(struct ghost_stream *s, struct task_struct *task)
+/*
+ * File ids change what a DUP record means, so a reader must know them; the
+ * vDSO record only adds a check, which a reader may lack.
+ */
+static int write_header(struct ghost_stream *s, struct task_struct *task,
+			bool vdso)
 {
 	struct ghost_image_header h = {
 		.magic = GHOST_IMAGE_MAGIC,
@@ -69,6 +74,9 @@ static int write_header(struct ghost_stream *s, struct task_struct *task)
 		.page_size = PAGE_SIZE,
 		.time_ns = ktime_get_real_ns(),
 		.pid = task_pid_vnr(task),
+		.features = GHOST_IMAGE_FEAT_FILE_ID |
+			    (vdso ? GHOST_IMAGE_FEAT_VDSO_ID : 0),
+		.required_features = GHOST_IMAGE_FEAT_FILE_ID,
 	};
 
 	return ghost_stream_write(s, &h, sizeof(h));
@@ -201,9 +209,14 @@ int ghost_write_image(struct ghost_stream *s, struct task_struct *task,
 		      struct mm_struct *mm, const struct ghost_cpu *cpu,
 		      char *reason)
 {
+	u32 vdso_size, vdso_crc;
 	int err;
 
-	err = write_header(s, task);
+	mmap_read_lock(mm);
+	err = ghost_vdso_id(mm, &vdso_size, &vdso_crc);
+	mmap_read_unlock(mm);
+	if (!err)
+		err = write_header(s, task, vdso_size);
 	if (!err)
 		err = write_task(s, task);
 	if (!err)
@@ -215,7 +228,7 @@ int ghost_write_image(struct ghost_stream *s, struct task_struct *task,
 	if (!err)
 		err = write_rlimits(s, task);
 	if (!err)
-		err = ghost_write_mm(s, mm, reason);
+		err = ghost_write_mm(s, mm, vdso_size, vdso_crc, reason);
 	if (!err)
 		err = ghost_write_files(s, task, reason);
 	if (!err)

@@ -205,7 +205,9 @@ int ghost_import(struct ghost *g, struct ghost_import *im, struct file *self,
 	sv = ghost_staged_vma(st, GHOST_VMA_VDSO);
 	im->vdso_start = sv ? sv->v.start : 0;
 
-	err = (im->flags & GHOST_IMPORT_PREPARE) ? 0 : check_caller(st, im->reason);
+	err = ghost_check_vdso(st, im->reason);
+	if (!err && !(im->flags & GHOST_IMPORT_PREPARE))
+		err = check_caller(st, im->reason);
 	if (err || (im->flags & GHOST_IMPORT_PREPARE)) {
 		g->staged = st;		/* kept for the next call */
 		goto out;

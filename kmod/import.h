@@ -59,6 +59,7 @@ struct ghost_staged {
 	size_t files_cap;
 	struct staged_file *files;
 	u64 fd_end;			/* highest installed fd + 1, 0 if none */
+	u64 last_file_id;		/* of the last file record that was not a DUP */
 	u64 bytes;
 };
 
@@ -68,6 +69,9 @@ int ghost_stage(struct ghost_stream *s, struct ghost_staged **out,
 void ghost_staged_free(struct ghost_staged *st);
 const struct staged_vma *ghost_staged_vma(const struct ghost_staged *st,
 					  u32 flag);
+
+/* vdso.c */
+int ghost_check_vdso(const struct ghost_staged *st, char *reason);
 
 /* restore.c: past the point of no return; a failure is fatal. */
 int ghost_restore(struct ghost_staged *st, struct file *self);

@@ -78,7 +78,7 @@ int ghost_stream_write_zeros(struct ghost_stream *s, size_t len);
 int ghost_stream_read(struct ghost_stream *s, void *buf, size_t len);
 int ghost_stream_skip_zeros(struct ghost_stream *s, size_t len);
 struct page *ghost_stream_take_page(struct ghost_stream *s);
-int ghost_section_begin(struct ghost_stream *s, u32 type, u64 size);
+int ghost_section_begin(struct ghost_stream *s, u32 type, u16 rec, u64 size);
 int ghost_section_end(struct ghost_stream *s, u64 size);
 int ghost_section_write(struct ghost_stream *s, u32 type, const void *a,
 			size_t alen, const void *b, size_t blen);

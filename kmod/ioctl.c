@@ -36,7 +36,7 @@ static long ghost_ioctl_version(void __user *uarg, u32 cmdsize)
 	v.minor = GHOST_ABI_MINOR;
 	v.patch = GHOST_ABI_PATCH;
 	v.image_version = GHOST_IMAGE_VERSION;
-	v.image_min = GHOST_IMAGE_VERSION;
+	v.image_min = GHOST_IMAGE_MIN_VERSION;
 	v.features = GHOST_FEATURES;
 	return ghost_uarg_out(uarg, usize, &v, sizeof(v));
 }

@@ -28,10 +28,6 @@
 
 #include "import.h"
 
-#define MAX_VMAS	65536
-#define MAX_XSTATE	(64 * 1024)
-#define MAX_FD		(1024 * 1024)
-
 static __printf(2, 3) int bad(char *reason, const char *fmt, ...)
 {
 	va_list ap;
@@ -57,21 +53,100 @@ static int read_exact(struct ghost_stream *s, void *buf, size_t len,
 	return err ? short_read(s, err, reason) : 0;
 }
 
-/* The next section header; @crc_before is the checksum of all before it. */
-static int next_section(struct ghost_stream *s, struct ghost_section *sec,
-			u32 *crc_before, char *reason)
+/* A section header, and the size of the record that begins its payload. */
+struct sec {
+	struct ghost_section h;
+	u64 at;			/* stream offset of the header */
+	u32 crc;		/* checksum of every byte before it */
+	u32 rec;		/* record bytes: the rest of the payload is its tail */
+};
+
+/*
+ * The record size of a section of @type in images of @version as this
+ * reader knows it; version 1's is also the smallest it takes. 0: a type it
+ * does not know.
+ */
+static u32 record_size(u32 type, u32 version)
 {
-	u64 at = s->off;
+	static const u16 size[] = {
+		[GHOST_SEC_TASK] = sizeof(struct ghost_task),
+		[GHOST_SEC_REGS] = sizeof(struct ghost_regs),
+		[GHOST_SEC_XSTATE] = sizeof(struct ghost_xstate),
+		[GHOST_SEC_SIGNALS] = sizeof(struct ghost_signals),
+		[GHOST_SEC_FS] = sizeof(struct ghost_fs),
+		[GHOST_SEC_RLIMITS] = sizeof(struct ghost_rlimits),
+		[GHOST_SEC_MM] = sizeof(struct ghost_mm),
+		[GHOST_SEC_VMA] = sizeof(struct ghost_vma),
+		[GHOST_SEC_PAGES] = sizeof(struct ghost_pages),
+		[GHOST_SEC_FILE] = sizeof(struct ghost_file),
+		[GHOST_SEC_END] = sizeof(struct ghost_end),
+	};
+
+	if (type >= ARRAY_SIZE(size))
+		return 0;
+	if (version == 1 && type == GHOST_SEC_MM)
+		return GHOST_MM_SIZE_VER1;
+	if (version == 1 && type == GHOST_SEC_FILE)
+		return GHOST_FILE_SIZE_VER1;
+	return size[type];
+}
+
+/* Bytes nobody looks at: a skipped section's payload and padding. */
+static int skip_bytes(struct ghost_stream *s, u64 len, char *reason)
+{
+	u8 buf[256];
+
+	while (len) {
+		size_t n = min_t(u64, len, sizeof(buf));
+		int err = read_exact(s, buf, n, reason);
+
+		if (err)
+			return err;
+		len -= n;
+	}
+	return 0;
+}
+
+/*
+ * The next section header. A section of a type this reader does not know
+ * is read past when it is skippable (its bytes still count in the
+ * checksum) and refused otherwise.
+ */
+static int next_section(struct ghost_stream *s, const struct ghost_staged *st,
+			struct sec *sec, char *reason)
+{
+	bool v1 = st->hdr.version == 1;
+	u32 known;
 	int err;
 
-	if (crc_before)
-		*crc_before = ~s->crc;
-	err = read_exact(s, sec, sizeof(*sec), reason);
-	if (err)
-		return err;
-	if (sec->flags)
-		return bad(reason, "section at byte %llu has unknown flags %#x",
-			   at, sec->flags);
+	for (;;) {
+		sec->at = s->off;
+		sec->crc = ~s->crc;
+		err = read_exact(s, &sec->h, sizeof(sec->h), reason);
+		if (err)
+			return err;
+		if ((sec->h.flags & ~GHOST_SECTION_FLAGS) ||
+		    (v1 && (sec->h.flags || sec->h.record_size)))
+			return bad(reason, "section at byte %llu has unknown flags %#x",
+				   sec->at, sec->h.flags);
+		known = record_size(sec->h.type, 1);
+		if (known)
+			break;
+		if (!(sec->h.flags & GHOST_SECTION_SKIPPABLE))
+			return bad(reason,
+				   "section type %u at byte %llu is unknown to this reader and not skippable",
+				   sec->h.type, sec->at);
+		err = skip_bytes(s, sec->h.size, reason);
+		if (!err)
+			err = skip_bytes(s, ALIGN(sec->h.size % 8, 8) - sec->h.size % 8,
+					 reason);
+		if (err)
+			return err;
+	}
+	sec->rec = v1 ? known : sec->h.record_size;
+	if (sec->rec < known || sec->h.size < sec->rec)
+		return bad(reason, "section %u at byte %llu has a %u-byte record",
+			   sec->h.type, sec->at, sec->rec);
 	return 0;
 }
 
@@ -85,49 +160,70 @@ static int skip_pad(struct ghost_stream *s, u64 size, char *reason)
 }
 
 /*
- * A section of @type whose payload is a fixed struct of @fixed bytes plus
- * @tail bytes (known after reading the struct, hence the callback-free
- * split: read_head, then read_tail).
+ * The record that begins a section's payload, into @buf of @size bytes: an
+ * older, shorter record reads as if its missing tail were zero; a newer,
+ * longer one is taken when the part this reader does not know is zero.
  */
-static int read_head(struct ghost_stream *s, u32 type, void *buf,
-		     size_t fixed, struct ghost_section *sec, char *reason)
+static int read_record(struct ghost_stream *s, const struct sec *sec,
+		       void *buf, size_t size, char *reason)
 {
-	u64 at = s->off;
-	int err = next_section(s, sec, NULL, reason);
+	size_t n = min_t(size_t, sec->rec, size);
+	int err;
+
+	memset(buf + n, 0, size - n);
+	err = read_exact(s, buf, n, reason);
+	if (err || sec->rec <= size)
+		return err;
+	err = ghost_stream_skip_zeros(s, sec->rec - size);
+	if (err == -EBADMSG)
+		return bad(reason,
+			   "the %u-byte record of section %u at byte %llu has non-zero bytes beyond the %zu this reader knows",
+			   sec->rec, sec->h.type, sec->at, size);
+	return err ? short_read(s, err, reason) : 0;
+}
+
+/*
+ * A section of @type whose payload is a record of @size bytes plus a tail
+ * (known after reading the record, hence the split: read_head, then
+ * read_tail).
+ */
+static int read_head(struct ghost_stream *s, const struct ghost_staged *st,
+		     u32 type, void *buf, size_t size, struct sec *sec,
+		     char *reason)
+{
+	int err = next_section(s, st, sec, reason);
 
 	if (err)
 		return err;
-	if (sec->type != type)
+	if (sec->h.type != type)
 		return bad(reason, "expected section %u at byte %llu, found %u",
-			   type, at, sec->type);
-	if (sec->size < fixed)
-		return bad(reason, "section %u at byte %llu is too short", type, at);
-	return read_exact(s, buf, fixed, reason);
+			   type, sec->at, sec->h.type);
+	return read_record(s, sec, buf, size, reason);
 }
 
-static int read_tail(struct ghost_stream *s, const struct ghost_section *sec,
-		     size_t fixed, void *tail, size_t tail_len, char *reason)
+static int read_tail(struct ghost_stream *s, const struct sec *sec,
+		     void *tail, size_t tail_len, char *reason)
 {
 	int err;
 
-	if (sec->size != fixed + tail_len)
+	if (sec->h.size != sec->rec + tail_len)
 		return bad(reason, "section %u has size %llu, expected %zu",
-			   sec->type, sec->size, fixed + tail_len);
+			   sec->h.type, sec->h.size, sec->rec + tail_len);
 	if (tail_len) {
 		err = read_exact(s, tail, tail_len, reason);
 		if (err)
 			return err;
 	}
-	return skip_pad(s, sec->size, reason);
+	return skip_pad(s, sec->h.size, reason);
 }
 
-static int read_fixed(struct ghost_stream *s, u32 type, void *buf,
-		      size_t size, char *reason)
+static int read_fixed(struct ghost_stream *s, const struct ghost_staged *st,
+		      u32 type, void *buf, size_t size, char *reason)
 {
-	struct ghost_section sec;
-	int err = read_head(s, type, buf, size, &sec, reason);
+	struct sec sec;
+	int err = read_head(s, st, type, buf, size, &sec, reason);
 
-	return err ? err : read_tail(s, &sec, size, NULL, 0, reason);
+	return err ? err : read_tail(s, &sec, NULL, 0, reason);
 }
 
 /*
@@ -135,22 +231,22 @@ static int read_fixed(struct ghost_stream *s, u32 type, void *buf,
  * when it must be a path to open (inherited descriptors carry a name like
  * "pipe:[1234]" for information only).
  */
-static int read_path(struct ghost_stream *s, const struct ghost_section *sec,
-		     size_t fixed, u32 len, bool absolute, char **out,
-		     char *reason)
+static int read_path(struct ghost_stream *s, const struct sec *sec, u32 len,
+		     bool absolute, char **out, char *reason)
 {
 	char *p;
 	int err;
 
-	if (len == 0 || len >= PATH_MAX)
-		return bad(reason, "a path in section %u has length %u", sec->type, len);
+	BUILD_BUG_ON(GHOST_PATH_MAX != PATH_MAX);
+	if (len == 0 || len >= GHOST_PATH_MAX)
+		return bad(reason, "a path in section %u has length %u", sec->h.type, len);
 	p = kmalloc(len + 1, GFP_KERNEL);
 	if (!p)
 		return -ENOMEM;
-	err = read_tail(s, sec, fixed, p, len, reason);
+	err = read_tail(s, sec, p, len, reason);
 	p[len] = 0;
 	if (!err && (strlen(p) != len || (absolute && p[0] != '/')))
-		err = bad(reason, "a path in section %u is not absolute", sec->type);
+		err = bad(reason, "a path in section %u is not absolute", sec->h.type);
 	if (err) {
 		kfree(p);
 		return err;
@@ -159,6 +255,10 @@ static int read_path(struct ghost_stream *s, const struct ghost_section *sec,
 	return 0;
 }
 
+/*
+ * TASK_SIZE_MAX is GHOST_USER_ADDR_END, or GHOST_USER_ADDR_END_LA57 with
+ * 5-level page tables: the machine's bound, tighter than the format's.
+ */
 static bool user_addr(u64 a)
 {
 	return a < TASK_SIZE_MAX;
@@ -176,29 +276,43 @@ static int stage_header(struct ghost_stream *s, struct ghost_staged *st,
 		return err;
 	if (h->magic != GHOST_IMAGE_MAGIC)
 		return bad(reason, "not a ghost image (bad magic)");
-	if (h->version != GHOST_IMAGE_VERSION)
-		return bad(reason, "image format version %u is not supported (reads %u)",
-			   h->version, GHOST_IMAGE_VERSION);
-	if (h->header_size != sizeof(*h) || h->arch != GHOST_ARCH_X86_64 ||
-	    h->page_size != PAGE_SIZE || h->__pad ||
-	    !ghost_all_zero(h->resv, ARRAY_SIZE(h->resv)))
+	if (h->version < GHOST_IMAGE_MIN_VERSION || h->version > GHOST_IMAGE_VERSION)
+		return bad(reason, "image format version %u is not supported (reads %u to %u)",
+			   h->version, GHOST_IMAGE_MIN_VERSION, GHOST_IMAGE_VERSION);
+	if ((h->version == 1 ? h->header_size != sizeof(*h) :
+	     (h->header_size < sizeof(*h) || h->header_size > GHOST_IMAGE_HEADER_MAX ||
+	      h->header_size % 8)) ||
+	    h->arch != GHOST_ARCH_X86_64 || h->page_size != PAGE_SIZE ||
+	    h->__pad || !ghost_all_zero(h->resv, ARRAY_SIZE(h->resv)) ||
+	    (h->version == 1 && (h->features || h->required_features)) ||
+	    (h->required_features & ~h->features))
 		return bad(reason, "the image header is malformed or for another machine");
-	return 0;
+	if (h->required_features & ~GHOST_IMAGE_FEATURES)
+		return bad(reason,
+			   "the image requires feature bit %lu, which this reader does not know",
+			   __ffs64(h->required_features & ~GHOST_IMAGE_FEATURES));
+	err = ghost_stream_skip_zeros(s, h->header_size - sizeof(*h));
+	if (err == -EBADMSG)
+		return bad(reason,
+			   "the image header has non-zero bytes beyond the %zu this reader knows",
+			   sizeof(*h));
+	return err ? short_read(s, err, reason) : 0;
 }
 
 static int stage_task(struct ghost_stream *s, struct ghost_staged *st,
 		      char *reason)
 {
 	struct ghost_task *t = &st->task;
-	int err = read_fixed(s, GHOST_SEC_TASK, t, sizeof(*t), reason);
+	int err = read_fixed(s, st, GHOST_SEC_TASK, t, sizeof(*t), reason);
 
+	BUILD_BUG_ON(sizeof(struct robust_list_head) != GHOST_ROBUST_LIST_LEN);
 	if (err)
 		return err;
 	if (t->__pad || !ghost_all_zero(t->resv, ARRAY_SIZE(t->resv)) ||
 	    !user_addr(t->rseq) || !user_addr(t->clear_child_tid) ||
 	    !user_addr(t->robust_list) ||
-	    (t->robust_list && t->robust_list_len != sizeof(struct robust_list_head)) ||
-	    (t->rseq && t->rseq_len != 32))
+	    (t->robust_list && t->robust_list_len != GHOST_ROBUST_LIST_LEN) ||
+	    (t->rseq && t->rseq_len != GHOST_RSEQ_LEN))
 		return bad(reason, "the task section is malformed");
 	t->comm[sizeof(t->comm) - 1] = 0;
 	return 0;
@@ -208,7 +322,7 @@ static int stage_regs(struct ghost_stream *s, struct ghost_staged *st,
 		      char *reason)
 {
 	struct ghost_regs *r = &st->regs;
-	int err = read_fixed(s, GHOST_SEC_REGS, r, sizeof(*r), reason);
+	int err = read_fixed(s, st, GHOST_SEC_REGS, r, sizeof(*r), reason);
 
 	if (err)
 		return err;
@@ -231,23 +345,23 @@ static int stage_xstate(struct ghost_stream *s, struct ghost_staged *st,
 	struct fpstate *cur = current->thread.fpu.fpstate;
 	size_t fpsize = offsetof(struct fpstate, regs) + cur->size;
 	struct fpu_guest gf = { 0 };
-	struct ghost_section sec;
+	struct sec sec;
 	struct ghost_xstate x;
 	size_t len;
 	void *buf;
 	u64 xfeatures;
 	int err;
 
-	err = read_head(s, GHOST_SEC_XSTATE, &x, sizeof(x), &sec, reason);
+	err = read_head(s, st, GHOST_SEC_XSTATE, &x, sizeof(x), &sec, reason);
 	if (err)
 		return err;
-	if (x.__pad || x.size < 512 + 64 || x.size > MAX_XSTATE)
+	if (x.__pad || x.size < GHOST_XSTATE_MIN || x.size > GHOST_XSTATE_MAX)
 		return bad(reason, "the FPU section is malformed");
 	len = max_t(size_t, x.size, cur->user_size);
 	buf = kvzalloc(len, GFP_KERNEL);
 	if (!buf)
 		return -ENOMEM;
-	err = read_tail(s, &sec, sizeof(x), buf, x.size, reason);
+	err = read_tail(s, &sec, buf, x.size, reason);
 	if (err)
 		goto out;
 
@@ -294,19 +408,22 @@ static int stage_signals(struct ghost_stream *s, struct ghost_staged *st,
 	if (!sg)
 		return -ENOMEM;
 	st->sig = sg;
-	err = read_fixed(s, GHOST_SEC_SIGNALS, sg, sizeof(*sg), reason);
+	BUILD_BUG_ON(GHOST_SA_FLAGS != UAPI_SA_FLAGS);
+	BUILD_BUG_ON(GHOST_SS_FLAGS != (SS_ONSTACK | SS_DISABLE | SS_AUTODISARM));
+	BUILD_BUG_ON(GHOST_SIG_PENDING_MASK != ~(~0ULL << (SIGRTMIN - 1)));
+	err = read_fixed(s, st, GHOST_SEC_SIGNALS, sg, sizeof(*sg), reason);
 	if (err)
 		return err;
 	for (i = 0; i < GHOST_NSIG; i++) {
 		const struct ghost_sigaction *a = &sg->action[i];
 		int sig = i + 1;
 
-		if ((a->flags & ~(u64)UAPI_SA_FLAGS) || !user_addr(a->restorer) ||
+		if ((a->flags & ~GHOST_SA_FLAGS) || !user_addr(a->restorer) ||
 		    ((sig == SIGKILL || sig == SIGSTOP) && a->handler != 0))
 			return bad(reason, "the action of signal %d is invalid", sig);
 	}
-	if (sg->__pad || (sg->pending & (~0ULL << (SIGRTMIN - 1))) ||
-	    (sg->altstack_flags & ~(SS_ONSTACK | SS_DISABLE | SS_AUTODISARM)) ||
+	if (sg->__pad || (sg->pending & ~GHOST_SIG_PENDING_MASK) ||
+	    (sg->altstack_flags & ~GHOST_SS_FLAGS) ||
 	    !user_addr(sg->altstack_sp))
 		return bad(reason, "the signal section is malformed");
 	return 0;
@@ -315,15 +432,14 @@ static int stage_signals(struct ghost_stream *s, struct ghost_staged *st,
 static int stage_fs(struct ghost_stream *s, struct ghost_staged *st,
 		    char *reason)
 {
-	struct ghost_section sec;
 	struct ghost_fs fs;
+	struct sec sec;
 	char *cwd;
 	int err;
 
-	err = read_head(s, GHOST_SEC_FS, &fs, sizeof(fs), &sec, reason);
+	err = read_head(s, st, GHOST_SEC_FS, &fs, sizeof(fs), &sec, reason);
 	if (!err)
-		err = read_path(s, &sec, sizeof(fs), fs.cwd_len, true, &cwd,
-				reason);
+		err = read_path(s, &sec, fs.cwd_len, true, &cwd, reason);
 	if (err)
 		return err;
 	st->umask = fs.umask & 0777;
@@ -345,7 +461,7 @@ static int stage_fs(struct ghost_stream *s, struct ghost_staged *st,
 static int stage_rlimits(struct ghost_stream *s, struct ghost_staged *st,
 			 char *reason)
 {
-	int i, err = read_fixed(s, GHOST_SEC_RLIMITS, &st->rlim,
+	int i, err = read_fixed(s, st, GHOST_SEC_RLIMITS, &st->rlim,
 				sizeof(st->rlim), reason);
 
 	if (err)
@@ -362,7 +478,7 @@ static int stage_rlimits(struct ghost_stream *s, struct ghost_staged *st,
 				     i);
 			return -EPERM;
 		}
-		if (i == RLIMIT_NOFILE && max > MAX_FD)
+		if (i == RLIMIT_NOFILE && max > GHOST_MAX_FD)
 			return bad(reason, "the file limit in the image is too large");
 	}
 	return 0;
@@ -374,11 +490,15 @@ static int stage_mm(struct ghost_stream *s, struct ghost_staged *st,
 		    char *reason)
 {
 	struct ghost_mm *m = &st->mm;
-	int err = read_fixed(s, GHOST_SEC_MM, m, sizeof(*m), reason);
+	int err = read_fixed(s, st, GHOST_SEC_MM, m, sizeof(*m), reason);
 
 	if (err)
 		return err;
-	if (!m->nr_vmas || m->nr_vmas > MAX_VMAS || m->auxv_words < 2 ||
+	if (!(st->hdr.features & GHOST_IMAGE_FEAT_VDSO_ID) ?
+	    (m->vdso_size || m->vdso_crc32c) :
+	    (!m->vdso_size || (m->vdso_size & ~PAGE_MASK)))
+		return bad(reason, "the vDSO record does not fit the image's feature bits");
+	if (!m->nr_vmas || m->nr_vmas > GHOST_MAX_VMAS || m->auxv_words < 2 ||
 	    m->auxv_words > min_t(size_t, GHOST_AUXV_WORDS,
 				  ARRAY_SIZE(current->mm->saved_auxv)) ||
 	    (m->auxv_words & 1) ||
@@ -473,23 +593,22 @@ static bool run_fits(const struct staged_vma *sv, const struct ghost_pages *p,
 	return true;
 }
 
-static int stage_pages(struct ghost_stream *s, struct staged_vma *sv,
-		       u64 *carried, char *reason)
+static int stage_pages(struct ghost_stream *s, const struct ghost_staged *st,
+		       struct staged_vma *sv, u64 *carried, char *reason)
 {
-	struct ghost_section sec;
 	struct ghost_pages p;
-	u64 at = s->off;
+	struct sec sec;
 	int err;
 
-	err = read_head(s, GHOST_SEC_PAGES, &p, sizeof(p), &sec, reason);
+	err = read_head(s, st, GHOST_SEC_PAGES, &p, sizeof(p), &sec, reason);
 	if (err)
 		return err;
 	/* nr_pages is bounded by the mapping before it is multiplied */
-	if (p.__pad || p.data_offset < sizeof(p) || !run_fits(sv, &p, *carried) ||
-	    sec.size != p.data_offset + p.nr_pages * PAGE_SIZE ||
-	    ((at + sizeof(sec) + p.data_offset) & ~PAGE_MASK))
-		return bad(reason, "the page run at byte %llu is malformed", at);
-	err = ghost_stream_skip_zeros(s, p.data_offset - sizeof(p));
+	if (p.__pad || p.data_offset < sec.rec || !run_fits(sv, &p, *carried) ||
+	    sec.h.size != p.data_offset + p.nr_pages * PAGE_SIZE ||
+	    ((sec.at + sizeof(sec.h) + p.data_offset) & ~PAGE_MASK))
+		return bad(reason, "the page run at byte %llu is malformed", sec.at);
+	err = ghost_stream_skip_zeros(s, p.data_offset - sec.rec);
 	if (err)
 		return err == -EBADMSG ? bad(reason, "non-zero padding in page run") :
 					 short_read(s, err, reason);
@@ -526,12 +645,12 @@ static int stage_vma(struct ghost_stream *s, struct ghost_staged *st,
 {
 	struct staged_vma *sv = &st->vmas[idx];
 	struct ghost_vma *v = &sv->v;
-	struct ghost_section sec;
+	struct sec sec;
 	u64 carried = 0;
 	char *path = NULL;
 	int err;
 
-	err = read_head(s, GHOST_SEC_VMA, v, sizeof(*v), &sec, reason);
+	err = read_head(s, st, GHOST_SEC_VMA, v, sizeof(*v), &sec, reason);
 	if (err)
 		return err;
 	st->nr_vmas = idx + 1;
@@ -555,8 +674,7 @@ static int stage_vma(struct ghost_stream *s, struct ghost_staged *st,
 			   O_RDWR : O_RDONLY;
 		struct file *f;
 
-		err = read_path(s, &sec, sizeof(*v), v->path_len, true, &path,
-				reason);
+		err = read_path(s, &sec, v->path_len, true, &path, reason);
 		if (err)
 			return err;
 		f = filp_open(path, mode | O_LARGEFILE, 0);
@@ -572,12 +690,12 @@ static int stage_vma(struct ghost_stream *s, struct ghost_staged *st,
 		if (err)
 			return err;
 	} else {
-		err = read_tail(s, &sec, sizeof(*v), NULL, 0, reason);
+		err = read_tail(s, &sec, NULL, 0, reason);
 		if (err)
 			return err;
 	}
 	while (!err && carried < v->nr_pages)
-		err = stage_pages(s, sv, &carried, reason);
+		err = stage_pages(s, st, sv, &carried, reason);
 	return err;
 }
 
@@ -586,17 +704,20 @@ static int stage_vma(struct ghost_stream *s, struct ghost_staged *st,
 /*
  * A descriptor sharing the open file of an earlier one: the same struct
  * file is installed at both numbers. An inherited one is the importer's.
+ * The earlier one has the same file id, or in images without file ids the
+ * descriptor number in @pos.
  */
 static int stage_dup(struct ghost_staged *st, struct staged_file *sf,
 		     char *reason)
 {
+	bool by_id = st->hdr.features & GHOST_IMAGE_FEAT_FILE_ID;
 	const struct ghost_file *f = &sf->f;
 	unsigned int i;
 
 	for (i = 0; i + 1 < st->nr_files; i++) {
 		const struct staged_file *t = &st->files[i];
 
-		if ((u64)t->f.fd != f->pos)
+		if (by_id ? t->f.file_id != f->file_id : (u64)t->f.fd != f->pos)
 			continue;
 		if (t->f.mode != f->mode)
 			break;
@@ -608,7 +729,7 @@ static int stage_dup(struct ghost_staged *st, struct staged_file *sf,
 }
 
 static int stage_file(struct ghost_stream *s, struct ghost_staged *st,
-		      const struct ghost_section *sec, char *reason)
+		      const struct sec *sec, char *reason)
 {
 	struct staged_file *sf;
 	struct ghost_file *f;
@@ -623,16 +744,22 @@ static int stage_file(struct ghost_stream *s, struct ghost_staged *st,
 		return err;
 	sf = &st->files[st->nr_files];
 	f = &sf->f;
-	if (sec->size < sizeof(*f))
-		return bad(reason, "a file section is too short");
-	err = read_exact(s, f, sizeof(*f), reason);
+	err = read_record(s, sec, f, sizeof(*f), reason);
 	if (!err)
-		err = read_path(s, sec, sizeof(*f), f->path_len,
-				f->kind == GHOST_FILE_PATH, &path, reason);
+		err = read_path(s, sec, f->path_len, f->kind == GHOST_FILE_PATH,
+				&path, reason);
 	if (err)
 		return err;
 	st->nr_files++;
-	if (f->fd < 0 || f->fd >= MAX_FD ||
+	if (!(st->hdr.features & GHOST_IMAGE_FEAT_FILE_ID) ? f->file_id != 0 :
+	    (!f->file_id ||
+	     (f->kind == GHOST_FILE_DUP ? f->pos != 0 : f->file_id <= st->last_file_id))) {
+		kfree(path);
+		return bad(reason, "the file id of fd %d is invalid", f->fd);
+	}
+	if (f->kind != GHOST_FILE_DUP)
+		st->last_file_id = f->file_id;
+	if (f->fd < 0 || f->fd >= GHOST_MAX_FD ||
 	    (st->nr_files > 1 && f->fd <= st->files[st->nr_files - 2].f.fd) ||
 	    (f->fd_flags & ~FD_CLOEXEC) ||
 	    (f->kind != GHOST_FILE_PATH && f->kind != GHOST_FILE_INHERIT &&
@@ -687,29 +814,27 @@ static int stage_tail(struct ghost_stream *s, struct ghost_staged *st,
 		      char *reason)
 {
 	for (;;) {
-		struct ghost_section sec;
 		struct ghost_end end;
-		u64 at = s->off;
-		u32 crc;
-		int err = next_section(s, &sec, &crc, reason);
+		struct sec sec;
+		int err = next_section(s, st, &sec, reason);
 
 		if (err)
 			return err;
-		if (sec.type == GHOST_SEC_FILE) {
+		if (sec.h.type == GHOST_SEC_FILE) {
 			err = stage_file(s, st, &sec, reason);
 			if (err)
 				return err;
 			continue;
 		}
-		if (sec.type != GHOST_SEC_END || sec.size != sizeof(end))
+		if (sec.h.type != GHOST_SEC_END || sec.h.size != sec.rec)
 			return bad(reason, "unexpected section %u at byte %llu",
-				   sec.type, at);
-		err = read_exact(s, &end, sizeof(end), reason);
+				   sec.h.type, sec.at);
+		err = read_record(s, &sec, &end, sizeof(end), reason);
 		if (err)
 			return err;
-		if (end.bytes != at || end.__pad)
+		if (end.bytes != sec.at || end.__pad)
 			return bad(reason, "the end section is malformed");
-		if (end.crc32c != crc)
+		if (end.crc32c != sec.crc)
 			return bad(reason, "checksum mismatch: the image is corrupted");
 		st->bytes = s->off;
 		return 0;
@@ -748,6 +873,16 @@ static int check_layout(struct ghost_staged *st, char *reason)
 		if (i == st->nr_vmas && inside[j])
 			return bad(reason, "the memory layout points outside the mappings");
 	}
+	/* The recorded vDSO is the [vdso] mapping at mm.vdso. */
+	for (i = 0; m->vdso_size && i < st->nr_vmas; i++) {
+		const struct ghost_vma *v = &st->vmas[i].v;
+
+		if ((v->flags & GHOST_VMA_VDSO) && v->start == m->vdso &&
+		    v->end - v->start == m->vdso_size)
+			return 0;
+	}
+	if (m->vdso_size)
+		return bad(reason, "the image records a vDSO that is not among its mappings");
 	return 0;
 }
 

@@ -94,9 +94,10 @@ int ghost_stream_skip_zeros(struct ghost_stream *s, size_t len)
 	return 0;
 }
 
-int ghost_section_begin(struct ghost_stream *s, u32 type, u64 size)
+/* @rec: bytes of the record that begins the payload (the rest is its tail). */
+int ghost_section_begin(struct ghost_stream *s, u32 type, u16 rec, u64 size)
 {
-	struct ghost_section sec = { .type = type, .size = size };
+	struct ghost_section sec = { .type = type, .record_size = rec, .size = size };
 
 	return ghost_stream_write(s, &sec, sizeof(sec));
 }
@@ -107,11 +108,11 @@ int ghost_section_end(struct ghost_stream *s, u64 size)
 	return ghost_stream_write_zeros(s, ALIGN(size, 8) - size);
 }
 
-/* A whole section whose payload is @a then @b (either may be empty). */
+/* A whole section whose payload is the record @a, then @b (may be empty). */
 int ghost_section_write(struct ghost_stream *s, u32 type, const void *a,
 			size_t alen, const void *b, size_t blen)
 {
-	int err = ghost_section_begin(s, type, alen + blen);
+	int err = ghost_section_begin(s, type, alen, alen + blen);
 
 	if (!err && alen)
 		err = ghost_stream_write(s, a, alen);

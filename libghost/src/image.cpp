@@ -15,6 +15,7 @@
 
 #include <algorithm>
 #include <array>
+#include <bit>
 #include <cerrno>
 #include <cstddef>
 #include <cstring>
@@ -29,23 +30,19 @@ namespace {
 
 constexpr std::uint64_t kPage = 4096;
 constexpr std::size_t kFlushAt = 1 << 20; // Writer: buffer this much before writing
-// TASK_SIZE_MAX of x86-64 with 4-level page tables: the end of user space.
-constexpr std::uint64_t kUserEnd = (1ULL << 47) - kPage;
-// The bounds of kmod/stage.c.
-constexpr std::uint32_t kMaxVmas = 65536;
-constexpr std::uint32_t kMinXstate = 512 + 64; // legacy area + XSAVE header
-constexpr std::uint32_t kMaxXstate = 64 * 1024;
-constexpr std::uint32_t kPathMax = 4096; // PATH_MAX, counting the NUL
-constexpr std::int64_t kMaxFd = 1 << 20;
+// The format's bounds (uapi/linux/ghost.h), shared with kmod/stage.c. User
+// space ends where it does with 4-level page tables.
+constexpr std::uint64_t kUserEnd = GHOST_USER_ADDR_END;
+constexpr std::uint32_t kMaxVmas = GHOST_MAX_VMAS;
+constexpr std::uint32_t kMinXstate = GHOST_XSTATE_MIN;
+constexpr std::uint32_t kMaxXstate = GHOST_XSTATE_MAX;
+constexpr std::uint32_t kPathMax = GHOST_PATH_MAX; // counting the NUL
+constexpr std::int64_t kMaxFd = GHOST_MAX_FD;
 constexpr int kRlimitNofile = 7;
 
-// The sigaction flags Linux accepts on x86-64 (UAPI_SA_FLAGS): NOCLDSTOP,
-// NOCLDWAIT, SIGINFO, EXPOSE_TAGBITS, RESTORER, ONSTACK, RESTART, NODEFER,
-// RESETHAND.
-constexpr std::uint64_t kSaFlags =
-    0x1 | 0x2 | 0x4 | 0x800 | 0x04000000 | 0x08000000 | 0x10000000 | 0x40000000 | 0x80000000;
-constexpr std::uint32_t kSsFlags = 1 | 2 | (1u << 31); // SS_ONSTACK, SS_DISABLE, SS_AUTODISARM
-constexpr int kSigKill = 9, kSigStop = 19, kSigRtMin = 32;
+constexpr std::uint64_t kSaFlags = GHOST_SA_FLAGS;
+constexpr std::uint32_t kSsFlags = GHOST_SS_FLAGS;
+constexpr int kSigKill = 9, kSigStop = 19;
 constexpr std::uint64_t kAtNull = 0;
 
 // XSAVE layout (standard format).
@@ -148,7 +145,9 @@ class Stream {
 
 struct Sec {
     ghost_section h{};
-    std::uint64_t at = 0; // stream offset of the section header
+    std::uint64_t at = 0;  // stream offset of the section header
+    std::uint32_t crc = 0; // crc32c of the stream before the header
+    std::uint64_t rec = 0; // bytes of the record that begins the payload
     // Stream offset of a field of the payload.
     std::uint64_t field(std::size_t offset) const { return at + sizeof(h) + offset; }
 };
@@ -193,48 +192,126 @@ class Reader {
             return r;
         if (h.magic != GHOST_IMAGE_MAGIC)
             return bad(fmt::format("not a ghost image: bad magic {:#018x} at byte 0", h.magic));
-        if (h.version != GHOST_IMAGE_VERSION)
+        if (h.version < GHOST_IMAGE_MIN_VERSION || h.version > GHOST_IMAGE_VERSION)
             return bad(fmt::format("image format version {} (byte 8) is not supported: this "
-                                   "reader reads version {}",
-                                   h.version, GHOST_IMAGE_VERSION));
-        if (h.header_size != sizeof(h))
-            return bad(fmt::format("the image header size is {} (byte 12), expected {}",
-                                   h.header_size, sizeof(h)));
+                                   "reader reads versions {} to {}",
+                                   h.version, GHOST_IMAGE_MIN_VERSION, GHOST_IMAGE_VERSION));
+        if (h.version == 1 ? h.header_size != sizeof(h)
+                           : (h.header_size < sizeof(h) || h.header_size > GHOST_IMAGE_HEADER_MAX ||
+                              h.header_size % 8))
+            return bad(
+                fmt::format("the image header size is {} (byte 12), expected {}", h.header_size,
+                            h.version == 1 ? fmt::format("{}", sizeof(h))
+                                           : fmt::format("a multiple of 8 from {} to {}", sizeof(h),
+                                                         GHOST_IMAGE_HEADER_MAX)));
         if (h.arch != GHOST_ARCH_X86_64)
             return bad(fmt::format("the image is for architecture {} (byte 16), not x86-64 ({})",
                                    h.arch, GHOST_ARCH_X86_64));
         if (h.page_size != kPage)
             return bad(
                 fmt::format("the image's page size is {} (byte 20), not {}", h.page_size, kPage));
-        if (h.__pad || !all_zero(h.resv))
+        if (h.__pad || !all_zero(h.resv) || (h.version == 1 && (h.features || h.required_features)))
             return bad("the image header has non-zero reserved fields (bytes 36-63)");
+        if (h.required_features & ~h.features)
+            return bad(fmt::format("the image header requires features {:#x} (byte 48) that it "
+                                   "does not use (byte 40)",
+                                   h.required_features & ~h.features));
+        if (const auto unknown = h.required_features & ~GHOST_IMAGE_FEATURES)
+            return bad(fmt::format("the image requires feature bit {} (byte 48), which this "
+                                   "reader does not know",
+                                   std::countr_zero(unknown)));
+        if (h.header_size > sizeof(h)) {
+            if (auto r = s_.zeros(
+                    h.header_size - sizeof(h),
+                    fmt::format("header bytes beyond the {} this reader knows", sizeof(h)));
+                !r)
+                return r;
+        }
         return {};
     }
 
     // The next section header (its flags checked), at an 8-aligned offset.
+    // Skippable sections of unknown types are read past (their bytes still
+    // count in the checksum); an unknown type that is not skippable is
+    // refused. Of a known type, the record size is checked against the
+    // section: from version 2 it is in the header, in version 1 it is fixed.
     Result<Sec> next() {
-        Sec s;
-        s.at = s_.off();
-        if (auto r = s_.read(s.h); !r)
-            return r.error();
-        if (s.h.flags)
-            return bad(fmt::format("the {} section at byte {} has unknown flags {:#x}",
-                                   name_of(s.h.type), s.at, s.h.flags));
-        return s;
+        const bool v1 = img_.header.version == 1;
+        for (;;) {
+            Sec s;
+            s.at = s_.off();
+            s.crc = s_.crc();
+            if (auto r = s_.read(s.h); !r)
+                return r.error();
+            if ((s.h.flags & ~GHOST_SECTION_FLAGS) || (v1 && (s.h.flags || s.h.record_size)))
+                return bad(fmt::format("the {} section at byte {} has unknown flags {:#x}",
+                                       name_of(s.h.type), s.at,
+                                       v1 ? (s.h.flags | s.h.record_size << 16) : s.h.flags));
+            const auto known = record_size(s.h.type, 1);
+            if (!known && !(s.h.flags & GHOST_SECTION_SKIPPABLE))
+                return bad(fmt::format("section type {} at byte {} is unknown to this reader and "
+                                       "not skippable",
+                                       s.h.type, s.at));
+            if (!known) {
+                if (auto r = skip(s.h.size); !r)
+                    return r.error();
+                img_.exact = false;
+                img_.skipped++;
+                continue;
+            }
+            s.rec = v1 ? known : s.h.record_size;
+            if (s.rec < known)
+                return bad(fmt::format("the {} section at byte {} has a {}-byte record, shorter "
+                                       "than the {} bytes of version 1",
+                                       name_of(s.h.type), s.at, s.rec, known));
+            if (s.h.size < s.rec)
+                return bad(fmt::format("the {} section at byte {} has {} bytes, too short for its "
+                                       "{}-byte record",
+                                       name_of(s.h.type), s.at, s.h.size, s.rec));
+            if (s.rec != record_size(s.h.type, GHOST_IMAGE_VERSION) &&
+                (!v1 || s.rec > record_size(s.h.type, GHOST_IMAGE_VERSION)))
+                img_.exact = false;
+            return s;
+        }
     }
 
-    // A section of @type whose payload starts with a @fixed-byte record.
-    Result<Sec> expect(std::uint32_t type, std::size_t fixed) {
+    // The payload and padding of a skipped section, unseen.
+    Result<void> skip(std::uint64_t size) {
+        std::array<std::byte, 4096> buf;
+        for (std::uint64_t n : {size, (8 - size % 8) % 8}) // no sum: size may be near 2^64
+            while (n) {
+                const auto k = static_cast<std::size_t>(std::min<std::uint64_t>(n, buf.size()));
+                if (auto r = s_.read(std::span(buf).first(k)); !r)
+                    return r;
+                n -= k;
+            }
+        return {};
+    }
+
+    // The record that begins the payload of @s: a shorter (older) one reads
+    // as if its missing tail were zero, a longer (newer) one only when the
+    // part this reader does not know is zero.
+    template <class T> Result<void> record(const Sec& s, T& rec) {
+        rec = T{};
+        const auto n = std::min<std::uint64_t>(s.rec, sizeof(T));
+        if (auto r = s_.read(bytes_of(rec).first(n)); !r)
+            return r;
+        if (s.rec > sizeof(T))
+            return s_.zeros(s.rec - sizeof(T),
+                            fmt::format("bytes beyond the {} this reader knows of the {}-byte {} "
+                                        "record at byte {}",
+                                        sizeof(T), s.rec, name_of(s.h.type), s.at));
+        return {};
+    }
+
+    // A section of @type; its record's size is checked by next().
+    Result<Sec> expect(std::uint32_t type) {
         auto s = next();
         if (!s)
             return s;
         if (s->h.type != type)
             return bad(fmt::format("expected section {} at byte {}, found section {}",
                                    name_of(type), s->at, name_of(s->h.type)));
-        if (s->h.size < fixed)
-            return bad(fmt::format("the {} section at byte {} has {} bytes, too short for its "
-                                   "{}-byte record",
-                                   name_of(type), s->at, s->h.size, fixed));
         return s;
     }
 
@@ -253,12 +330,12 @@ class Reader {
     }
 
     template <class T> Result<Sec> fixed(std::uint32_t type, T& rec) {
-        auto s = expect(type, sizeof(T));
+        auto s = expect(type);
         if (!s)
             return s;
-        if (auto r = size_is(*s, sizeof(T)); !r)
+        if (auto r = size_is(*s, s->rec); !r)
             return r.error();
-        if (auto r = s_.read(rec); !r)
+        if (auto r = record(*s, rec); !r)
             return r.error();
         if (auto r = pad(*s); !r)
             return r.error();
@@ -350,10 +427,10 @@ class Reader {
     // importing CPU's business.
     Result<void> xstate() {
         auto& x = img_.xstate;
-        auto s = expect(GHOST_SEC_XSTATE, sizeof(x));
+        auto s = expect(GHOST_SEC_XSTATE);
         if (!s)
             return s.error();
-        if (auto r = s_.read(x); !r)
+        if (auto r = record(*s, x); !r)
             return r;
         if (x.__pad)
             return bad(fmt::format("the FPU section at byte {} has non-zero padding", s->at));
@@ -362,7 +439,7 @@ class Reader {
                                    "(byte {}): must be {} to {}",
                                    s->at, x.size, FIELD(*s, ghost_xstate, size), kMinXstate,
                                    kMaxXstate));
-        if (auto r = size_is(*s, sizeof(x) + x.size); !r)
+        if (auto r = size_is(*s, s->rec + x.size); !r)
             return r;
         const auto data_at = s_.off();
         img_.xsave.resize(x.size);
@@ -411,7 +488,7 @@ class Reader {
         const std::string where = fmt::format("the signal section at byte {}", s->at);
         if (sg.__pad)
             return bad(where + " has non-zero padding");
-        if (sg.pending & (~0ULL << (kSigRtMin - 1)))
+        if (sg.pending & ~GHOST_SIG_PENDING_MASK)
             return bad(fmt::format("{}: pending {:#x} (byte {}) holds real-time or unknown "
                                    "signals",
                                    where, sg.pending, FIELD(*s, ghost_signals, pending)));
@@ -427,12 +504,12 @@ class Reader {
 
     Result<void> fs() {
         ghost_fs f{};
-        auto s = expect(GHOST_SEC_FS, sizeof(f));
+        auto s = expect(GHOST_SEC_FS);
         if (!s)
             return s.error();
-        if (auto r = s_.read(f); !r)
+        if (auto r = record(*s, f); !r)
             return r;
-        auto p = path(*s, sizeof(f), f.cwd_len, true, FIELD(*s, ghost_fs, cwd_len));
+        auto p = path(*s, s->rec, f.cwd_len, true, FIELD(*s, ghost_fs, cwd_len));
         if (!p)
             return p.error();
         img_.umask = f.umask;
@@ -503,16 +580,22 @@ class Reader {
             if (!user_addr(a.v))
                 return bad(fmt::format("{}: {} {:#x} (byte {}) is not a user address", where,
                                        a.name, a.v, s->field(a.off)));
+        if (!(img_.header.features & GHOST_IMAGE_FEAT_VDSO_ID)
+                ? (m.vdso_size || m.vdso_crc32c)
+                : (!m.vdso_size || m.vdso_size % kPage))
+            return bad(fmt::format("{}: vdso_size {} (byte {}) does not fit the image's vDSO "
+                                   "feature bit",
+                                   where, m.vdso_size, FIELD(*s, ghost_mm, vdso_size)));
         return {};
     }
 
     Result<void> vma(std::uint32_t idx) {
         Vma v;
         auto& r = v.rec;
-        auto s = expect(GHOST_SEC_VMA, sizeof(r));
+        auto s = expect(GHOST_SEC_VMA);
         if (!s)
             return s.error();
-        if (auto res = s_.read(r); !res)
+        if (auto res = record(*s, r); !res)
             return res;
         const auto pages = (r.end - r.start) / kPage;
         const auto what = [&](std::string_view why) {
@@ -550,12 +633,12 @@ class Reader {
         if ((r.flags & GHOST_VMA_FILE) && r.pgoff > (kMaxFileOffset - (r.end - r.start)) / kPage)
             return what(fmt::format("has file offset page {}, past the largest file", r.pgoff));
         if (r.flags & GHOST_VMA_FILE) {
-            auto p = path(*s, sizeof(r), r.path_len, true, FIELD(*s, ghost_vma, path_len));
+            auto p = path(*s, s->rec, r.path_len, true, FIELD(*s, ghost_vma, path_len));
             if (!p)
                 return p.error();
             v.path = std::move(*p);
         } else {
-            if (auto res = size_is(*s, sizeof(r)); !res)
+            if (auto res = size_is(*s, s->rec); !res)
                 return res;
             if (auto res = pad(*s); !res)
                 return res;
@@ -571,10 +654,10 @@ class Reader {
     Result<void> run(Vma& v, std::uint64_t& carried) {
         const auto& vr = v.rec;
         ghost_pages p{};
-        auto s = expect(GHOST_SEC_PAGES, sizeof(p));
+        auto s = expect(GHOST_SEC_PAGES);
         if (!s)
             return s.error();
-        if (auto r = s_.read(p); !r)
+        if (auto r = record(*s, p); !r)
             return r;
         const auto what = [&](std::string_view why) {
             return bad(fmt::format("the page run at byte {} ({} page{} at {:#x}, mapping "
@@ -584,7 +667,7 @@ class Reader {
         };
         if (p.__pad)
             return what("has non-zero padding");
-        if (p.data_offset < sizeof(p))
+        if (p.data_offset < s->rec)
             return what(fmt::format("has data_offset {}, inside its own record", p.data_offset));
         if (p.nr_pages == 0)
             return what("is empty");
@@ -606,7 +689,7 @@ class Reader {
         if ((s->field(0) + p.data_offset) % kPage)
             return what(fmt::format("has its data at byte {}, not page-aligned",
                                     s->field(0) + p.data_offset));
-        if (auto r = s_.zeros(p.data_offset - sizeof(p),
+        if (auto r = s_.zeros(p.data_offset - s->rec,
                               fmt::format("padding in the page run at byte {}", s->at));
             !r)
             return r;
@@ -633,10 +716,10 @@ class Reader {
     // FILE sections, then END.
     Result<void> tail() {
         for (;;) {
-            const auto crc = s_.crc();
             auto s = next();
             if (!s)
                 return s.error();
+            const auto crc = s->crc;
             if (s->h.type == GHOST_SEC_FILE) {
                 if (auto r = file(*s); !r)
                     return r;
@@ -647,9 +730,9 @@ class Reader {
                                        "end section",
                                        name_of(s->h.type), s->at));
             ghost_end e{};
-            if (auto r = size_is(*s, sizeof(e)); !r)
+            if (auto r = size_is(*s, s->rec); !r)
                 return r;
-            if (auto r = s_.read(e); !r)
+            if (auto r = record(*s, e); !r)
                 return r;
             if (e.__pad)
                 return bad(fmt::format("the end section at byte {} has non-zero padding", s->at));
@@ -670,14 +753,10 @@ class Reader {
     Result<void> file(const Sec& s) {
         File f;
         auto& r = f.rec;
-        if (s.h.size < sizeof(r))
-            return bad(fmt::format("the file section at byte {} has {} bytes, too short for its "
-                                   "{}-byte record",
-                                   s.at, s.h.size, sizeof(r)));
-        if (auto res = s_.read(r); !res)
+        if (auto res = record(s, r); !res)
             return res;
-        auto p = path(s, sizeof(r), r.path_len, r.kind == GHOST_FILE_PATH,
-                      FIELD(s, ghost_file, path_len));
+        auto p =
+            path(s, s.rec, r.path_len, r.kind == GHOST_FILE_PATH, FIELD(s, ghost_file, path_len));
         if (!p)
             return p.error();
         f.path = std::move(*p);
@@ -693,13 +772,31 @@ class Reader {
             return what(fmt::format("has unknown descriptor flags {:#x}", r.fd_flags));
         if (r.kind != GHOST_FILE_PATH && r.kind != GHOST_FILE_INHERIT && r.kind != GHOST_FILE_DUP)
             return what(fmt::format("has unknown kind {}", r.kind));
+        if (!(img_.header.features & GHOST_IMAGE_FEAT_FILE_ID)) {
+            if (r.file_id)
+                return what(fmt::format("has file id {} in an image without file ids", r.file_id));
+        } else if (!r.file_id) {
+            return what("has no file id");
+        } else if (r.kind != GHOST_FILE_DUP && r.file_id <= last_file_id_) {
+            return what(fmt::format("opens file id {}, not above the last one, {}", r.file_id,
+                                    last_file_id_));
+        } else if (r.kind == GHOST_FILE_DUP && r.pos) {
+            return what(fmt::format("shares an open file but has offset {}", r.pos));
+        }
         if (r.kind == GHOST_FILE_DUP) {
-            // pos names an earlier descriptor of the same kind of file.
+            // An earlier record of the same kind of file: by file id, or in
+            // images without ids by the descriptor number in pos.
+            const bool by_id = img_.header.features & GHOST_IMAGE_FEAT_FILE_ID;
             const auto t = std::find_if(img_.files.begin(), img_.files.end(), [&](const File& e) {
-                return static_cast<std::uint64_t>(e.rec.fd) == r.pos;
+                return by_id ? e.rec.file_id == r.file_id
+                             : static_cast<std::uint64_t>(e.rec.fd) == r.pos;
             });
             if (t == img_.files.end() || t->rec.mode != r.mode)
-                return what(fmt::format("shares the file of fd {}, which the image lacks", r.pos));
+                return what(
+                    by_id ? fmt::format("shares file id {}, which the image lacks", r.file_id)
+                          : fmt::format("shares the file of fd {}, which the image lacks", r.pos));
+        } else {
+            last_file_id_ = r.file_id;
         }
         img_.files.push_back(std::move(f));
         return {};
@@ -727,6 +824,14 @@ class Reader {
                                        "(byte {})",
                                        a.name, a.v, mm_.field(a.off)));
         }
+        // The recorded vDSO is the [vdso] mapping at mm.vdso.
+        if (m.vdso_size && std::none_of(img_.vmas.begin(), img_.vmas.end(), [&](const Vma& v) {
+                return (v.rec.flags & GHOST_VMA_VDSO) && v.rec.start == m.vdso &&
+                       v.rec.end - v.rec.start == m.vdso_size;
+            }))
+            return bad(fmt::format("the memory layout records a {}-byte vDSO at {:#x} (byte {}) "
+                                   "that is not among the mappings",
+                                   m.vdso_size, m.vdso, FIELD(mm_, ghost_mm, vdso_size)));
         return {};
     }
 
@@ -734,6 +839,7 @@ class Reader {
     const ReadOptions& o_;
     Image img_;
     Sec mm_;
+    std::uint64_t last_file_id_ = 0;
     std::vector<std::byte> chunk_;
 };
 
@@ -767,6 +873,36 @@ std::string_view section_name(std::uint32_t type) {
         return "end";
     default:
         return "unknown";
+    }
+}
+
+std::size_t record_size(std::uint32_t type, std::uint32_t version) {
+    const bool v1 = version == 1;
+    switch (type) {
+    case GHOST_SEC_TASK:
+        return sizeof(ghost_task);
+    case GHOST_SEC_REGS:
+        return sizeof(ghost_regs);
+    case GHOST_SEC_XSTATE:
+        return sizeof(ghost_xstate);
+    case GHOST_SEC_SIGNALS:
+        return sizeof(ghost_signals);
+    case GHOST_SEC_FS:
+        return sizeof(ghost_fs);
+    case GHOST_SEC_RLIMITS:
+        return sizeof(ghost_rlimits);
+    case GHOST_SEC_MM:
+        return v1 ? GHOST_MM_SIZE_VER1 : sizeof(ghost_mm);
+    case GHOST_SEC_VMA:
+        return sizeof(ghost_vma);
+    case GHOST_SEC_PAGES:
+        return sizeof(ghost_pages);
+    case GHOST_SEC_FILE:
+        return v1 ? GHOST_FILE_SIZE_VER1 : sizeof(ghost_file);
+    case GHOST_SEC_END:
+        return sizeof(ghost_end);
+    default:
+        return 0;
     }
 }
 
@@ -877,11 +1013,15 @@ Result<void> Writer::status() const {
 }
 
 void Writer::header(const ghost_image_header& h) {
+    version_ = h.version;
     put(cbytes_of(h));
+    if (h.version != 1 && h.header_size > sizeof(h) && h.header_size <= GHOST_IMAGE_HEADER_MAX)
+        pad_to(h.header_size - sizeof(h));
 }
 
-void Writer::section(std::uint32_t type, std::span<const std::byte> payload, std::uint32_t flags) {
-    const ghost_section s{type, flags, payload.size()};
+void Writer::section(std::uint32_t type, std::span<const std::byte> payload, std::uint16_t flags,
+                     std::uint16_t record_size) {
+    const ghost_section s{type, flags, record_size, payload.size()};
     put(cbytes_of(s));
     put(payload);
     pad_to((8 - payload.size() % 8) % 8);
@@ -892,7 +1032,8 @@ void Writer::pages_begin(std::uint64_t addr, std::uint64_t nr_pages) {
     const std::uint64_t hdr_end = offset() + sizeof(ghost_section) + sizeof(ghost_pages);
     const std::uint64_t pad = (kPage - hdr_end % kPage) % kPage;
     const ghost_pages p{addr, nr_pages, static_cast<std::uint32_t>(sizeof(p) + pad), 0};
-    const ghost_section s{GHOST_SEC_PAGES, 0, p.data_offset + nr_pages * kPage};
+    const ghost_section s{GHOST_SEC_PAGES, 0, wire_record_size(sizeof(p)),
+                          p.data_offset + nr_pages * kPage};
     put(cbytes_of(s));
     put(cbytes_of(p));
     pad_to(pad);

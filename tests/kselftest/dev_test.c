@@ -60,6 +60,10 @@ TEST_F(dev, version_reports_abi_and_known_features)
 	if (v.features & GHOST_FEAT_EXPORT)
 		EXPECT_NE(0, v.image_version);
 	EXPECT_LE(v.image_min, v.image_version);
+	/* Writes this header's version and still reads version 1. */
+	EXPECT_EQ(GHOST_IMAGE_VERSION, v.image_version);
+	EXPECT_EQ(GHOST_IMAGE_MIN_VERSION, v.image_min);
+	EXPECT_EQ(1, v.image_min);
 }
 
 TEST_F(dev, unknown_ioctl_is_enotty)

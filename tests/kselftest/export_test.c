@@ -295,6 +295,93 @@ TEST(memory_image_carries_the_pattern)
 	free(x.img);
 }
 
+/* Holds its stderr twice: one open file, two descriptors. */
+static void work_dup(int fd)
+{
+	dup2(2, 200);
+	work_idle(fd);
+}
+
+/* The size and crc32c of our own [vdso]: the kernel's, as the child's. */
+static void own_vdso(__u32 *size, __u32 *crc)
+{
+	FILE *maps = fopen("/proc/self/maps", "r");
+	unsigned long lo, hi;
+	char line[256];
+
+	*size = *crc = 0;
+	while (maps && fgets(line, sizeof(line), maps))
+		if (strstr(line, "[vdso]") && sscanf(line, "%lx-%lx", &lo, &hi) == 2) {
+			*size = hi - lo;
+			*crc = ~crc32c_update(~0u, (const void *)lo, hi - lo);
+		}
+	if (maps)
+		fclose(maps);
+}
+
+/* Format version 2: record sizes, feature bits, file ids, the vDSO record. */
+TEST(image_is_version_2)
+{
+	static const __u16 rec[] = {
+		[GHOST_SEC_TASK] = sizeof(struct ghost_task),
+		[GHOST_SEC_REGS] = sizeof(struct ghost_regs),
+		[GHOST_SEC_XSTATE] = sizeof(struct ghost_xstate),
+		[GHOST_SEC_SIGNALS] = sizeof(struct ghost_signals),
+		[GHOST_SEC_FS] = sizeof(struct ghost_fs),
+		[GHOST_SEC_RLIMITS] = sizeof(struct ghost_rlimits),
+		[GHOST_SEC_MM] = sizeof(struct ghost_mm),
+		[GHOST_SEC_VMA] = sizeof(struct ghost_vma),
+		[GHOST_SEC_PAGES] = sizeof(struct ghost_pages),
+		[GHOST_SEC_FILE] = sizeof(struct ghost_file),
+		[GHOST_SEC_END] = sizeof(struct ghost_end),
+	};
+	static struct exported x;
+	const struct ghost_image_header *h;
+	const struct ghost_mm *mm;
+	struct ghost_export e;
+	__u64 last_id = 0;
+	__u32 size, crc;
+	int dups = 0;
+	char c;
+	pid_t pid = spawn(work_dup, &c, 1);
+
+	ASSERT_LT(0, pid);
+	ASSERT_EQ(0, export_mem(pid, GHOST_EXPORT_KILL, &x, &e)) TH_LOG("%s", e.reason);
+	waitpid(pid, NULL, 0);
+	ASSERT_LT(0, x.n) TH_LOG("image_walk: %d", x.n);
+	h = x.img;
+	EXPECT_EQ(2, h->version);
+	EXPECT_EQ(GHOST_IMAGE_FEAT_FILE_ID | GHOST_IMAGE_FEAT_VDSO_ID, h->features);
+	EXPECT_EQ(GHOST_IMAGE_FEAT_FILE_ID, h->required_features);
+	for (int i = 0; i < x.n; i++) {
+		const struct ghost_section *s = x.secs[i].hdr;
+
+		ASSERT_GT(sizeof(rec) / sizeof(rec[0]), s->type);
+		EXPECT_EQ(rec[s->type], s->record_size) TH_LOG("section %u", s->type);
+		EXPECT_EQ(0, s->flags);
+		if (s->type == GHOST_SEC_FILE) {
+			const struct ghost_file *f = x.secs[i].payload;
+
+			if (f->kind == GHOST_FILE_DUP) {
+				EXPECT_EQ(0, f->pos);
+				EXPECT_LE(f->file_id, last_id);
+				EXPECT_NE(0, f->file_id);
+				dups++;
+			} else {
+				EXPECT_EQ(last_id + 1, f->file_id);
+				last_id = f->file_id;
+			}
+		}
+	}
+	EXPECT_LE(1, dups);
+	mm = x.secs[image_find(x.secs, x.n, GHOST_SEC_MM, 0)].payload;
+	own_vdso(&size, &crc);
+	ASSERT_NE(0, size);
+	EXPECT_EQ(size, mm->vdso_size);
+	EXPECT_EQ(crc, mm->vdso_crc32c);
+	free(x.img);
+}
+
 TEST(untouched_and_zero_pages_are_not_carried)
 {
 	static struct exported x;

@@ -643,7 +643,7 @@ static void mutate(char *img, size_t *len, int which)
 		break;
 	}
 	case 1: *len /= 2; break;
-	case 2: h->version = 2; break;
+	case 2: h->version = GHOST_IMAGE_VERSION + 1; break;
 	case 3: h->magic ^= 1; break;
 	case 4: *len = 0; break;
 	case 5: *len -= 8; break;				/* end section cut */

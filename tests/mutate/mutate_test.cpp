@@ -330,11 +330,14 @@ Bytes encode_with(const img::Image& m, const PageStore& ps) {
     });
 }
 
-// An image as a list of sections, to reorder, repeat or drop.
+// An image as a list of sections, to reorder, repeat or drop. @flags is the
+// 32-bit word of version 1, whose upper half is now record_size: bits there
+// change the record size that is written.
 struct Piece {
     u32 type = 0, flags = 0;
     Bytes payload; // or, for PAGES, the data at @addr
     u64 addr = 0;
+    u32 rec = 0; // record bytes at the start of the payload; 0: this reader's
 };
 
 template <class T> Bytes rec_bytes(const T& rec, std::string_view tail = {}) {
@@ -371,14 +374,32 @@ std::vector<Piece> pieces_of(const img::Image& m, const PageStore& ps) {
     return out;
 }
 
+// The image as format version 1 has it: no feature bits, so no vDSO record
+// and a DUP naming the shared descriptor in pos instead of a file id.
+img::Image as_version1(img::Image m) {
+    m.header.version = 1;
+    m.header.features = m.header.required_features = 0;
+    m.mm.vdso_size = m.mm.vdso_crc32c = 0;
+    for (auto& f : m.files)
+        if (f.rec.kind == GHOST_FILE_DUP)
+            for (const auto& e : m.files)
+                if (e.rec.file_id == f.rec.file_id && e.rec.kind != GHOST_FILE_DUP)
+                    f.rec.pos = static_cast<u64>(e.rec.fd);
+    for (auto& f : m.files)
+        f.rec.file_id = 0;
+    return m;
+}
+
 Bytes build(const ghost_image_header& h, const std::vector<Piece>& ps, bool end = true) {
     img::Writer w;
     w.header(h);
     for (const auto& p : ps) {
+        const auto rec = p.rec ? p.rec : h.version == 1 ? 0 : img::record_size(p.type, h.version);
         if (p.type == GHOST_SEC_PAGES && !p.flags)
             w.pages(p.addr, p.payload);
         else
-            w.section(p.type, p.payload, p.flags);
+            w.section(p.type, p.payload, static_cast<std::uint16_t>(p.flags),
+                      static_cast<std::uint16_t>(rec ^ (p.flags >> 16)));
     }
     if (end)
         w.end();
@@ -527,13 +548,21 @@ const std::vector<Class>& classes() {
         {"header",
          [](Gen& g) {
              auto& h = g.m.header;
-             switch (g.rng.below(7)) {
+             switch (g.rng.below(9)) {
+             case 7:
+                 h.features ^= 1ULL << g.rng.pick<u32>({0, 1, 2, 63});
+                 SAY("features %#llx", (ull)h.features);
+                 break;
+             case 8:
+                 h.required_features ^= 1ULL << g.rng.pick<u32>({0, 1, 2, 63});
+                 SAY("required_features %#llx", (ull)h.required_features);
+                 break;
              case 0:
                  h.magic ^= 1ULL << g.rng.below(64);
                  SAY("magic %#llx", (ull)h.magic);
                  break;
              case 1:
-                 h.version = g.rng.pick<u32>({0, 2, 0xffffffff});
+                 h.version = g.rng.pick<u32>({0, 1, 3, 0xffffffff});
                  SAY("version %u", h.version);
                  break;
              case 2:
@@ -549,7 +578,7 @@ const std::vector<Class>& classes() {
                  SAY("page_size %u", h.page_size);
                  break;
              case 5:
-                 h.resv[g.rng.below(3)] = g.rng.next() | 1;
+                 h.resv[0] = g.rng.next() | 1;
                  g.say("resv non-zero");
                  break;
              default:
@@ -854,6 +883,26 @@ const std::vector<Class>& classes() {
              }
              return true;
          }},
+        {"mm-vdso",
+         [](Gen& g) {
+             auto& mm = g.m.mm;
+             switch (g.rng.below(3)) {
+             case 0:
+                 mm.vdso_crc32c ^= 1u << g.rng.below(32);
+                 SAY("vdso_crc32c %#x", mm.vdso_crc32c);
+                 g.machine("the running kernel's vDSO");
+                 break;
+             case 1:
+                 mm.vdso_size = g.rng.pick<u32>({0, 1, 4096, mm.vdso_size + 4096, 0x80000000});
+                 SAY("vdso_size %u", mm.vdso_size);
+                 break;
+             default: // as a writer that does not record it
+                 g.m.header.features &= ~GHOST_IMAGE_FEAT_VDSO_ID;
+                 mm.vdso_size = mm.vdso_crc32c = 0;
+                 g.say("no vDSO record");
+             }
+             return true;
+         }},
         {"vma-range",
          [](Gen& g) {
              const auto k = g.rng.below(g.m.vmas.size());
@@ -1052,63 +1101,62 @@ const std::vector<Class>& classes() {
              }
              return true;
          }},
-        {
-            "run-wraparound",
-            [](Gen& g) {
-                // A run whose nr_pages makes "addr + nr_pages" and "carried +
-                // nr_pages" wrap around 2^64 to small numbers, and whose section
-                // size wraps to match: each bound check that adds passes.
-                // With c pages carried before it, nr_pages = 2^64 - c + 1 makes
-                // both sums 1 and the section size data_offset - (c - 1) pages,
-                // which extra zero padding before the data turns into a match.
-                for (auto& v : g.m.vmas) {
-                    for (std::size_t k = 0; k < v.runs.size(); k++) {
-                        if (v.runs[k].nr_pages < 3)
-                            continue;
-                        // Split it so that at least 2 pages are carried before.
-                        v.runs.insert(
-                            v.runs.begin() + k + 1,
-                            img::PageRun{v.runs[k].addr + 2 * kPage, v.runs[k].nr_pages - 2, 0});
-                        v.runs[k].nr_pages = 2;
-                        auto ps = pieces_of(g.m, g.ps);
-                        // Find the second half's piece and rewrite it raw.
-                        std::size_t at = 0;
-                        for (; at < ps.size(); at++)
-                            if (ps[at].type == GHOST_SEC_PAGES && ps[at].addr == v.runs[k + 1].addr)
-                                break;
-                        u64 carried_before = 0;
-                        for (std::size_t i = 0; i <= k; i++)
-                            carried_before += v.runs[i].nr_pages;
-                        const u64 n = 0 - carried_before + 1;
-                        Bytes before = build(g.m.header, {ps.begin(), ps.begin() + at}, false);
-                        const u64 hdr_end =
-                            before.size() + sizeof(ghost_section) + sizeof(ghost_pages);
-                        const u64 pad = (kPage - hdr_end % kPage) % kPage;
-                        const u32 data_offset = static_cast<u32>(sizeof(ghost_pages) + pad +
-                                                                 (carried_before - 1) * kPage);
-                        const ghost_section sec{GHOST_SEC_PAGES, 0, data_offset + n * kPage};
-                        const ghost_pages p{v.runs[k + 1].addr, n, data_offset, 0};
-                        auto add = [&](const auto& rec) {
-                            const auto b = std::as_bytes(std::span(&rec, 1));
-                            before.insert(before.end(), b.begin(), b.end());
-                        };
-                        add(sec);
-                        add(p);
-                        before.resize(before.size() + data_offset - sizeof(p));
-                        // Whatever follows: a page of data and a valid END.
-                        before.resize(before.size() + kPage, std::byte{0x5a});
-                        img::Writer w;
-                        w.bytes() = std::move(before);
-                        w.end();
-                        g.out = std::move(w.bytes());
-                        SAY("run at %#llx with nr_pages %#llx, section size %llu", (ull)p.addr,
-                            (ull)n, (ull)sec.size);
-                        return true;
-                    }
-                }
-                return false;
-            },
-            // Fixed: run bounds are compared by subtraction (was a WARN).
+        {"run-wraparound",
+         [](Gen& g) {
+             // A run whose nr_pages makes "addr + nr_pages" and "carried +
+             // nr_pages" wrap around 2^64 to small numbers, and whose section
+             // size wraps to match: each bound check that adds passes.
+             // With c pages carried before it, nr_pages = 2^64 - c + 1 makes
+             // both sums 1 and the section size data_offset - (c - 1) pages,
+             // which extra zero padding before the data turns into a match.
+             for (auto& v : g.m.vmas) {
+                 for (std::size_t k = 0; k < v.runs.size(); k++) {
+                     if (v.runs[k].nr_pages < 3)
+                         continue;
+                     // Split it so that at least 2 pages are carried before.
+                     v.runs.insert(v.runs.begin() + k + 1, img::PageRun{v.runs[k].addr + 2 * kPage,
+                                                                        v.runs[k].nr_pages - 2, 0});
+                     v.runs[k].nr_pages = 2;
+                     auto ps = pieces_of(g.m, g.ps);
+                     // Find the second half's piece and rewrite it raw.
+                     std::size_t at = 0;
+                     for (; at < ps.size(); at++)
+                         if (ps[at].type == GHOST_SEC_PAGES && ps[at].addr == v.runs[k + 1].addr)
+                             break;
+                     u64 carried_before = 0;
+                     for (std::size_t i = 0; i <= k; i++)
+                         carried_before += v.runs[i].nr_pages;
+                     const u64 n = 0 - carried_before + 1;
+                     Bytes before = build(g.m.header, {ps.begin(), ps.begin() + at}, false);
+                     const u64 hdr_end =
+                         before.size() + sizeof(ghost_section) + sizeof(ghost_pages);
+                     const u64 pad = (kPage - hdr_end % kPage) % kPage;
+                     const u32 data_offset =
+                         static_cast<u32>(sizeof(ghost_pages) + pad + (carried_before - 1) * kPage);
+                     const auto rs = static_cast<std::uint16_t>(sizeof(ghost_pages));
+                     const ghost_section sec{GHOST_SEC_PAGES, 0, rs, data_offset + n * kPage};
+                     const ghost_pages p{v.runs[k + 1].addr, n, data_offset, 0};
+                     auto add = [&](const auto& rec) {
+                         const auto b = std::as_bytes(std::span(&rec, 1));
+                         before.insert(before.end(), b.begin(), b.end());
+                     };
+                     add(sec);
+                     add(p);
+                     before.resize(before.size() + data_offset - sizeof(p));
+                     // Whatever follows: a page of data and a valid END.
+                     before.resize(before.size() + kPage, std::byte{0x5a});
+                     img::Writer w;
+                     w.bytes() = std::move(before);
+                     w.end();
+                     g.out = std::move(w.bytes());
+                     SAY("run at %#llx with nr_pages %#llx, section size %llu", (ull)p.addr, (ull)n,
+                         (ull)sec.size);
+                     return true;
+                 }
+             }
+             return false;
+         },
+         // Fixed: run bounds are compared by subtraction (was a WARN).
         },
         {
             "run-huge",
@@ -1185,7 +1233,11 @@ const std::vector<Class>& classes() {
                  return false;
              auto& file = g.m.files[g.rng.below(g.m.files.size())];
              auto& f = file.rec;
-             switch (g.rng.below(5)) {
+             switch (g.rng.below(6)) {
+             case 5:
+                 f.file_id = g.rng.pick<u64>({0, 1, 2, 3, 99, ~0ULL});
+                 SAY("fd %d file_id %llu", f.fd, (ull)f.file_id);
+                 break;
              case 0:
                  f.kind = g.rng.pick<u32>({0, 1, 2, 3});
                  SAY("fd %d kind %u", f.fd, f.kind);
@@ -1327,6 +1379,45 @@ const std::vector<Class>& classes() {
                  b.resize(b.size() + 8 * (1 + g.rng.below(100)), std::byte{0xee});
                  g.say("bytes after END (valid: never read)");
              }
+             return true;
+         }},
+        {"record-larger",
+         [](Gen& g) {
+             // A newer writer's record: 8 to 64 bytes more than this reader
+             // knows, all zero (taken) or not (refused), before the tail.
+             auto ps = pieces_of(g.m, g.ps);
+             auto& p = ps[g.rng.below(ps.size())];
+             if (p.type == GHOST_SEC_PAGES)
+                 return false;
+             const auto known = img::record_size(p.type, GHOST_IMAGE_VERSION);
+             const auto more = 8 * (1 + g.rng.below(8));
+             p.payload.insert(p.payload.begin() + static_cast<std::ptrdiff_t>(known), more,
+                              std::byte{0});
+             p.rec = static_cast<u32>(known + more);
+             const bool dirty = g.rng.chance(50);
+             if (dirty)
+                 p.payload[known + g.rng.below(more)] = std::byte{0x40};
+             SAY("%s record of %u bytes, tail %s", std::string(img::section_name(p.type)).c_str(),
+                 p.rec, dirty ? "not zero" : "zero");
+             g.out = build(g.m.header, ps);
+             return true;
+         }},
+        {"section-unknown",
+         [](Gen& g) {
+             // A section of a type no reader knows yet: skippable (ignored) or
+             // required (refused, naming the type), anywhere before END.
+             auto ps = pieces_of(g.m, g.ps);
+             const auto k = g.rng.below(ps.size() + 1);
+             Piece u{g.rng.pick<u32>({0, 12, 13, 99, 0x8000, 0xffffffff}), 0,
+                     Bytes(8 * g.rng.below(5) + g.rng.below(8), std::byte{0x77})};
+             u.rec = static_cast<u32>(g.rng.below(u.payload.size() + 1));
+             const bool skippable = g.rng.chance(60);
+             if (skippable)
+                 u.flags = GHOST_SECTION_SKIPPABLE;
+             ps.insert(ps.begin() + static_cast<std::ptrdiff_t>(k), u);
+             SAY("%s section of type %u, %llu bytes, before section %llu",
+                 skippable ? "a skippable" : "a required", u.type, (ull)u.payload.size(), (ull)k);
+             g.out = build(g.m.header, ps);
              return true;
          }},
         {"byte-flip",
@@ -1495,7 +1586,8 @@ Outcome import_in_child(const Bytes& image, bool via_file, const std::string& ex
 
 // A kernel refusal that depends on this machine, not on the image's form.
 bool machine_refusal(const Outcome& o) {
-    static const char* const machine[] = {"FPU features this CPU lacks",
+    static const char* const machine[] = {"is not this kernel's",
+                                          "FPU features this CPU lacks",
                                           "dynamically enabled FPU",
                                           "FPU state in the image is invalid",
                                           "no longer the same kind of file",
@@ -1623,7 +1715,7 @@ int run() {
     g_kernel_user_end = kernel_user_end();
     const QuietUserFaults quiet;
 
-    printf("TAP version 13\n1..%zu\n", cls.size() + 6);
+    printf("TAP version 13\n1..%zu\n", cls.size() + 7);
     diag("seed " + std::to_string(seed) + " (GHOST_MUTATE_SEED), " + std::to_string(count) +
          " images (GHOST_MUTATE_COUNT); user space ends at " +
          (g_kernel_user_end == kUserEnd ? "2^47-4096" : "2^56-4096 (5-level paging)"));
@@ -1665,7 +1757,7 @@ int run() {
         "the workload answers and is exported (" + std::to_string(image.size()) + " bytes)" +
             (reason.empty() ? "" : ": " + reason) + (started ? "" : ": it did not start"));
     if (image.empty()) {
-        for (std::size_t i = 0; i < cls.size() + 5; i++)
+        for (std::size_t i = 0; i < cls.size() + 6; i++)
             tap(false, "not run: no image");
         return 1;
     }
@@ -1689,7 +1781,7 @@ int run() {
                                std::to_string(base->files.size()) + " files)"
                          : "the reader refuses the kernel's image: " + base.error().what());
     if (!base) {
-        for (std::size_t i = 0; i < cls.size() + 4; i++)
+        for (std::size_t i = 0; i < cls.size() + 5; i++)
             tap(false, "not run: the reader refuses the base image");
         return 1;
     }
@@ -1706,7 +1798,20 @@ int run() {
                 (o.reason.empty() ? "" : ": " + o.reason) + ")");
     }
 
-    // 5. mutations, round robin over the classes
+    // 5. the same image in format version 1 (as ghost wrote it before): the
+    // kernel still reads and restores it
+    {
+        const auto o =
+            import_in_child(encode_with(as_version1(*base), base_pages), false, expected,
+                            kBaseAnswerTimeoutMs);
+        tap(o.fate == Fate::AnsweredSame,
+            std::string("the image in format version 1 restores and the workload answers as "
+                        "before (") +
+                fate_name(o.fate) + (o.detail.empty() ? "" : ": " + o.detail) +
+                (o.reason.empty() ? "" : ": " + o.reason) + ")");
+    }
+
+    // 6. mutations, round robin over the classes
     Rng rng{seed ? seed : 1};
     std::vector<ClassStats> stats(cls.size());
     std::map<Fate, int> fates;

@@ -113,7 +113,7 @@ TEST(Ghostctl, InspectRefusesATruncatedCompressedStream) {
 }
 
 TEST(Ghostctl, InspectDescribesARealImage) {
-    const std::string img = std::string(GHOST_CORPUS_DIR) + "/counter.img";
+    const std::string img = std::string(GHOST_GOLDEN_DIR) + "/v1/counter.img";
     const auto o = run({GHOSTCTL_PATH, "inspect", img});
     ASSERT_EQ(o.status, 0) << o.err;
     for (const char* want :
@@ -121,8 +121,31 @@ TEST(Ghostctl, InspectDescribesARealImage) {
         EXPECT_NE(o.out.find(want), std::string::npos) << want << " in\n" << o.out;
 }
 
+// Both versions' DUP records name the descriptor they share: by pos in v1,
+// by file id in v2; v2 lists its feature bits.
+TEST(Ghostctl, InspectNamesSharedDescriptorsAndFeaturesInBothVersions) {
+    for (const char* v : {"v1", "v2"}) {
+        const std::string img =
+            std::string(GHOST_GOLDEN_DIR) + "/" + v + "/user-workload-state.img";
+        const auto o = run({GHOSTCTL_PATH, "inspect", img});
+        ASSERT_EQ(o.status, 0) << o.err;
+        EXPECT_NE(o.out.find("     2 dup      w         fd 1  /dev/null"), std::string::npos)
+            << v << ":\n"
+            << o.out;
+        const bool v2 = std::string(v) == "v2";
+        EXPECT_EQ(o.out.find("ghost image v2 (file ids, vDSO id)") != std::string::npos, v2)
+            << o.out;
+        const auto j = run({GHOSTCTL_PATH, "inspect", "--json", img});
+        ASSERT_EQ(j.status, 0) << j.err;
+        const auto doc = nlohmann::json::parse(j.out);
+        EXPECT_EQ(doc["files"][2]["shares_fd"], 1);
+        EXPECT_EQ(doc["features"], v2 ? 3 : 0);
+        EXPECT_EQ(doc["vdso"]["size"] != 0, v2);
+    }
+}
+
 TEST(Ghostctl, InspectJsonMatchesTheReader) {
-    const std::string img = std::string(GHOST_CORPUS_DIR) + "/counter.img";
+    const std::string img = std::string(GHOST_GOLDEN_DIR) + "/v1/counter.img";
     const auto o = run({GHOSTCTL_PATH, "inspect", "--json", "--regs", img});
     ASSERT_EQ(o.status, 0) << o.err;
     const auto j = nlohmann::json::parse(o.out);
@@ -146,7 +169,7 @@ TEST(Ghostctl, InspectJsonMatchesTheReader) {
 }
 
 TEST(Ghostctl, InspectReadsCompressedImages) {
-    const std::string img = std::string(GHOST_CORPUS_DIR) + "/counter.img";
+    const std::string img = std::string(GHOST_GOLDEN_DIR) + "/v1/counter.img";
     const std::string zst = testing::TempDir() + "ghostctl_counter.img.zst";
     ASSERT_EQ(std::system(("zstd -q -f -o " + zst + " " + img).c_str()), 0);
     const auto o = run({GHOSTCTL_PATH, "inspect", zst});

@@ -68,15 +68,15 @@ Bytes pattern(std::uint64_t addr, std::uint64_t nr_pages) {
 
 img::Image synthetic() {
     img::Image m;
-    m.header = {GHOST_IMAGE_MAGIC,
-                GHOST_IMAGE_VERSION,
-                sizeof(ghost_image_header),
-                GHOST_ARCH_X86_64,
-                4096,
-                123456789,
-                42,
-                0,
-                {}};
+    m.header.magic = GHOST_IMAGE_MAGIC;
+    m.header.version = GHOST_IMAGE_VERSION;
+    m.header.header_size = sizeof(ghost_image_header);
+    m.header.arch = GHOST_ARCH_X86_64;
+    m.header.page_size = 4096;
+    m.header.time_ns = 123456789;
+    m.header.pid = 42;
+    m.header.features = GHOST_IMAGE_FEAT_FILE_ID | GHOST_IMAGE_FEAT_VDSO_ID;
+    m.header.required_features = GHOST_IMAGE_FEAT_FILE_ID;
     std::strcpy(m.task.comm, "synthetic");
     m.task.rseq = 0x602100;
     m.task.rseq_len = 32;
@@ -126,6 +126,8 @@ img::Image synthetic() {
     mm.env_start = 0x7fffffffe910;
     mm.env_end = 0x7fffffffe920;
     mm.vdso = 0x7ffff7fc1000;
+    mm.vdso_size = 0x2000;
+    mm.vdso_crc32c = 0x12345678;
     mm.auxv_words = 4;
     mm.auxv[0] = 6; // AT_PAGESZ
     mm.auxv[1] = 4096;
@@ -169,6 +171,7 @@ img::Image synthetic() {
         f.rec.flags = flags;
         f.rec.mode = mode;
         f.rec.path_len = static_cast<std::uint32_t>(path.size());
+        f.rec.file_id = m.files.size() + 1;
         f.path = std::move(path);
         m.files.push_back(std::move(f));
         return m.files.back();
@@ -178,6 +181,17 @@ img::Image synthetic() {
     auto& log = file(3, GHOST_FILE_PATH, O_RDWR | O_APPEND, S_IFREG, "/tmp/work/data");
     log.rec.pos = 100;
     log.rec.fd_flags = FD_CLOEXEC;
+    return m;
+}
+
+// The same image in format version 1: no feature bits, so no file ids and
+// no vDSO record.
+img::Image version1(img::Image m) {
+    m.header.version = 1;
+    m.header.features = m.header.required_features = 0;
+    m.mm.vdso_size = m.mm.vdso_crc32c = 0;
+    for (auto& f : m.files)
+        f.rec.file_id = 0;
     return m;
 }
 
@@ -199,7 +213,7 @@ struct SecAt {
 
 std::vector<SecAt> walk(const Bytes& b) {
     std::vector<SecAt> out;
-    std::size_t off = sizeof(ghost_image_header);
+    std::size_t off = get<std::uint32_t>(b, offsetof(ghost_image_header, header_size));
     while (off + sizeof(ghost_section) <= b.size()) {
         const auto s = get<ghost_section>(b, off);
         out.push_back({s.type, off, s.size});
@@ -504,12 +518,26 @@ const AcceptCase kAccepts[] = {
          m.rlimits.rlim[7] = {1 << 20, 1 << 20};
      }},
     {"NoFiles", [](img::Image& m) { m.files.clear(); }},
-    {"DupOfEarlierFd",
+    {"DupOfEarlierFileId",
      [](img::Image& m) {
+         m.files[1].rec.kind = GHOST_FILE_DUP;
+         m.files[1].rec.file_id = m.files[0].rec.file_id;
+         m.files[1].rec.mode = m.files[0].rec.mode;
+     }},
+    {"DupOfEarlierFdInVersion1",
+     [](img::Image& m) {
+         m = version1(m);
          m.files[1].rec.kind = GHOST_FILE_DUP;
          m.files[1].rec.pos = static_cast<std::uint64_t>(m.files[0].rec.fd);
          m.files[1].rec.mode = m.files[0].rec.mode;
      }},
+    {"Version1", [](img::Image& m) { m = version1(m); }},
+    {"NoVdsoId",
+     [](img::Image& m) {
+         m.header.features &= ~GHOST_IMAGE_FEAT_VDSO_ID;
+         m.mm.vdso_size = m.mm.vdso_crc32c = 0;
+     }},
+    {"UnknownOptionalFeature", [](img::Image& m) { m.header.features |= 1ULL << 40; }},
     {"NoRseqNoRobustList",
      [](img::Image& m) {
          m.task.rseq = m.task.robust_list = 0;
@@ -569,31 +597,34 @@ std::size_t pages_rec(const Bytes& b, int nth = 0) {
 const RejectCase kRejects[] = {
     // header
     {"BadMagic", [] { return changed([](auto& m) { m.header.magic ^= 1; }); }, "bad magic"},
-    {"Version2", [] { return changed([](auto& m) { m.header.version = 2; }); }, "version 2"},
-    {"HeaderSize", [] { return changed([](auto& m) { m.header.header_size = 72; }); },
-     "header size is 72"},
+    {"Version3", [] { return changed([](auto& m) { m.header.version = 3; }); }, "version 3"},
+    {"Version0", [] { return changed([](auto& m) { m.header.version = 0; }); }, "version 0"},
+    {"HeaderSize", [] { return changed([](auto& m) { m.header.header_size = 68; }); },
+     "header size is 68"},
+    {"HeaderSizeSmall", [] { return changed([](auto& m) { m.header.header_size = 56; }); },
+     "header size is 56"},
     {"Arch", [] { return changed([](auto& m) { m.header.arch = 3; }); }, "architecture 3"},
     {"PageSize", [] { return changed([](auto& m) { m.header.page_size = 8192; }); },
      "page size is 8192"},
     {"HeaderPad", [] { return changed([](auto& m) { m.header.__pad = 1; }); }, "reserved"},
-    {"HeaderResv", [] { return changed([](auto& m) { m.header.resv[2] = 1; }); }, "reserved"},
+    {"HeaderResv", [] { return changed([](auto& m) { m.header.resv[0] = 1; }); }, "reserved"},
     {"Empty", [] { return Bytes{}; }, "ends early, at byte 0"},
     // framing
     {"SectionFlags",
      [] {
          return rearranged([](auto& ps) {
              ps[0] = [](img::Writer& w) {
-                 w.section(GHOST_SEC_TASK, rec_bytes(synthetic().task), 1);
+                 w.section(GHOST_SEC_TASK, rec_bytes(synthetic().task), 2, sizeof(ghost_task));
              };
          });
      },
-     "unknown flags 0x1"},
+     "unknown flags 0x2"},
     {"UnknownSectionFirst",
      [] {
          return rearranged(
              [](auto& ps) { ps.insert(ps.begin(), [](img::Writer& w) { w.section(99, {}); }); });
      },
-     "expected section task at byte 64, found section type 99"},
+     "section type 99 at byte 64 is unknown to this reader and not skippable"},
     {"RegsBeforeTask", [] { return rearranged([](auto& ps) { std::swap(ps[0], ps[1]); }); },
      "expected section task at byte 64, found section regs"},
     {"TaskTwice", [] { return rearranged([](auto& ps) { ps.insert(ps.begin(), ps[0]); }); },
@@ -606,17 +637,105 @@ const RejectCase kRejects[] = {
      [] {
          return rearranged([](auto& ps) {
              ps[0] = [](img::Writer& w) {
-                 w.section(GHOST_SEC_TASK, rec_bytes(synthetic().task).first(40));
+                 w.section(GHOST_SEC_TASK, rec_bytes(synthetic().task).first(40), 0, 40);
              };
          });
      },
-     "too short"},
+     "has a 40-byte record, shorter than the 80 bytes of version 1"},
+    {"RecordSizeZero",
+     [] {
+         return rearranged([](auto& ps) {
+             ps[0] = [](img::Writer& w) { w.section(GHOST_SEC_TASK, rec_bytes(synthetic().task)); };
+         });
+     },
+     "has a 0-byte record"},
+    {"RecordLargerThanSection",
+     [] {
+         return rearranged([](auto& ps) {
+             ps[0] = [](img::Writer& w) {
+                 w.section(GHOST_SEC_TASK, rec_bytes(synthetic().task), 0, 88);
+             };
+         });
+     },
+     "has 80 bytes, too short for its 88-byte record"},
+    {"LargerRecordNonZeroTail",
+     [] {
+         return rearranged([](auto& ps) {
+             ps[0] = [](img::Writer& w) {
+                 Bytes p(sizeof(ghost_task) + 8);
+                 const auto t = synthetic().task;
+                 std::memcpy(p.data(), &t, sizeof(ghost_task));
+                 p[sizeof(ghost_task) + 3] = std::byte{1};
+                 w.section(GHOST_SEC_TASK, p, 0, sizeof(ghost_task) + 8);
+             };
+         });
+     },
+     "non-zero bytes beyond the 80 this reader knows of the 88-byte task record at byte 64 "
+     "(byte 163)"},
+    {"LargerHeaderNonZeroTail",
+     [] {
+         return patched([](Bytes& b) {
+             auto m = synthetic();
+             m.header.header_size = 72;
+             b = encode(m);
+             b[70] = std::byte{1};
+             refresh_crc(b);
+         });
+     },
+     "non-zero header bytes beyond the 64 this reader knows (byte 70)"},
+    {"UnknownRequiredFeature",
+     [] {
+         return changed([](auto& m) {
+             m.header.features |= 1ULL << 9;
+             m.header.required_features |= 1ULL << 9;
+         });
+     },
+     "requires feature bit 9 (byte 48), which this reader does not know"},
+    {"RequiredFeatureNotUsed",
+     [] { return changed([](auto& m) { m.header.features &= ~GHOST_IMAGE_FEAT_FILE_ID; }); },
+     "requires features 0x1 (byte 48) that it does not use"},
+    {"FeaturesInVersion1",
+     [] {
+         return changed([](auto& m) {
+             m = version1(m);
+             m.header.features = GHOST_IMAGE_FEAT_VDSO_ID;
+         });
+     },
+     "reserved"},
+    {"FlagsInVersion1",
+     [] {
+         img::Writer w;
+         auto m = version1(synthetic());
+         w.header(m.header);
+         w.section(GHOST_SEC_TASK, rec_bytes(m.task), 0, sizeof(m.task));
+         w.end();
+         return w.bytes();
+     },
+     "the task section at byte 64 has unknown flags 0x500000"},
+    {"SkippableSectionInVersion1",
+     [] {
+         img::Writer w;
+         auto m = version1(synthetic());
+         w.header(m.header);
+         w.section(99, {}, GHOST_SECTION_SKIPPABLE);
+         w.end();
+         return w.bytes();
+     },
+     "has unknown flags 0x1"},
+    {"VdsoFeatureWithoutSize", [] { return changed([](auto& m) { m.mm.vdso_size = 0; }); },
+     "vdso_size 0 (byte 4304) does not fit the image's vDSO feature bit"},
+    {"VdsoSizeWithoutFeature",
+     [] { return changed([](auto& m) { m.header.features &= ~GHOST_IMAGE_FEAT_VDSO_ID; }); },
+     "vdso_size 8192 (byte 4304) does not fit"},
+    {"VdsoSizeNotThatOfTheMapping",
+     [] { return changed([](auto& m) { m.mm.vdso_size = 0x3000; }); },
+     "records a 12288-byte vDSO at 0x7ffff7fc1000 (byte 4304) that is not among the mappings"},
     {"TaskTooLong",
      [] {
          return rearranged([](auto& ps) {
              ps[0] = [](img::Writer& w) {
                  Bytes p(sizeof(ghost_task) + 8);
-                 w.section(GHOST_SEC_TASK, p);
+                 w.section(GHOST_SEC_TASK, p, 0, sizeof(ghost_task));
              };
          });
      },
@@ -945,23 +1064,78 @@ const RejectCase kRejects[] = {
      "descriptor flags 0x3"},
     {"FileKind", [] { return changed([](auto& m) { m.files[1].rec.kind = 4; }); },
      "unknown kind 4"},
-    {"FileDupOfMissingFd",
+    {"FileDupOfMissingFdInVersion1",
      [] {
          return changed([](auto& m) {
+             m = version1(m);
              m.files[1].rec.kind = GHOST_FILE_DUP;
              m.files[1].rec.pos = 99;
          });
      },
      "shares the file of fd 99, which the image lacks"},
-    {"FileDupOfOtherKind",
+    {"FileDupOfOtherKindInVersion1",
      [] {
          return changed([](auto& m) {
+             m = version1(m);
              m.files[1].rec.kind = GHOST_FILE_DUP;
              m.files[1].rec.pos = static_cast<std::uint64_t>(m.files[0].rec.fd);
              m.files[1].rec.mode = m.files[0].rec.mode ^ 0170000;
          });
      },
      "shares the file of fd"},
+    {"FileDupOfMissingFileId",
+     [] {
+         return changed([](auto& m) {
+             m.files[1].rec.kind = GHOST_FILE_DUP;
+             m.files[1].rec.file_id = 99;
+         });
+     },
+     "shares file id 99, which the image lacks"},
+    {"FileDupOfOtherKind",
+     [] {
+         return changed([](auto& m) {
+             m.files[1].rec.kind = GHOST_FILE_DUP;
+             m.files[1].rec.file_id = m.files[0].rec.file_id;
+             m.files[1].rec.mode = m.files[0].rec.mode ^ 0170000;
+         });
+     },
+     "shares file id 1, which the image lacks"},
+    {"FileDupWithOffset",
+     [] {
+         return changed([](auto& m) {
+             m.files[1].rec.kind = GHOST_FILE_DUP;
+             m.files[1].rec.file_id = m.files[0].rec.file_id;
+             m.files[1].rec.mode = m.files[0].rec.mode;
+             m.files[1].rec.pos = 7;
+         });
+     },
+     "shares an open file but has offset 7"},
+    {"FileIdMissing", [] { return changed([](auto& m) { m.files[2].rec.file_id = 0; }); },
+     "the file section of fd 3 at byte"},
+    {"FileIdNotAscending", [] { return changed([](auto& m) { m.files[2].rec.file_id = 2; }); },
+     "opens file id 2, not above the last one, 2"},
+    {"FileIdWithoutFeature",
+     [] {
+         return changed([](auto& m) {
+             m.header.features &= ~GHOST_IMAGE_FEAT_FILE_ID;
+             m.header.required_features = 0;
+         });
+     },
+     "has file id 1 in an image without file ids"},
+    {"FileRecordOfVersion1WithFileIds",
+     [] {
+         return rearranged([](auto& ps) {
+             auto f = synthetic().files[0];
+             f.rec.fd = 4;
+             ps.push_back([f](img::Writer& w) {
+                 Bytes p(GHOST_FILE_SIZE_VER1 + f.path.size());
+                 std::memcpy(p.data(), &f.rec, GHOST_FILE_SIZE_VER1);
+                 std::memcpy(p.data() + GHOST_FILE_SIZE_VER1, f.path.data(), f.path.size());
+                 w.section(GHOST_SEC_FILE, p, 0, GHOST_FILE_SIZE_VER1);
+             });
+         });
+     },
+     "has no file id"},
     {"FileKindZero", [] { return changed([](auto& m) { m.files[1].rec.kind = 0; }); },
      "unknown kind 0"},
     {"FilePathRelative", [] { return changed([](auto& m) { m.files[1].path[0] = 'd'; }); },
@@ -979,11 +1153,11 @@ const RejectCase kRejects[] = {
          return rearranged([](auto& ps) {
              ps.push_back([](img::Writer& w) {
                  const Bytes p(16);
-                 w.section(GHOST_SEC_FILE, p);
+                 w.section(GHOST_SEC_FILE, p, 0, 16);
              });
          });
      },
-     "too short for its 32-byte record"},
+     "has a 16-byte record, shorter than the 32 bytes of version 1"},
     // end
     {"CorruptPage",
      [] {
@@ -1024,7 +1198,7 @@ const RejectCase kRejects[] = {
          for (const auto& p : pieces(m))
              p(w);
          const Bytes p(24);
-         w.section(GHOST_SEC_END, p);
+         w.section(GHOST_SEC_END, p, 0, sizeof(ghost_end));
          return w.bytes();
      },
      "expected 16"},
@@ -1039,7 +1213,7 @@ const RejectCase kRejects[] = {
          return rearranged(
              [](auto& ps) { ps.push_back([](img::Writer& w) { w.section(99, {}); }); });
      },
-     "unexpected section type 99"},
+     "section type 99 at byte 45272 is unknown to this reader and not skippable"},
     {"PagesAfterFiles",
      [] {
          return rearranged([](auto& ps) {
@@ -1074,6 +1248,92 @@ TEST_P(ImageRejects, Case) {
 
 INSTANTIATE_TEST_SUITE_P(Rules, ImageRejects, testing::ValuesIn(kRejects),
                          [](const auto& info) { return std::string(info.param.name); });
+
+// ---- growth: what a reader of this version does with newer images ----------------
+
+// An image read back must be the synthetic one, whatever the form it had.
+void expect_synthetic(const Bytes& b, std::uint32_t skipped) {
+    auto r = img::read(b);
+    ASSERT_TRUE(r) << r.error().what();
+    EXPECT_EQ(r->skipped, skipped);
+    EXPECT_FALSE(r->exact);
+    EXPECT_EQ(encode(*r), encode(synthetic()));
+}
+
+TEST(ImageGrowth, SkippableSectionsOfUnknownTypesAreIgnoredAnywhere) {
+    const Bytes junk(20, std::byte{0xa5});
+    const Piece skippable = [junk](img::Writer& w) {
+        w.section(99, junk, GHOST_SECTION_SKIPPABLE, 4);
+    };
+    const auto ps = pieces(synthetic());
+    for (std::size_t at :
+         {std::size_t{0}, std::size_t{6}, std::size_t{8}, ps.size() - 1, ps.size()}) {
+        SCOPED_TRACE(at);
+        auto with = ps;
+        with.insert(with.begin() + static_cast<std::ptrdiff_t>(at), {skippable, skippable});
+        expect_synthetic(build(synthetic(), with), 2);
+    }
+}
+
+TEST(ImageGrowth, LargerRecordsWithAZeroTailAreAccepted) {
+    auto ps = pieces(synthetic());
+    ps[0] = [](img::Writer& w) {
+        Bytes p(sizeof(ghost_task) + 16);
+        const auto t = synthetic().task;
+        std::memcpy(p.data(), &t, sizeof(t));
+        w.section(GHOST_SEC_TASK, p, 0, sizeof(t) + 16);
+    };
+    const auto f = synthetic().files.back();
+    ps.back() = [f](img::Writer& w) {
+        Bytes p(sizeof(f.rec) + 8 + f.path.size());
+        std::memcpy(p.data(), &f.rec, sizeof(f.rec));
+        std::memcpy(p.data() + sizeof(f.rec) + 8, f.path.data(), f.path.size());
+        w.section(GHOST_SEC_FILE, p, 0, sizeof(f.rec) + 8);
+    };
+    expect_synthetic(build(synthetic(), ps), 0);
+}
+
+TEST(ImageGrowth, LargerHeaderWithAZeroTailIsAccepted) {
+    auto m = synthetic();
+    m.header.header_size = 128;
+    const auto b = encode(m);
+    ASSERT_EQ(find(b, GHOST_SEC_TASK).at, 128u);
+    auto r = img::read(b);
+    ASSERT_TRUE(r) << r.error().what();
+    EXPECT_TRUE(r->exact);
+    EXPECT_EQ(r->header.header_size, 128u);
+    EXPECT_EQ(encode(*r), b);
+}
+
+TEST(ImageGrowth, OlderSmallerMmRecordReadsAsZeroTail) {
+    auto m = synthetic();
+    m.header.features &= ~GHOST_IMAGE_FEAT_VDSO_ID;
+    m.mm.vdso_size = m.mm.vdso_crc32c = 0;
+    auto ps = pieces(m);
+    ps[6] = [mm = m.mm](img::Writer& w) {
+        w.section(GHOST_SEC_MM, rec_bytes(mm).first(GHOST_MM_SIZE_VER1), 0, GHOST_MM_SIZE_VER1);
+    };
+    auto r = img::read(build(m, ps));
+    ASSERT_TRUE(r) << r.error().what();
+    EXPECT_FALSE(r->exact);
+    EXPECT_EQ(std::memcmp(&r->mm, &m.mm, sizeof(m.mm)), 0);
+}
+
+TEST(ImageGrowth, Version1IsWrittenWithVersion1Records) {
+    const auto m = version1(synthetic());
+    const auto b = encode(m);
+    EXPECT_EQ(find(b, GHOST_SEC_MM).size, GHOST_MM_SIZE_VER1);
+    EXPECT_EQ(find(b, GHOST_SEC_FILE).size, GHOST_FILE_SIZE_VER1 + m.files[0].path.size());
+    for (const auto& sec : walk(b))
+        EXPECT_EQ(get<std::uint32_t>(b, sec.at + offsetof(ghost_section, flags)), 0u);
+    auto r = img::read(b);
+    ASSERT_TRUE(r) << r.error().what();
+    EXPECT_TRUE(r->exact);
+    EXPECT_EQ(encode(*r), b);
+    const auto v2 = encode(synthetic());
+    EXPECT_EQ(find(v2, GHOST_SEC_MM).size, sizeof(ghost_mm));
+    EXPECT_EQ(get<std::uint16_t>(v2, find(v2, GHOST_SEC_MM).at + 6), sizeof(ghost_mm));
+}
 
 // ---- streams --------------------------------------------------------------------
 
@@ -1308,10 +1568,12 @@ TEST(ImageRead, HugeRunInHugeMappingEndsEarlyWithoutAllocatingIt) {
 
 // ---- real images ----------------------------------------------------------------
 
-// The fuzz corpus holds images ghost.ko wrote in the test VM
-// (tests/fuzz/corpus/README.md says how they were made).
-TEST(ImageCorpus, RealImagesReadAndReencodeByteForByte) {
-    const std::filesystem::path dir = GHOST_CORPUS_DIR;
+// tests/golden/vN/ holds real images of format version N that ghost wrote
+// (tests/golden/README.md says how they were made): each must still be read
+// and re-encode byte for byte, in the version it was written in.
+void read_and_reencode_goldens(std::uint32_t version, int at_least) {
+    const std::filesystem::path dir =
+        std::filesystem::path(GHOST_GOLDEN_DIR) / ("v" + std::to_string(version));
     int seen = 0;
     for (const auto& e : std::filesystem::directory_iterator(dir)) {
         if (e.path().extension() != ".img")
@@ -1331,6 +1593,7 @@ TEST(ImageCorpus, RealImagesReadAndReencodeByteForByte) {
         };
         auto r = img::read(bytes, o);
         ASSERT_TRUE(r) << r.error().what();
+        EXPECT_EQ(r->header.version, version);
         EXPECT_EQ(r->bytes, bytes.size());
         EXPECT_GT(r->pages(), 0u);
         EXPECT_EQ(data.size(), r->pages());
@@ -1348,7 +1611,15 @@ TEST(ImageCorpus, RealImagesReadAndReencodeByteForByte) {
             << "re-encoding differs";
         seen++;
     }
-    EXPECT_GE(seen, 2) << "the corpus in " << dir << " holds too few images";
+    EXPECT_GE(seen, at_least) << dir << " holds too few images";
+}
+
+TEST(ImageCorpus, Version1ImagesReadAndReencodeByteForByte) {
+    read_and_reencode_goldens(1, 4);
+}
+
+TEST(ImageCorpus, Version2ImagesReadAndReencodeByteForByte) {
+    read_and_reencode_goldens(2, 4);
 }
 
 } // namespace

@@ -382,8 +382,31 @@ TEST_F(BadImport, MissingMappedFileIsRefusedBeforeTheTracer) {
     expect_refused(ENOENT, "cannot open /nonexistent/ghost-lib.so");
 }
 
+// Another kernel's vDSO of the same size: only the recorded crc32c tells.
 TEST_F(BadImport, ForeignVdsoIsRefusedAndTheCallerPutBack) {
+    ASSERT_TRUE(img_.header.features & GHOST_IMAGE_FEAT_VDSO_ID);
+    ASSERT_NE(img_.mm.vdso_size, 0u);
+    const auto ours = img_.mm.vdso_crc32c;
+    img_.mm.vdso_crc32c ^= 1;
+    char why[GHOST_REASON_LEN];
+    std::snprintf(why, sizeof(why), GHOST_VDSO_MISMATCH_REASON, img_.mm.vdso_size,
+                  img_.mm.vdso_crc32c, img_.mm.vdso_size, ours);
+    expect_refused(EOPNOTSUPP, why);
+}
+
+// A version-1 image has no vDSO record: its size is all there is to check.
+TEST_F(BadImport, ForeignVdsoOfAVersion1ImageIsRefusedBySize) {
+    img_.header.version = 1;
+    img_.header.features = img_.header.required_features = 0;
+    img_.mm.vdso_size = img_.mm.vdso_crc32c = 0;
     bool found = false;
+    for (auto& f : img_.files) // version 1 names the shared descriptor in pos
+        if (f.rec.kind == GHOST_FILE_DUP)
+            for (const auto& e : img_.files)
+                if (e.rec.file_id == f.rec.file_id && e.rec.kind != GHOST_FILE_DUP)
+                    f.rec.pos = static_cast<std::uint64_t>(e.rec.fd);
+    for (auto& f : img_.files)
+        f.rec.file_id = 0;
     for (auto& v : img_.vmas)
         if (v.rec.flags & GHOST_VMA_VDSO) {
             v.rec.end -= 4096; // another kernel's, smaller vDSO

@@ -121,6 +121,19 @@ std::string sigset_string(std::uint64_t set) {
     return s;
 }
 
+// The descriptor a DUP record shares its open file with: the earlier one
+// with its file id, or in version-1 images the one named in pos; -1 else.
+int shared_fd(const ghost::image::Image& img, const ghost::image::File& f) {
+    if (f.rec.kind != GHOST_FILE_DUP)
+        return -1;
+    if (!(img.header.features & GHOST_IMAGE_FEAT_FILE_ID))
+        return static_cast<int>(f.rec.pos);
+    for (const auto& e : img.files)
+        if (e.rec.file_id == f.rec.file_id && e.rec.kind != GHOST_FILE_DUP)
+            return e.rec.fd;
+    return -1;
+}
+
 json regs_json(const ghost_regs& r) {
     return {{"rip", r.ip},
             {"rsp", r.sp},
@@ -212,6 +225,8 @@ json to_json(const ghost::image::Image& img, const std::string& cmdline, bool co
                          {"flags", f.rec.flags},
                          {"cloexec", (f.rec.fd_flags & FD_CLOEXEC) != 0},
                          {"pos", f.rec.pos},
+                         {"file_id", f.rec.file_id},
+                         {"shares_fd", shared_fd(img, f)},
                          {"mode", f.rec.mode}});
     json sig_handlers = json::array();
     for (const auto& [sig, h] : handlers(img.signals))
@@ -220,6 +235,9 @@ json to_json(const ghost::image::Image& img, const std::string& cmdline, bool co
                                 {"flags", img.signals.action[sig - 1].flags},
                                 {"mask", img.signals.action[sig - 1].mask}});
     json j = {{"version", img.header.version},
+              {"features", img.header.features},
+              {"required_features", img.header.required_features},
+              {"vdso", {{"size", img.mm.vdso_size}, {"crc32c", img.mm.vdso_crc32c}}},
               {"compressed", compressed},
               {"bytes", img.bytes},
               {"pid", img.header.pid},
@@ -247,11 +265,27 @@ json to_json(const ghost::image::Image& img, const std::string& cmdline, bool co
     return j;
 }
 
+// " (file ids, vDSO id)": the image's GHOST_IMAGE_FEAT_* bits, by name.
+std::string feature_list(std::uint64_t features) {
+    std::string s;
+    const auto add = [&](std::string_view n) {
+        s += fmt::format("{}{}", s.empty() ? "" : ", ", n);
+    };
+    if (features & GHOST_IMAGE_FEAT_FILE_ID)
+        add("file ids");
+    if (features & GHOST_IMAGE_FEAT_VDSO_ID)
+        add("vDSO id");
+    for (int b = 0; b < 64; b++)
+        if ((features >> b & 1) && !((1ULL << b) & GHOST_IMAGE_FEATURES))
+            add(fmt::format("feature {}", b));
+    return s.empty() ? s : " (" + s + ")";
+}
+
 void print_summary(const std::string& name, const ghost::image::Image& img,
                    const std::string& cmdline, bool compressed, std::uint64_t file_bytes) {
     const std::string comm(img.task.comm, strnlen(img.task.comm, sizeof(img.task.comm)));
-    fmt::print("image      {}: ghost image v{}, {}{}\n", name, img.header.version,
-               human_bytes(img.bytes),
+    fmt::print("image      {}: ghost image v{}{}, {}{}\n", name, img.header.version,
+               feature_list(img.header.features), human_bytes(img.bytes),
                compressed ? fmt::format(" (zstd, {} on disk)", human_bytes(file_bytes)) : "");
     fmt::print("captured   {} from pid {} (x86-64)\n", capture_time(img.header.time_ns),
                img.header.pid);
@@ -277,7 +311,7 @@ void print_summary(const std::string& name, const ghost::image::Image& img,
         for (const auto& f : img.files)
             fmt::print("  {:>4} {:<8} {:<3} {:>10}  {}{}\n", f.rec.fd, file_kind(f.rec.kind),
                        access_mode(f.rec.flags),
-                       f.rec.kind == GHOST_FILE_DUP ? fmt::format("fd {}", f.rec.pos)
+                       f.rec.kind == GHOST_FILE_DUP ? fmt::format("fd {}", shared_fd(img, f))
                                                     : fmt::format("{}", f.rec.pos),
                        f.path, (f.rec.fd_flags & FD_CLOEXEC) ? " (cloexec)" : "");
     }

@@ -283,22 +283,77 @@ enum ghost_genl_attr {
  * All integers are little-endian (the only architecture is x86-64). Page
  * data inside PAGES starts at a page-aligned offset of the stream so that
  * backends can move it with page-granular zero-copy primitives.
+ *
+ * How the format grows (from version 2 on; image-format.md has the rules):
+ *  - the header and every record carry their size (header_size, and
+ *    ghost_section.record_size for the fixed record that begins a payload).
+ *    Records grow only at the end. A reader takes a larger record when the
+ *    part it does not know is all zero, and a smaller one down to the
+ *    version-1 size (GHOST_*_SIZE_VER1) with the missing tail as zero;
+ *  - a section of a type the reader does not know is skipped when it is
+ *    flagged GHOST_SECTION_SKIPPABLE, and refused otherwise;
+ *  - features[_required] in the header: a reader refuses an image that
+ *    requires a feature it does not know, and ignores the others;
+ *  - a change a reader of the previous version would misread anyway gets a
+ *    new version number.
  */
 #define GHOST_IMAGE_MAGIC   0x474d4954534f4847ULL /* "GHOSTIMG" */
-#define GHOST_IMAGE_VERSION 1
+#define GHOST_IMAGE_VERSION 2	/* the version ghost writes */
+#define GHOST_IMAGE_MIN_VERSION 1	/* the oldest version ghost reads */
 #define GHOST_ARCH_X86_64   62 /* ELF EM_X86_64 */
+
+/* ghost_image_header.features and .required_features (version 2 on) */
+#define GHOST_IMAGE_FEAT_FILE_ID _BITULL(0) /* ghost_file.file_id names open files */
+#define GHOST_IMAGE_FEAT_VDSO_ID _BITULL(1) /* ghost_mm.vdso_size/crc32c are set */
+/* All feature bits this header knows about. */
+#define GHOST_IMAGE_FEATURES (GHOST_IMAGE_FEAT_FILE_ID | GHOST_IMAGE_FEAT_VDSO_ID)
 
 struct ghost_image_header {
 	__u64 magic;
 	__u32 version;
-	__u32 header_size;	/* sizeof(struct ghost_image_header) */
+	__u32 header_size;	/* bytes of header: 64, or more (zero tail) */
 	__u32 arch;		/* GHOST_ARCH_* */
 	__u32 page_size;
 	__u64 time_ns;		/* CLOCK_REALTIME when captured */
 	__s32 pid;		/* pid at export, exporter's namespace */
 	__u32 __pad;
-	__u64 resv[3];
+	__u64 features;		/* GHOST_IMAGE_FEAT_* the image uses (0 in v1) */
+	__u64 required_features; /* of those, the ones a reader must know */
+	__u64 resv[1];
 };
+
+#define GHOST_IMAGE_HEADER_SIZE_VER1 64
+
+/*
+ * The reason both engines give for an image whose recorded vDSO is not the
+ * running kernel's (printf format: image size, crc32c, this kernel's).
+ */
+#define GHOST_VDSO_MISMATCH_REASON \
+	"the image's vDSO (%u bytes, crc32c %#010x) is not this kernel's (%u bytes, crc32c %#010x)"
+#define GHOST_IMAGE_HEADER_MAX 4096	/* largest header_size a reader takes */
+
+/*
+ * Bounds of the format, the same for ghost.ko's reader and libghost's. A
+ * kernel may be stricter where the machine is (its TASK_SIZE_MAX, its aux
+ * vector size).
+ */
+#define GHOST_MAX_VMAS		65536		/* ghost_mm.nr_vmas */
+#define GHOST_XSTATE_MIN	(512 + 64)	/* legacy area + XSAVE header */
+#define GHOST_XSTATE_MAX	(64 * 1024)	/* ghost_xstate.size */
+#define GHOST_MAX_FD		(1024 * 1024)	/* fds and RLIMIT_NOFILE below it */
+#define GHOST_PATH_MAX		4096		/* a path's length is below it */
+/* End of user space with 4-level page tables (x86-64 TASK_SIZE_MAX). */
+#define GHOST_USER_ADDR_END	0x00007ffffffff000ULL
+/* The same with 5-level page tables: a kernel that has them accepts up to it. */
+#define GHOST_USER_ADDR_END_LA57 0x00fffffffffff000ULL
+/* ghost_sigaction.flags Linux accepts on x86-64 (its UAPI_SA_FLAGS). */
+#define GHOST_SA_FLAGS		0xdc000807ULL
+/* ghost_signals.altstack_flags: SS_ONSTACK, SS_DISABLE, SS_AUTODISARM. */
+#define GHOST_SS_FLAGS		0x80000003U
+/* ghost_signals.pending: standard signals only (1 to 31). */
+#define GHOST_SIG_PENDING_MASK	0x7fffffffULL
+#define GHOST_RSEQ_LEN		32	/* ghost_task.rseq_len when rseq is set */
+#define GHOST_ROBUST_LIST_LEN	24	/* ghost_task.robust_list_len when set */
 
 enum ghost_section_type {
 	GHOST_SEC_TASK = 1,
@@ -314,9 +369,14 @@ enum ghost_section_type {
 	GHOST_SEC_END = 11,
 };
 
+/* ghost_section.flags */
+#define GHOST_SECTION_SKIPPABLE _BITUL(0) /* a reader not knowing the type skips it */
+#define GHOST_SECTION_FLAGS	GHOST_SECTION_SKIPPABLE
+
 struct ghost_section {
 	__u32 type;		/* enum ghost_section_type */
-	__u32 flags;		/* 0 in v1 */
+	__u16 flags;		/* GHOST_SECTION_* (0 in v1) */
+	__u16 record_size;	/* bytes of the record that begins the payload (0 in v1) */
 	__u64 size;		/* payload bytes, before padding to 8 */
 };
 
@@ -393,7 +453,12 @@ struct ghost_mm {
 	__u32 nr_vmas;		/* VMA sections that follow */
 	__u32 auxv_words;	/* used entries of @auxv */
 	__u64 auxv[GHOST_AUXV_WORDS];
+	/* version 2, with GHOST_IMAGE_FEAT_VDSO_ID (else 0): */
+	__u32 vdso_size;	/* bytes of the [vdso] mapping */
+	__u32 vdso_crc32c;	/* crc32c of those bytes */
 };
+
+#define GHOST_MM_SIZE_VER1 616
 
 /* ghost_vma.flags */
 #define GHOST_VMA_SHARED    _BITUL(0) /* MAP_SHARED (file mappings only) */
@@ -429,22 +494,27 @@ struct ghost_pages {
 enum ghost_file_kind {
 	GHOST_FILE_PATH = 1,	/* reopened by path: regular files, dirs, null-like devices */
 	GHOST_FILE_INHERIT = 2,	/* pipes, FIFOs, ttys: the importer supplies the same fd */
-	GHOST_FILE_DUP = 3,	/* the same open file (dup(2)) as the earlier fd in @pos */
+	GHOST_FILE_DUP = 3,	/* the same open file (dup(2)) as an earlier record */
 };
 
 /* Followed by @path_len bytes of the path (no NUL). A GHOST_FILE_DUP record
- * shares the open file, offset included, of the earlier descriptor whose
- * number is in @pos; its path is for people only.
+ * shares the open file, offset included, of an earlier record: the one with
+ * the same @file_id (GHOST_IMAGE_FEAT_FILE_ID), or in version 1 the one whose
+ * descriptor number is in @pos. Its path is for people only.
  */
 struct ghost_file {
 	__s32 fd;
 	__u32 kind;		/* enum ghost_file_kind */
 	__u32 flags;		/* open flags: O_ACCMODE, O_APPEND, O_NONBLOCK, ... */
 	__u32 fd_flags;		/* FD_CLOEXEC */
-	__u64 pos;
+	__u64 pos;		/* file offset (v1 DUP: the earlier descriptor) */
 	__u32 mode;		/* S_IFMT bits of the file */
 	__u32 path_len;
+	/* version 2, with GHOST_IMAGE_FEAT_FILE_ID (else 0): */
+	__u64 file_id;		/* non-zero; the same for the same open file */
 };
+
+#define GHOST_FILE_SIZE_VER1 32
 
 struct ghost_end {
 	__u32 crc32c;		/* of every byte before this section's header */

@@ -14,6 +14,7 @@
 // crash, no hang, bounded memory (fuzzed: tests/fuzz/).
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -39,6 +40,11 @@ std::uint32_t crc32c_portable(std::uint32_t crc, std::span<const std::byte> data
 
 // Name of a section type ("task", "regs", ...; "unknown" otherwise).
 std::string_view section_name(std::uint32_t type);
+
+// Bytes of the record that begins a section of @type in images of
+// @version, as this build knows it (version 1: the version-1 size, the
+// smallest a reader takes); 0 for a type this reader does not know.
+std::size_t record_size(std::uint32_t type, std::uint32_t version);
 
 // A run of pages carried in a PAGES section.
 struct PageRun {
@@ -74,6 +80,12 @@ struct Image {
     std::vector<File> files;
     std::uint32_t crc32c = 0;
     std::uint64_t bytes = 0; // whole image, END included
+    // Sections of unknown types flagged GHOST_SECTION_SKIPPABLE, read past.
+    std::uint32_t skipped = 0;
+    // False when the image has a form encode() does not reproduce: skipped
+    // sections, or a record of another size than this reader's (for its
+    // version). encode() writes such an image in the canonical form.
+    bool exact = true;
 
     std::uint64_t pages() const; // pages carried, all mappings
 };
@@ -138,9 +150,11 @@ Result<Image> read(std::span<const std::byte> data, const ReadOptions& opts = {}
 // Builds an image section by section, into memory or straight into a
 // descriptor. It computes padding, page alignment and the END checksum, and
 // checks nothing else: a test can write any sequence of sections, valid or
-// not. Writing to a descriptor buffers up to 1 MiB of records and passes
-// page data through; the first write error sticks (status()) and makes the
-// rest no-ops.
+// not. It writes the version of the last header(): for version 1 records
+// are cut to their version-1 size and the section headers' record_size is
+// 0; later versions carry the record's whole size. Writing to a descriptor buffers up to 1 MiB of
+// records and passes page data through; the first write error sticks (status()) and makes the rest
+// no-ops.
 class Writer {
   public:
     Writer();
@@ -148,15 +162,19 @@ class Writer {
     explicit Writer(int fd);
     void header(const ghost_image_header& h);
     // A section with this payload, padded to 8 bytes.
-    void section(std::uint32_t type, std::span<const std::byte> payload, std::uint32_t flags = 0);
+    void section(std::uint32_t type, std::span<const std::byte> payload, std::uint16_t flags = 0,
+                 std::uint16_t record_size = 0);
     // A record followed by a tail (a path, the XSAVE area).
     template <class T>
     void record(std::uint32_t type, const T& rec, std::span<const std::byte> tail = {}) {
-        std::vector<std::byte> p(sizeof(T) + tail.size());
-        std::memcpy(p.data(), &rec, sizeof(T));
+        std::size_t n = sizeof(T);
+        if (version_ == 1 && record_size(type, 1))
+            n = std::min(n, record_size(type, 1));
+        std::vector<std::byte> p(n + tail.size());
+        std::memcpy(p.data(), &rec, n);
         if (!tail.empty())
-            std::memcpy(p.data() + sizeof(T), tail.data(), tail.size());
-        section(type, p);
+            std::memcpy(p.data() + n, tail.data(), tail.size());
+        section(type, p, 0, wire_record_size(n));
     }
     // A PAGES section for data.size() / page_size pages at addr, its data
     // page-aligned in the stream.
@@ -175,6 +193,9 @@ class Writer {
     std::vector<std::byte>& bytes() { return out_; }
 
   private:
+    std::uint16_t wire_record_size(std::size_t n) const {
+        return version_ == 1 ? 0 : static_cast<std::uint16_t>(n);
+    }
     void put(std::span<const std::byte> b);
     void pad_to(std::uint64_t n);
     void flush();
@@ -183,6 +204,7 @@ class Writer {
     int fd_ = -1;
     std::uint64_t flushed_ = 0; // bytes already written to fd_
     std::uint32_t crc_ = 0;     // of the flushed bytes
+    std::uint32_t version_ = GHOST_IMAGE_VERSION;
     bool failed_ = false;
     Error err_;
 };

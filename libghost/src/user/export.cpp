@@ -284,6 +284,7 @@ Result<std::vector<image::File>> capture_files(pid_t pid) {
     if (!fds)
         return fds.error();
     std::vector<image::File> out;
+    std::uint64_t ids = 0;
     for (const int fd : *fds) {
         const std::string p = fmt::format("/proc/{}/fd/{}", pid, fd);
         auto link = read_link(p);
@@ -305,7 +306,8 @@ Result<std::vector<image::File>> capture_files(pid_t pid) {
                 errno, fmt::format("cannot stat fd {} of pid {}: {}", fd, pid, errno_text(errno)));
         f.rec.mode = st.st_mode & S_IFMT;
 
-        // A dup of an earlier descriptor: one open file, one offset.
+        // A dup of an earlier descriptor: one open file, one offset, one
+        // file id (ids count the open files in order).
         const image::File* same = nullptr;
         for (const auto& e : out)
             if (e.rec.kind != GHOST_FILE_DUP &&
@@ -315,8 +317,9 @@ Result<std::vector<image::File>> capture_files(pid_t pid) {
             }
         if (same) {
             f.rec.kind = GHOST_FILE_DUP;
-            f.rec.pos = static_cast<std::uint64_t>(same->rec.fd);
+            f.rec.file_id = same->rec.file_id;
         } else {
+            f.rec.file_id = ++ids;
             auto kind = classify_fd(fd, st, *link);
             if (!kind)
                 return kind.error();
@@ -521,6 +524,10 @@ Result<ExportStats> export_process(pid_t pid, Fate fate, int out) {
     h.time_ns = static_cast<std::uint64_t>(now.tv_sec) * 1000000000ULL +
                 static_cast<std::uint64_t>(now.tv_nsec);
     h.pid = pid;
+    // As ghost.ko: file ids change what a DUP record means, so a reader must
+    // know them; the vDSO record only adds a check.
+    h.features = GHOST_IMAGE_FEAT_FILE_ID;
+    h.required_features = GHOST_IMAGE_FEAT_FILE_ID;
     static_assert(sizeof(ghost_regs) == sizeof(Regs));
     const Regs saved = restarted(*regs0, false);
     std::memcpy(&img.regs, &saved, sizeof(saved));
@@ -545,6 +552,14 @@ Result<ExportStats> export_process(pid_t pid, Fate fate, int out) {
     for (const auto& v : img.vmas)
         if (v.rec.flags & GHOST_VMA_VDSO)
             img.mm.vdso = v.rec.start;
+    auto vdso = t.vdso_id();
+    if (!vdso)
+        return fail(vdso.error());
+    if (vdso->size && img.mm.vdso) {
+        h.features |= GHOST_IMAGE_FEAT_VDSO_ID;
+        img.mm.vdso_size = vdso->size;
+        img.mm.vdso_crc32c = vdso->crc32c;
+    }
     img.mm.nr_vmas = static_cast<std::uint32_t>(img.vmas.size());
 
     // One copy buffer for the whole export, never zeroed: only what

@@ -25,6 +25,7 @@
 #include <algorithm>
 #include <array>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <map>
 #include <optional>
@@ -221,6 +222,19 @@ bool overlaps(std::uint64_t a, std::uint64_t b, std::uint64_t c, std::uint64_t d
     return a < d && c < b;
 }
 
+// The descriptor a DUP record (files[i]) shares its open file with: the
+// earlier record with the same file id, or in images without file ids the
+// descriptor number in pos. The reader checked that it exists.
+int dup_source(const image::Image& img, std::size_t i) {
+    const auto& r = img.files[i].rec;
+    if (!(img.header.features & GHOST_IMAGE_FEAT_FILE_ID))
+        return static_cast<int>(r.pos);
+    for (std::size_t j = 0; j < i; j++)
+        if (img.files[j].rec.file_id == r.file_id)
+            return img.files[j].rec.fd;
+    return -1;
+}
+
 // Where this kernel's vDSO goes, and a scratch area free in both the
 // caller and the image.
 Result<Layout> plan_layout(const image::Image& img, const std::vector<MapEntry>& ours) {
@@ -367,6 +381,19 @@ Result<void> Rebuild::prepare() {
     if (ext > 512)
         std::memcpy(xsave_.data() + 512, img_.xsave.data() + 512, ext - 512);
 
+    // An image that recorded its vDSO restores only on a kernel with the
+    // same one (the same check and reason as ghost.ko's).
+    if (img_.header.features & GHOST_IMAGE_FEAT_VDSO_ID) {
+        auto ours = t_.vdso_id();
+        if (!ours)
+            return ours.error();
+        if (ours->size != img_.mm.vdso_size || ours->crc32c != img_.mm.vdso_crc32c) {
+            char why[GHOST_REASON_LEN];
+            std::snprintf(why, sizeof(why), GHOST_VDSO_MISMATCH_REASON, img_.mm.vdso_size,
+                          img_.mm.vdso_crc32c, ours->size, ours->crc32c);
+            return Error::from_errno(EOPNOTSUPP, why);
+        }
+    }
     auto maps = read_maps(t_.pid());
     if (!maps)
         return maps.error();
@@ -541,7 +568,7 @@ Result<void> Rebuild::set_files() {
         if (r.kind == GHOST_FILE_PATH)
             from = p_.file_fd[i];
         else if (r.kind == GHOST_FILE_DUP)
-            from = static_cast<int>(r.pos);
+            from = dup_source(img_, i);
         if (from < 0)
             continue;
         if (auto d =

@@ -17,6 +17,7 @@
 
 #include <fmt/format.h>
 
+#include "ghost/image.hpp"
 #include "ghost_policy.h"
 #include "sys.hpp"
 #include "user/proc.hpp"
@@ -308,6 +309,21 @@ Result<int> Tracee::mem_fd() {
                 errno, fmt::format("opening /proc/{}/mem: {}", pid_, errno_text(errno)));
     }
     return mem_.get();
+}
+
+Result<Tracee::VdsoId> Tracee::vdso_id() {
+    auto maps = read_maps(pid_);
+    if (!maps)
+        return maps.error();
+    for (const auto& m : *maps) {
+        if (m.name != "[vdso]")
+            continue;
+        std::vector<std::byte> text(m.end - m.start);
+        if (auto r = read_mem(m.start, text); !r)
+            return r.error();
+        return VdsoId{static_cast<std::uint32_t>(text.size()), image::crc32c(0, text)};
+    }
+    return VdsoId{};
 }
 
 Result<void> Tracee::read_mem(std::uint64_t addr, std::span<std::byte> out) {

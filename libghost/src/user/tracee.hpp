@@ -87,6 +87,14 @@ class Tracee {
     Result<void> write(std::uint64_t addr, std::span<const std::byte> in);
     Result<void> read_mem(std::uint64_t addr, std::span<std::byte> out); // /proc/PID/mem
 
+    // The identity of the process's vDSO, as ghost_mm records it: the size
+    // of its [vdso] mapping and the crc32c of those bytes ({0, 0} if none).
+    struct VdsoId {
+        std::uint32_t size = 0;
+        std::uint32_t crc32c = 0;
+    };
+    Result<VdsoId> vdso_id();
+
   private:
     explicit Tracee(pid_t pid) : pid_(pid) {}
     Result<int> wait_stop();
