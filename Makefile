@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: GPL-2.0
 # ghost: top-level build. 'make deps' installs what the project needs, 'make'
 # builds userland (CMake) and ghost.ko (Kbuild, against the test VM's kernel),
-# 'make check' runs every test, 'make demo' shows the product at work.
+# 'make check' runs every test, 'make demo' shows the product at work,
+# 'make check-debug' runs the module's tests on a lockdep + KASAN kernel.
 
 BUILD ?= build
 JOBS ?= $(shell nproc)
@@ -9,7 +10,7 @@ JOBS ?= $(shell nproc)
 KREL = $(shell tests/vm/kernel-release)
 KDIR ?= /lib/modules/$(KREL)/build
 
-.PHONY: all userland kmod deps check demo clean lint format install
+.PHONY: all userland kmod deps check check-debug debug-kernel demo clean lint format install
 
 all: userland kmod
 
@@ -27,6 +28,17 @@ deps:
 
 check: deps all
 	GHOST_BUILD=$(abspath $(BUILD)) tests/check
+
+# A kernel from Debian's linux-source-6.1 with lockdep, KASAN and the other
+# checkers of tests/vm/debug.config (cached in $(BUILD)/debug-kernel), and
+# ghost.ko built against it there; kmod/ghost.ko is left alone.
+debug-kernel: deps
+	GHOST_BUILD=$(abspath $(BUILD)) tests/vm/debug-kernel --jobs $(JOBS)
+
+# The module's tests (every kselftest, the mutate and leak tests) in the VM
+# booting the debug kernel; fails on any failing test or kernel report.
+check-debug: deps userland debug-kernel
+	GHOST_BUILD=$(abspath $(BUILD)) tests/check-debug
 
 demo: deps all
 	GHOST_BUILD=$(abspath $(BUILD)) scripts/demo
