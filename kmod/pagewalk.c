@@ -100,7 +100,8 @@ int ghost_collect_runs(struct mm_struct *mm, unsigned long addr,
 	DECLARE_BITMAP(map, PTRS_PER_PTE);
 	int err;
 
-	mmap_assert_locked(mm);
+	/* mmap_assert_locked() would call dump_mm(), which is not exported */
+	lockdep_assert_held(&mm->mmap_lock);
 	while (addr < end) {
 		pgd_t *pgd = pgd_offset(mm, addr);
 		unsigned long next;
