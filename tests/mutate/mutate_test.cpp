@@ -1158,53 +1158,51 @@ const std::vector<Class>& classes() {
          },
          // Fixed: run bounds are compared by subtraction (was a WARN).
         },
-        {
-            "run-huge",
-            [](Gen& g) {
-                // A mapping in the gap below the mmap area with a run header
-                // claiming all its pages, then one page and the end: the stream
-                // is far too short for it.
-                const u64 start = 1ULL << 44,
-                          n = g.rng.pick<u64>({1ULL << 29, 1ULL << 30, 1ULL << 33});
-                auto& vs = g.m.vmas;
-                std::size_t k = 0;
-                while (k < vs.size() && vs[k].rec.end <= start)
-                    k++;
-                if (k == vs.size() || vs[k].rec.start < start + n * kPage || k == 0)
-                    return false;
-                img::Vma v;
-                v.rec.start = start;
-                v.rec.end = start + n * kPage;
-                v.rec.prot = PROT_READ | PROT_WRITE;
-                v.rec.nr_pages = n;
-                vs.insert(vs.begin() + k, v);
-                g.m.mm.nr_vmas++;
-                // Everything up to the new mapping's VMA section, then the run.
-                auto ps = pieces_of(g.m, g.ps);
-                std::size_t at = 0;
-                for (; at < ps.size(); at++)
-                    if (ps[at].type == GHOST_SEC_VMA &&
-                        ps[at].payload.size() >= sizeof(ghost_vma) &&
-                        std::memcmp(ps[at].payload.data(), &v.rec.start, 8) == 0)
-                        break;
-                img::Writer w;
-                w.bytes() = build(g.m.header, {ps.begin(), ps.begin() + at + 1}, false);
-                const auto sec_at = w.bytes().size();
-                w.pages(start, Bytes(kPage, std::byte{0x5a}));
-                auto& b = w.bytes();
-                ghost_pages p;
-                std::memcpy(&p, b.data() + sec_at + sizeof(ghost_section), sizeof(p));
-                p.nr_pages = n;
-                std::memcpy(b.data() + sec_at + sizeof(ghost_section), &p, sizeof(p));
-                const u64 size = p.data_offset + n * kPage;
-                std::memcpy(b.data() + sec_at + offsetof(ghost_section, size), &size, 8);
-                w.end();
-                g.out = std::move(w.bytes());
-                SAY("mapping %#llx-%#llx with a run header of %llu pages and one page of data",
-                    (ull)v.rec.start, (ull)v.rec.end, (ull)n);
-                return true;
-            },
-            // Fixed: a run's arrays grow as its pages arrive (was a WARN).
+        {"run-huge",
+         [](Gen& g) {
+             // A mapping in the gap below the mmap area with a run header
+             // claiming all its pages, then one page and the end: the stream
+             // is far too short for it.
+             const u64 start = 1ULL << 44,
+                       n = g.rng.pick<u64>({1ULL << 29, 1ULL << 30, 1ULL << 33});
+             auto& vs = g.m.vmas;
+             std::size_t k = 0;
+             while (k < vs.size() && vs[k].rec.end <= start)
+                 k++;
+             if (k == vs.size() || vs[k].rec.start < start + n * kPage || k == 0)
+                 return false;
+             img::Vma v;
+             v.rec.start = start;
+             v.rec.end = start + n * kPage;
+             v.rec.prot = PROT_READ | PROT_WRITE;
+             v.rec.nr_pages = n;
+             vs.insert(vs.begin() + k, v);
+             g.m.mm.nr_vmas++;
+             // Everything up to the new mapping's VMA section, then the run.
+             auto ps = pieces_of(g.m, g.ps);
+             std::size_t at = 0;
+             for (; at < ps.size(); at++)
+                 if (ps[at].type == GHOST_SEC_VMA && ps[at].payload.size() >= sizeof(ghost_vma) &&
+                     std::memcmp(ps[at].payload.data(), &v.rec.start, 8) == 0)
+                     break;
+             img::Writer w;
+             w.bytes() = build(g.m.header, {ps.begin(), ps.begin() + at + 1}, false);
+             const auto sec_at = w.bytes().size();
+             w.pages(start, Bytes(kPage, std::byte{0x5a}));
+             auto& b = w.bytes();
+             ghost_pages p;
+             std::memcpy(&p, b.data() + sec_at + sizeof(ghost_section), sizeof(p));
+             p.nr_pages = n;
+             std::memcpy(b.data() + sec_at + sizeof(ghost_section), &p, sizeof(p));
+             const u64 size = p.data_offset + n * kPage;
+             std::memcpy(b.data() + sec_at + offsetof(ghost_section, size), &size, 8);
+             w.end();
+             g.out = std::move(w.bytes());
+             SAY("mapping %#llx-%#llx with a run header of %llu pages and one page of data",
+                 (ull)v.rec.start, (ull)v.rec.end, (ull)n);
+             return true;
+         },
+         // Fixed: a run's arrays grow as its pages arrive (was a WARN).
         },
         {"page-data",
          [](Gen& g) {
