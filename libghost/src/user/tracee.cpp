@@ -191,19 +191,13 @@ Result<std::uint64_t> Tracee::find_syscall_insn(const Regs& now) {
         if (read_mem(now.rip - 2, b) && std::memcmp(b, kSyscall, 2) == 0)
             return now.rip - 2;
     }
-    auto maps = read_maps(pid_);
-    if (!maps)
-        return maps.error();
-    for (const auto& m : *maps) {
-        if (m.name != "[vdso]")
-            continue;
-        std::vector<std::byte> text(m.end - m.start);
-        if (auto r = read_mem(m.start, text); !r)
-            return r.error();
-        auto it = std::search(text.begin(), text.end(), std::begin(kSyscall), std::end(kSyscall));
-        if (it != text.end())
-            return m.start + static_cast<std::uint64_t>(it - text.begin());
-    }
+    auto vdso = read_vdso();
+    if (!vdso)
+        return vdso.error();
+    const auto& text = vdso->bytes;
+    auto it = std::search(text.begin(), text.end(), std::begin(kSyscall), std::end(kSyscall));
+    if (it != text.end())
+        return vdso->start + static_cast<std::uint64_t>(it - text.begin());
     return Error::from_errno(EOPNOTSUPP,
                              fmt::format("pid {} is not in a system call and has no vDSO: found "
                                          "no syscall instruction to run system calls with",
@@ -311,19 +305,28 @@ Result<int> Tracee::mem_fd() {
     return mem_.get();
 }
 
-Result<Tracee::VdsoId> Tracee::vdso_id() {
+Result<Tracee::Vdso> Tracee::read_vdso() {
     auto maps = read_maps(pid_);
     if (!maps)
         return maps.error();
     for (const auto& m : *maps) {
         if (m.name != "[vdso]")
             continue;
-        std::vector<std::byte> text(m.end - m.start);
-        if (auto r = read_mem(m.start, text); !r)
+        Vdso v{m.start, std::vector<std::byte>(m.end - m.start)};
+        if (auto r = read_mem(m.start, v.bytes); !r)
             return r.error();
-        return VdsoId{static_cast<std::uint32_t>(text.size()), image::crc32c(0, text)};
+        return v;
     }
-    return VdsoId{};
+    return Vdso{};
+}
+
+Result<Tracee::VdsoId> Tracee::vdso_id() {
+    auto vdso = read_vdso();
+    if (!vdso)
+        return vdso.error();
+    if (vdso->bytes.empty())
+        return VdsoId{};
+    return VdsoId{static_cast<std::uint32_t>(vdso->bytes.size()), image::crc32c(0, vdso->bytes)};
 }
 
 Result<void> Tracee::read_mem(std::uint64_t addr, std::span<std::byte> out) {

@@ -97,6 +97,12 @@ class Tracee {
 
   private:
     explicit Tracee(pid_t pid) : pid_(pid) {}
+    // The [vdso] mapping's start and bytes (empty if it has none).
+    struct Vdso {
+        std::uint64_t start = 0;
+        std::vector<std::byte> bytes;
+    };
+    Result<Vdso> read_vdso();
     Result<int> wait_stop();
     Result<int> mem_fd();
     Result<void> resume_to_syscall_stop();
