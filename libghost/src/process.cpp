@@ -303,10 +303,36 @@ Error restart_self(Engine& engine, int in) {
     return (*g)->restore_self();
 }
 
+namespace {
+
+// The caller's descriptors of o.inherit_fds, copied above the numbers an
+// image uses (so that moving one into place never overwrites another).
+Result<std::vector<std::pair<int, UniqueFd>>> inherit_sources(const RestartOptions& o) {
+    std::vector<std::pair<int, UniqueFd>> out;
+    for (const auto& [image_fd, from] : o.inherit_fds) {
+        if (image_fd < 0 || from < 0)
+            return Error::from_errno(EINVAL, fmt::format("--inherit-fd {}:{}: descriptor numbers "
+                                                         "are not negative",
+                                                         image_fd, from));
+        UniqueFd copy(::fcntl(from, F_DUPFD_CLOEXEC, 512));
+        if (!copy)
+            return Error::from_errno(errno, fmt::format("cannot give fd {} to the image's fd {}: "
+                                                        "{}",
+                                                        from, image_fd, errno_text(errno)));
+        out.emplace_back(image_fd, std::move(copy));
+    }
+    return out;
+}
+
+} // namespace
+
 Result<pid_t> restart(Engine& engine, int in, const RestartOptions& o) {
     auto sp = StatusPipe::make();
     if (!sp)
         return sp.error();
+    auto given = inherit_sources(o);
+    if (!given)
+        return given.error();
     std::uint64_t total = 0;
     struct stat st;
     if (::fstat(in, &st) == 0 && S_ISREG(st.st_mode)) {
@@ -318,9 +344,15 @@ Result<pid_t> restart(Engine& engine, int in, const RestartOptions& o) {
         return Error::from_errno(errno, fmt::format("fork: {}", errno_text(errno)));
     if (child == 0) {
         sp->rd.reset();
+        for (const auto& [num, fd] : *given)
+            if (::dup2(fd.get(), num) < 0)
+                child_failed(sp->wr.get(),
+                             Error::from_errno(
+                                 errno, fmt::format("dup2 to fd {}: {}", num, errno_text(errno))));
         child_failed(sp->wr.get(), restart_self(engine, in));
     }
     sp->wr.reset();
+    given->clear();
     if (auto r = await_restored(child, sp->rd.get(), total, o.progress); !r)
         return r.error();
     return child;

@@ -470,4 +470,91 @@ TEST(UserEngineCli, GhostctlCheckpointRestartContinuesTheCounter) {
     ::unlink(log.c_str());
 }
 
+// Reads what arrives on fd for up to total_ms (less at EOF).
+std::string drain(int fd, int total_ms) {
+    std::string got;
+    char buf[4096];
+    const auto end = std::chrono::steady_clock::now() + std::chrono::milliseconds(total_ms);
+    for (auto now = std::chrono::steady_clock::now(); now < end;
+         now = std::chrono::steady_clock::now()) {
+        const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(end - now);
+        pollfd p{fd, POLLIN, 0};
+        if (::poll(&p, 1, static_cast<int>(left.count()) + 1) != 1)
+            break;
+        const ssize_t n = ::read(fd, buf, sizeof(buf));
+        if (n <= 0)
+            break;
+        got.append(buf, static_cast<std::size_t>(n));
+    }
+    return got;
+}
+
+// The first number of each "N pid=P" line.
+std::vector<unsigned long> counts(const std::string& text) {
+    std::vector<unsigned long> v;
+    std::size_t at = 0;
+    while (at < text.size()) {
+        const auto nl = text.find('\n', at);
+        if (nl == std::string::npos)
+            break;
+        v.push_back(std::stoul(text.substr(at, nl - at)));
+        at = nl + 1;
+    }
+    return v;
+}
+
+// A counter writing into a pipe: the checkpoint names the pipe as a
+// descriptor the restart must be given, and restart --inherit-fd 1:M gives
+// it another pipe, where the count goes on.
+TEST(UserEngineCli, CheckpointNamesInheritedFdsAndRestartInheritFdSuppliesThem) {
+    const std::string img = std::string(::testing::TempDir()) + "ghost-cli-inherit-" +
+                            std::to_string(::getpid()) + ".img";
+    int p[2];
+    ASSERT_EQ(::pipe2(p, O_CLOEXEC), 0);
+    const pid_t pid = ::fork();
+    if (pid == 0) {
+        const int null = ::open("/dev/null", O_RDWR);
+        ::dup2(null, 0);
+        ::dup2(p[1], 1);
+        ::dup2(null, 2);
+        ::execl(COUNTER_PATH, COUNTER_PATH, "20", nullptr);
+        ::_exit(127);
+    }
+    ::close(p[1]);
+    std::this_thread::sleep_for(300ms);
+    auto ck = testing_util::run({GHOSTCTL_PATH, "checkpoint", std::to_string(pid), "-o", img});
+    ASSERT_EQ(ck.status, 0) << ck.err;
+    EXPECT_NE(ck.err.find("fd 1 (pipe:["), std::string::npos) << ck.err;
+    EXPECT_NE(ck.err.find("--inherit-fd"), std::string::npos) << ck.err;
+    int ws = 0;
+    ASSERT_EQ(::waitpid(pid, &ws, 0), pid);
+    const auto before = counts(drain(p[0], 1000));
+    ::close(p[0]);
+    ASSERT_FALSE(before.empty());
+
+    // A number that is not open is refused, naming it; so is a bad spec.
+    auto bad = testing_util::run({GHOSTCTL_PATH, "restart", "--inherit-fd", "1:777", img});
+    EXPECT_EQ(bad.status, 1);
+    EXPECT_NE(bad.err.find("fd 777"), std::string::npos) << bad.err;
+    bad = testing_util::run({GHOSTCTL_PATH, "restart", "--inherit-fd", "1:x", img});
+    EXPECT_EQ(bad.status, 1);
+    EXPECT_NE(bad.err.find("N:M"), std::string::npos) << bad.err;
+
+    int q[2];
+    ASSERT_EQ(::pipe2(q, O_CLOEXEC), 0);
+    ASSERT_EQ(::dup2(q[1], 50), 50); // inherited by ghostctl (no CLOEXEC)
+    ::close(q[1]);
+    auto rs =
+        testing_util::run({GHOSTCTL_PATH, "restart", "--detach", "--inherit-fd", "1:50", img});
+    ::close(50);
+    ASSERT_EQ(rs.status, 0) << rs.err;
+    const pid_t restored = std::stoi(rs.out);
+    const auto after = counts(drain(q[0], 1000));
+    ::kill(restored, SIGKILL);
+    ::close(q[0]);
+    ASSERT_FALSE(after.empty()) << "nothing arrived on the pipe given with --inherit-fd";
+    EXPECT_EQ(after.front(), before.back() + 1);
+    ::unlink(img.c_str());
+}
+
 } // namespace

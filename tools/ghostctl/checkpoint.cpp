@@ -7,10 +7,13 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <charconv>
 #include <cstdio>
 #include <filesystem>
 #include <optional>
 #include <string>
+#include <string_view>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -70,6 +73,50 @@ class PendingFile {
     bool committed_ = false;
 };
 
+// "N" or "N:M": the image's fd N from ghostctl's fd M (N when M is absent).
+ghost::Result<std::pair<int, int>> parse_inherit_fd(const std::string& spec) {
+    auto number = [](std::string_view s, int& out) {
+        const auto r = std::from_chars(s.data(), s.data() + s.size(), out);
+        return !s.empty() && r.ec == std::errc() && r.ptr == s.data() + s.size() && out >= 0;
+    };
+    const std::string_view sv(spec);
+    const auto colon = sv.find(':');
+    int n = -1, m = -1;
+    const bool ok = colon == std::string_view::npos
+                        ? number(sv, n) && number(sv, m)
+                        : number(sv.substr(0, colon), n) && number(sv.substr(colon + 1), m);
+    if (!ok)
+        return ghost::Error::from_errno(
+            EINVAL,
+            fmt::format("--inherit-fd takes N or N:M (descriptor numbers), not '{}'", spec));
+    return std::pair{n, m};
+}
+
+// Before a Kill fate is carried out: which descriptors a restart must be
+// given (pipes, FIFOs, terminals), read back from the committed image.
+void name_inherited(const std::string& path) {
+    ghost::UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+    if (!fd)
+        return;
+    auto src = ghost::image_source(fd.get());
+    if (!src)
+        return;
+    ghost::image::ReadOptions ro;
+    ro.on_pages = [](const auto&, const auto&, auto) -> ghost::Result<void> { return {}; };
+    auto img = ghost::image::read(**src, ro);
+    if (!img)
+        return;
+    std::string list;
+    for (const auto& f : img->files)
+        if (f.rec.kind == GHOST_FILE_INHERIT)
+            list += fmt::format("{}fd {} ({})", list.empty() ? "" : ", ", f.rec.fd, f.path);
+    if (!list.empty())
+        fmt::print(stderr,
+                   "ghostctl: a restart needs these descriptors open, as ghostctl's own of "
+                   "the same numbers or given with --inherit-fd N:M: {}\n",
+                   list);
+}
+
 int exit_status_of(int status) {
     if (WIFEXITED(status))
         return WEXITSTATUS(status);
@@ -102,7 +149,12 @@ int cmd_checkpoint(const Globals& g, const CheckpointArgs& a) {
         if (!f)
             return fail(f.error());
         file.emplace(std::move(*f));
-        o.commit = [&] { return file->commit(); };
+        o.commit = [&]() -> ghost::Result<void> {
+            if (auto c = file->commit(); !c)
+                return c;
+            name_inherited(a.output);
+            return {};
+        };
     } else if (::isatty(STDOUT_FILENO)) {
         return fail("refusing to write an image to a terminal (use -o FILE or a pipe)");
     }
@@ -121,6 +173,13 @@ int cmd_checkpoint(const Globals& g, const CheckpointArgs& a) {
 }
 
 int cmd_restart(const Globals& g, const RestartArgs& a) {
+    ghost::RestartOptions o;
+    for (const auto& spec : a.inherit_fds) {
+        auto p = parse_inherit_fd(spec);
+        if (!p)
+            return fail(p.error());
+        o.inherit_fds.push_back(*p);
+    }
     auto engine = open_engine(g);
     if (!engine)
         return exit_failure;
@@ -137,7 +196,6 @@ int cmd_restart(const Globals& g, const RestartArgs& a) {
         in = owned.get();
     }
     ProgressBar bar("restart");
-    ghost::RestartOptions o;
     o.progress = bar.callback();
     auto pid = ghost::restart(*engine, in, o);
     bar.finish();

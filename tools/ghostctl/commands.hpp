@@ -6,6 +6,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "ghost/engine.hpp"
 
@@ -39,6 +40,7 @@ struct CheckpointArgs {
 struct RestartArgs {
     std::string input;
     bool detach = false;
+    std::vector<std::string> inherit_fds; // "N" or "N:M"
 };
 
 struct InspectArgs {

@@ -154,6 +154,12 @@ int main(int argc, char** argv) {
     restart->add_option("FILE", rs.input, "the image")->required();
     restart->add_flag("--detach,-d", rs.detach,
                       "print the restored process's pid and return once it runs");
+    restart
+        ->add_option("--inherit-fd", rs.inherit_fds,
+                     "give the image's inherited descriptor N from ghostctl's descriptor M "
+                     "(N:M), or N from N; repeatable. 'ghostctl checkpoint' lists the "
+                     "descriptors a restart needs")
+        ->type_name("N[:M]");
 
     pid_t dup_pid = 0;
     auto* dup = app.add_subcommand(

@@ -9,6 +9,8 @@
 #include <functional>
 #include <memory>
 #include <span>
+#include <utility>
+#include <vector>
 
 #include "ghost/engine.hpp"
 #include "ghost/image.hpp"
@@ -44,6 +46,10 @@ Result<ExportStats> checkpoint(Engine& engine, pid_t pid, int out,
 
 struct RestartOptions {
     ProgressFn progress;
+    // Descriptors the image marks as inherited, supplied from other numbers
+    // of the caller: {image fd, caller's fd} (criu restore --inherit-fd).
+    // Without an entry, image fd N is the caller's fd N.
+    std::vector<std::pair<int, int>> inherit_fds;
 };
 
 // Rebuilds the image read from in (raw or zstd-compressed; file, pipe or
