@@ -46,6 +46,11 @@ struct ghost_target_facts {
 	bool kthread_or_exiting;
 	bool self;		/* the exporter itself */
 	int threads;
+	/*
+	 * Any child, zombies included: one that exited unreaped is still on
+	 * the children list, and wait() would find it.
+	 */
+	bool children;
 	bool traced;
 	bool stopped;		/* stopped or in a ptrace stop */
 };
@@ -66,6 +71,12 @@ static inline int ghost_policy_target(const struct ghost_target_facts *t,
 		snprintf(reason, len,
 			 "pid %d has %d threads: multi-threaded export is not supported",
 			 t->pid, t->threads);
+		return -EOPNOTSUPP;
+	}
+	if (t->children) {
+		snprintf(reason, len,
+			 "pid %d has children: process trees are not supported",
+			 t->pid);
 		return -EOPNOTSUPP;
 	}
 	if (t->traced) {
@@ -118,11 +129,18 @@ static inline int ghost_policy_task(const struct ghost_task_facts *t,
 	return -EOPNOTSUPP;
 }
 
-static inline int ghost_policy_cwd(int pid, bool reachable, char *reason,
-				   size_t len)
+/* @deleted: the directory was removed (" (deleted)" in its path). */
+static inline int ghost_policy_cwd(int pid, bool reachable, bool deleted,
+				   char *reason, size_t len)
 {
 	if (reachable)
 		return 0;
+	if (deleted) {
+		snprintf(reason, len,
+			 "the working directory of pid %d is a deleted directory: not supported",
+			 pid);
+		return -EOPNOTSUPP;
+	}
 	snprintf(reason, len, "the working directory of pid %d is unreachable",
 		 pid);
 	return -EOPNOTSUPP;
@@ -166,7 +184,8 @@ static inline bool ghost_policy_deleted(const char *path)
 /*
  * The kernel's own names for files that never had a path: shared anonymous
  * memory is a shmem file named "dev/zero", SysV shared memory "SYSV<key>",
- * a memfd "memfd:<name>"; all unlinked on an internal mount.
+ * a memfd "memfd:<name>", an AIO ring (io_setup()) "[aio]"; all unlinked on
+ * an internal mount.
  */
 static inline int ghost_policy_unreachable_vma(const struct ghost_vma_facts *v,
 					       char *reason, size_t len)
@@ -187,6 +206,8 @@ static inline int ghost_policy_unreachable_vma(const struct ghost_vma_facts *v,
 		what = "SysV shared memory";
 	else if (!strcmp(p, "/dev/zero (deleted)") && v->shared)
 		what = "shared anonymous memory";
+	else if (!strcmp(p, "/[aio] (deleted)"))
+		what = "AIO ring (io_setup)";
 	else if (!ghost_policy_deleted(p))
 		what = NULL;	/* an anonymous inode's file, another pseudo file */
 	if (what)
@@ -254,6 +275,12 @@ struct ghost_fd_facts {
 	unsigned int mode;	/* the inode's S_IFMT bits */
 	unsigned int major, minor;	/* of a character device */
 	bool reachable;		/* a file or directory: can be opened by path */
+	bool deleted;		/* unlinked from a real file system */
+	/*
+	 * A file of /proc/PID/ whose process is gone (reaped), even if its
+	 * pid now names another one.
+	 */
+	bool dead_proc;
 	const char *path;	/* d_path(), readlink of /proc/PID/fd/N; or NULL */
 };
 
@@ -273,12 +300,36 @@ static inline bool ghost_policy_is_pty(unsigned int major, unsigned int minor)
  *    are reopened by path;
  *  - pipes, FIFOs and terminals cannot be recreated on their own: the
  *    importer must hold one of the same kind at the same number;
- *  - everything else (sockets, pseudo-terminals, eventfd, epoll, ...) is
- *    refused.
+ *  - everything else (sockets, pseudo-terminals, eventfd, epoll, O_PATH
+ *    descriptors of symbolic links, ...) is refused, and so are a deleted
+ *    device node or FIFO (the importer could not hold the same one) and a
+ *    file of a process that no longer exists.
  */
 static inline int ghost_policy_fd(const struct ghost_fd_facts *f, char *reason,
 				  size_t len)
 {
+	if (f->dead_proc) {
+		snprintf(reason, len,
+			 "fd %u is %s of a process that no longer exists", f->fd,
+			 f->path ? f->path : "a /proc file");
+		return -EOPNOTSUPP;
+	}
+	if (S_ISLNK(f->mode)) {
+		snprintf(reason, len,
+			 "fd %u is an O_PATH descriptor of a symbolic link: not supported",
+			 f->fd);
+		return -EOPNOTSUPP;
+	}
+	if (f->deleted && (S_ISCHR(f->mode) || S_ISBLK(f->mode))) {
+		snprintf(reason, len, "fd %u is a deleted device node: not supported",
+			 f->fd);
+		return -EOPNOTSUPP;
+	}
+	if (f->deleted && S_ISFIFO(f->mode)) {
+		snprintf(reason, len, "fd %u is a deleted FIFO: not supported",
+			 f->fd);
+		return -EOPNOTSUPP;
+	}
 	if (S_ISREG(f->mode) || S_ISDIR(f->mode)) {
 		if (f->reachable)
 			return GHOST_FILE_PATH;

@@ -8,6 +8,8 @@
 #include <linux/fdtable.h>
 #include <linux/file.h>
 #include <linux/fs.h>
+#include <linux/magic.h>
+#include <linux/mount.h>
 #include <linux/slab.h>
 #include <linux/ghost.h>
 #include <ghost_policy.h>
@@ -80,6 +82,29 @@ static int get_fds(struct task_struct *task, struct fd_list *l)
 	return 0;
 }
 
+/*
+ * A file of /proc/PID/ whose process was reaped: release_task() dropped the
+ * /proc/PID directory from the dcache (proc_flush_pid()), so a dentry on
+ * the way up is unhashed while this one is still held open.
+ */
+static bool dead_proc_file(const struct path *path)
+{
+	struct dentry *d, *parent;
+	bool dead = false;
+
+	if (path->dentry->d_sb->s_magic != PROC_SUPER_MAGIC)
+		return false;
+	d = dget(path->dentry);
+	while (!dead && !IS_ROOT(d)) {
+		dead = d_unhashed(d);
+		parent = dget_parent(d);
+		dput(d);
+		d = parent;
+	}
+	dput(d);
+	return dead;
+}
+
 /* enum ghost_file_kind of @f, or a negative errno with a reason. */
 static int classify(const struct fd_entry *e, char *buf, char *reason)
 {
@@ -89,6 +114,9 @@ static int classify(const struct fd_entry *e, char *buf, char *reason)
 		.fd = e->fd,
 		.mode = inode->i_mode & S_IFMT,
 		.reachable = ghost_path_reachable(&e->file->f_path),
+		.deleted = d_unlinked(e->file->f_path.dentry) &&
+			   !(e->file->f_path.mnt->mnt_flags & MNT_INTERNAL),
+		.dead_proc = dead_proc_file(&e->file->f_path),
 		.path = IS_ERR(path) ? NULL : path,
 	};
 

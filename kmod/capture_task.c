@@ -171,8 +171,8 @@ static int write_fs(struct ghost_stream *s, struct task_struct *task,
 	}
 	p = d_path(&pwd, buf, PATH_MAX);
 	err = ghost_policy_cwd(task_pid_vnr(task),
-			       !IS_ERR(p) && ghost_path_reachable(&pwd), reason,
-			       GHOST_REASON_LEN);
+			       !IS_ERR(p) && ghost_path_reachable(&pwd),
+			       d_unlinked(pwd.dentry), reason, GHOST_REASON_LEN);
 	if (!err) {
 		fs.cwd_len = strlen(p);
 		err = ghost_section_write(s, GHOST_SEC_FS, &fs, sizeof(fs), p,

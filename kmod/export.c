@@ -122,6 +122,17 @@ static void freeze_work(struct callback_head *work)
 	freeze_put(f);
 }
 
+/*
+ * Any child, a zombie one too: it stays listed until it is reaped. Modules
+ * cannot take tasklist_lock (not exported); list_empty() is one READ_ONCE()
+ * of the head, and a fork or a reap racing with it could as well have come
+ * just after the lock was dropped.
+ */
+static bool has_children(struct task_struct *task)
+{
+	return !list_empty(&task->children);
+}
+
 /* What can be refused before the target is disturbed. */
 static int check_target(struct task_struct *task, char *reason)
 {
@@ -130,6 +141,7 @@ static int check_target(struct task_struct *task, char *reason)
 		.kthread_or_exiting = task->flags & (PF_KTHREAD | PF_EXITING),
 		.self = same_thread_group(task, current),
 		.threads = get_nr_threads(task),
+		.children = has_children(task),
 		.traced = task->ptrace,
 		.stopped = task_is_stopped_or_traced(task),
 	};

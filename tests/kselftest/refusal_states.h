@@ -4,7 +4,7 @@
  * set_* function runs in a fresh child and gives it that one state. They
  * return 0, or -1 when this machine cannot make the state (the row is
  * skipped). *addr and *fd name what the reason will mention; *dev is a
- * character device's "major:minor".
+ * character device's "major:minor"; *other another process's pid.
  */
 #ifndef GHOST_REFUSAL_STATES_H
 #define GHOST_REFUSAL_STATES_H
@@ -17,6 +17,7 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <linux/aio_abi.h>
 #include <linux/io_uring.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
@@ -33,11 +34,13 @@
 #include <sys/sysmacros.h>
 #include <sys/time.h>
 #include <sys/timerfd.h>
+#include <sys/wait.h>
 
 struct state {
 	unsigned long addr;
 	int fd;
 	char dev[16];
+	int other;
 };
 
 static int set_nothing(struct state *s)
@@ -312,6 +315,116 @@ static int set_deleted_cwd(struct state *s)
 	if (!mkdtemp(dir) || chdir(dir))
 		return -1;
 	return rmdir(dir);
+}
+
+/* A child that sleeps until its parent dies. */
+static pid_t sleeping_child(void)
+{
+	pid_t parent = getpid(), pid = fork();
+
+	if (pid == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		if (getppid() != parent)	/* died before the prctl */
+			_exit(0);
+		for (;;)
+			pause();
+	}
+	return pid;
+}
+
+static int set_child(struct state *s)
+{
+	(void)s;
+	return sleeping_child() < 0 ? -1 : 0;
+}
+
+/* A child that exited and was not reaped: wait() would still find it. */
+static int set_zombie_child(struct state *s)
+{
+	siginfo_t si;
+	pid_t pid = fork();
+
+	(void)s;
+	if (pid == 0)
+		_exit(0);
+	if (pid < 0)
+		return -1;
+	return waitid(P_PID, pid, &si, WEXITED | WNOWAIT);
+}
+
+/* Needs CAP_MKNOD: the row is skipped without it. */
+static int set_deleted_devnode(struct state *s)
+{
+	char path[] = "/tmp/ghost-refusal-dev-XXXXXX";
+	int fd = mkstemp(path);
+
+	if (fd < 0)
+		return -1;
+	close(fd);
+	unlink(path);
+	if (mknod(path, S_IFCHR | 0600, makedev(1, 3)))	/* /dev/null's */
+		return -1;
+	s->fd = open(path, O_RDWR);
+	unlink(path);
+	return s->fd < 0 ? -1 : 0;
+}
+
+static int set_deleted_fifo(struct state *s)
+{
+	char path[] = "/tmp/ghost-refusal-fifo-XXXXXX";
+	int fd = mkstemp(path);
+
+	if (fd < 0)
+		return -1;
+	close(fd);
+	unlink(path);
+	if (mkfifo(path, 0600))
+		return -1;
+	s->fd = open(path, O_RDWR);
+	unlink(path);
+	return s->fd < 0 ? -1 : 0;
+}
+
+/* /proc/PID/status of a child since reaped. */
+static int set_dead_proc_file(struct state *s)
+{
+	char path[64];
+	pid_t pid = sleeping_child();
+
+	if (pid < 0)
+		return -1;
+	snprintf(path, sizeof(path), "/proc/%d/status", pid);
+	s->fd = open(path, O_RDONLY);
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+	s->other = pid;
+	return s->fd < 0 ? -1 : 0;
+}
+
+static int set_opath_symlink(struct state *s)
+{
+	char path[] = "/tmp/ghost-refusal-link-XXXXXX";
+	int fd = mkstemp(path);
+
+	if (fd < 0)
+		return -1;
+	close(fd);
+	unlink(path);
+	if (symlink("/", path))
+		return -1;
+	s->fd = open(path, O_PATH | O_NOFOLLOW);
+	unlink(path);
+	return s->fd < 0 ? -1 : 0;
+}
+
+static int set_aio_ring(struct state *s)
+{
+	aio_context_t ctx = 0;
+
+	if (syscall(__NR_io_setup, 1, &ctx))
+		return -1;
+	s->addr = ctx;		/* the ring's address */
+	return 0;
 }
 
 #endif /* GHOST_REFUSAL_STATES_H */

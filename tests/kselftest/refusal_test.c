@@ -51,6 +51,13 @@ enum row_id {
 	R_pty,
 	R_chardev,
 	R_deleted_cwd,
+	R_child,
+	R_zombie_child,
+	R_deleted_devnode,
+	R_deleted_fifo,
+	R_dead_proc_file,
+	R_opath_symlink,
+	R_aio_ring,
 	NROWS
 };
 
@@ -59,7 +66,10 @@ struct row {
 	int (*set)(struct state *s);
 	enum parent_act act;
 	int err;		/* 0: the export must succeed */
-	/* %P pid, %A address, %F descriptor, %D device major:minor */
+	/*
+	 * %P pid, %A address, %F descriptor, %D device major:minor, %O the
+	 * other process's pid
+	 */
 	const char *reason;
 };
 
@@ -120,7 +130,21 @@ static const struct row rows[NROWS] = {
 	[R_chardev] = { "chardev", set_chardev, NONE, EOPNOTSUPP,
 	  "fd %F is a character device (%D): not supported" },
 	[R_deleted_cwd] = { "deleted_cwd", set_deleted_cwd, NONE, EOPNOTSUPP,
-	  "the working directory of pid %P is unreachable" },
+	  "the working directory of pid %P is a deleted directory: not supported" },
+	[R_child] = { "child", set_child, NONE, EOPNOTSUPP,
+	  "pid %P has children: process trees are not supported" },
+	[R_zombie_child] = { "zombie_child", set_zombie_child, NONE, EOPNOTSUPP,
+	  "pid %P has children: process trees are not supported" },
+	[R_deleted_devnode] = { "deleted_devnode", set_deleted_devnode, NONE, EOPNOTSUPP,
+	  "fd %F is a deleted device node: not supported" },
+	[R_deleted_fifo] = { "deleted_fifo", set_deleted_fifo, NONE, EOPNOTSUPP,
+	  "fd %F is a deleted FIFO: not supported" },
+	[R_dead_proc_file] = { "dead_proc_file", set_dead_proc_file, NONE, EOPNOTSUPP,
+	  "fd %F is /proc/%O/status of a process that no longer exists" },
+	[R_opath_symlink] = { "opath_symlink", set_opath_symlink, NONE, EOPNOTSUPP,
+	  "fd %F is an O_PATH descriptor of a symbolic link: not supported" },
+	[R_aio_ring] = { "aio_ring", set_aio_ring, NONE, EOPNOTSUPP,
+	  "AIO ring (io_setup) at %A is not supported" },
 };
 
 /* What the child reports once its state is set: 0, or -1 to skip. */
@@ -194,7 +218,7 @@ __attribute__((constructor)) static void child_main(void)
 	child(&rows[row], cmd, rep);
 }
 
-/* @t with %P, %A, %F, %D filled in. */
+/* @t with %P, %A, %F, %D, %O filled in. */
 static void expand(char *out, size_t len, const char *t, pid_t pid,
 		   const struct state *s)
 {
@@ -214,6 +238,8 @@ static void expand(char *out, size_t len, const char *t, pid_t pid,
 			n += snprintf(out + n, len - n, "%d", s->fd);
 		else if (*t == 'D')
 			n += snprintf(out + n, len - n, "%s", s->dev);
+		else if (*t == 'O')
+			n += snprintf(out + n, len - n, "%d", s->other);
 		if (n >= len)
 			n = len - 1;
 	}
@@ -277,6 +303,13 @@ ROW(pidfd);
 ROW(pty);
 ROW(chardev);
 ROW(deleted_cwd);
+ROW(child);
+ROW(zombie_child);
+ROW(deleted_devnode);
+ROW(deleted_fifo);
+ROW(dead_proc_file);
+ROW(opath_symlink);
+ROW(aio_ring);
 
 FIXTURE_SETUP(refusal)
 {

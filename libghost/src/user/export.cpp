@@ -65,6 +65,22 @@ Error syscall_failed(pid_t pid, const char* what, long r) {
                                                                errno_text(static_cast<int>(-r))));
 }
 
+// Any child of @pid, a zombie too (the children list keeps it until it is
+// reaped): /proc/PID/task/PID/children (CONFIG_PROC_CHILDREN), or else the
+// PPid of every process.
+bool has_children(pid_t pid) {
+    if (auto c = read_text(fmt::format("/proc/{}/task/{}/children", pid, pid)))
+        return c->find_first_not_of(" \n") != std::string::npos;
+    auto all = list_numeric("/proc");
+    if (!all)
+        return false;
+    for (const int p : *all)
+        if (auto s = read_text(fmt::format("/proc/{}/status", p));
+            s && parse_u64(status_field(*s, "PPid")) == static_cast<std::uint64_t>(pid))
+            return true;
+    return false;
+}
+
 // What is refused before the process is touched (ghost_policy_target()).
 Result<void> check_target(pid_t pid) {
     auto stat = read_stat(pid);
@@ -78,6 +94,7 @@ Result<void> check_target(pid_t pid) {
         stat && stat->size() > 9 && (parse_u64((*stat)[9]) & (kPfKthread | kPfExiting));
     t.self = pid == ::getpid();
     t.threads = status ? static_cast<int>(parse_u64(status_field(*status, "Threads"))) : 1;
+    t.children = has_children(pid);
     t.traced = status && parse_u64(status_field(*status, "TracerPid")) != 0;
     t.stopped = !state.empty() && (state[0] == 'T' || state[0] == 't');
     Reason reason{};
@@ -260,6 +277,23 @@ Result<std::vector<image::Vma>> capture_maps(pid_t pid, const ghost_mm& mm) {
 
 // ---- descriptors ----------------------------------------------------------------
 
+// Is @link, the path of a /proc file held open as @st, a file of
+// /proc/N/ whose process is gone? Its path then names nothing, or, once N
+// is reused, another process's file: another inode.
+bool dead_proc_file(const struct stat& st, const std::string& link) {
+    constexpr std::string_view kProc = "/proc/";
+    if (!link.starts_with(kProc))
+        return false;
+    const std::size_t end = link.find('/', kProc.size());
+    if (end == std::string::npos || end == kProc.size() ||
+        link.find_first_not_of("0123456789", kProc.size()) != end)
+        return false;
+    struct stat now {};
+    if (::lstat(link.c_str(), &now) != 0)
+        return errno == ENOENT || errno == ESRCH;
+    return now.st_dev == st.st_dev && now.st_ino != st.st_ino;
+}
+
 // The facts of a descriptor for ghost_policy_fd(): its type and device
 // from stat(2) of /proc/PID/fd/N, its path from readlink.
 Result<std::uint32_t> classify_fd(int fd, const struct stat& st, const std::string& link) {
@@ -271,6 +305,8 @@ Result<std::uint32_t> classify_fd(int fd, const struct stat& st, const std::stri
         f.minor = minor(st.st_rdev);
     }
     f.reachable = !link.empty() && link[0] == '/' && !link.ends_with(" (deleted)");
+    f.deleted = !link.empty() && link[0] == '/' && link.ends_with(" (deleted)");
+    f.dead_proc = dead_proc_file(st, link);
     f.path = link.c_str();
     Reason reason{};
     const int r = ghost_policy_fd(&f, reason, sizeof(reason));
@@ -506,9 +542,10 @@ Result<ExportStats> export_process(pid_t pid, Fate fate, int out) {
     if (!files)
         return fail(files.error());
     auto cwd = read_link(fmt::format("/proc/{}/cwd", pid));
-    const bool reachable =
-        cwd && !cwd->empty() && (*cwd)[0] == '/' && !cwd->ends_with(" (deleted)");
-    if (Reason reason{}; const int err = ghost_policy_cwd(pid, reachable, reason, sizeof(reason)))
+    const bool rooted = cwd && !cwd->empty() && (*cwd)[0] == '/';
+    const bool deleted = rooted && cwd->ends_with(" (deleted)");
+    if (Reason reason{};
+        const int err = ghost_policy_cwd(pid, rooted && !deleted, deleted, reason, sizeof(reason)))
         return fail(refused(err, reason));
     if (auto r = fill_task(t, *asked, img); !r)
         return fail(r.error());
