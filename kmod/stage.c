@@ -26,6 +26,7 @@
 #include <asm/segment.h>
 #include <linux/ghost.h>
 
+#include "ghost_format.h"
 #include "import.h"
 
 static __printf(2, 3) int bad(char *reason, const char *fmt, ...)
@@ -60,36 +61,6 @@ struct sec {
 	u32 crc;		/* checksum of every byte before it */
 	u32 rec;		/* record bytes: the rest of the payload is its tail */
 };
-
-/*
- * The record size of a section of @type in images of @version as this
- * reader knows it; version 1's is also the smallest it takes. 0: a type it
- * does not know.
- */
-static u32 record_size(u32 type, u32 version)
-{
-	static const u16 size[] = {
-		[GHOST_SEC_TASK] = sizeof(struct ghost_task),
-		[GHOST_SEC_REGS] = sizeof(struct ghost_regs),
-		[GHOST_SEC_XSTATE] = sizeof(struct ghost_xstate),
-		[GHOST_SEC_SIGNALS] = sizeof(struct ghost_signals),
-		[GHOST_SEC_FS] = sizeof(struct ghost_fs),
-		[GHOST_SEC_RLIMITS] = sizeof(struct ghost_rlimits),
-		[GHOST_SEC_MM] = sizeof(struct ghost_mm),
-		[GHOST_SEC_VMA] = sizeof(struct ghost_vma),
-		[GHOST_SEC_PAGES] = sizeof(struct ghost_pages),
-		[GHOST_SEC_FILE] = sizeof(struct ghost_file),
-		[GHOST_SEC_END] = sizeof(struct ghost_end),
-	};
-
-	if (type >= ARRAY_SIZE(size))
-		return 0;
-	if (version == 1 && type == GHOST_SEC_MM)
-		return GHOST_MM_SIZE_VER1;
-	if (version == 1 && type == GHOST_SEC_FILE)
-		return GHOST_FILE_SIZE_VER1;
-	return size[type];
-}
 
 /* Bytes nobody looks at: a skipped section's payload and padding. */
 static int skip_bytes(struct ghost_stream *s, u64 len, char *reason)
@@ -129,7 +100,7 @@ static int next_section(struct ghost_stream *s, const struct ghost_staged *st,
 		    (v1 && (sec->h.flags || sec->h.record_size)))
 			return bad(reason, "section at byte %llu has unknown flags %#x",
 				   sec->at, sec->h.flags);
-		known = record_size(sec->h.type, 1);
+		known = ghost_record_size(sec->h.type, 1);
 		if (known)
 			break;
 		if (!(sec->h.flags & GHOST_SECTION_SKIPPABLE))

@@ -22,6 +22,8 @@
 
 #include <fmt/format.h>
 
+#include "ghost_format.h"
+
 namespace ghost::image {
 
 // ---- reading ------------------------------------------------------------------
@@ -877,33 +879,7 @@ std::string_view section_name(std::uint32_t type) {
 }
 
 std::size_t record_size(std::uint32_t type, std::uint32_t version) {
-    const bool v1 = version == 1;
-    switch (type) {
-    case GHOST_SEC_TASK:
-        return sizeof(ghost_task);
-    case GHOST_SEC_REGS:
-        return sizeof(ghost_regs);
-    case GHOST_SEC_XSTATE:
-        return sizeof(ghost_xstate);
-    case GHOST_SEC_SIGNALS:
-        return sizeof(ghost_signals);
-    case GHOST_SEC_FS:
-        return sizeof(ghost_fs);
-    case GHOST_SEC_RLIMITS:
-        return sizeof(ghost_rlimits);
-    case GHOST_SEC_MM:
-        return v1 ? GHOST_MM_SIZE_VER1 : sizeof(ghost_mm);
-    case GHOST_SEC_VMA:
-        return sizeof(ghost_vma);
-    case GHOST_SEC_PAGES:
-        return sizeof(ghost_pages);
-    case GHOST_SEC_FILE:
-        return v1 ? GHOST_FILE_SIZE_VER1 : sizeof(ghost_file);
-    case GHOST_SEC_END:
-        return sizeof(ghost_end);
-    default:
-        return 0;
-    }
+    return ghost_record_size(type, version);
 }
 
 std::uint64_t Image::pages() const {

@@ -1,0 +1,49 @@
+/* SPDX-License-Identifier: GPL-2.0 OR LGPL-2.1-or-later */
+/*
+ * What an image reader knows of the record sizes, one table for the
+ * kernel's reader (kmod/stage.c) and libghost's (libghost/src/image.cpp).
+ * Not uapi: it is a reader's knowledge of the versions it reads, built from
+ * the uapi structs and their version-1 sizes.
+ */
+#ifndef GHOST_FORMAT_H
+#define GHOST_FORMAT_H
+
+#include <linux/types.h>
+#include <linux/ghost.h>
+
+/*
+ * The record size of a section of @type in images of @version as this
+ * reader knows it; version 1's is also the smallest a reader takes. 0: a
+ * type it does not know.
+ */
+static inline __u32 ghost_record_size(__u32 type, __u32 version)
+{
+	switch (type) {
+	case GHOST_SEC_TASK:
+		return sizeof(struct ghost_task);
+	case GHOST_SEC_REGS:
+		return sizeof(struct ghost_regs);
+	case GHOST_SEC_XSTATE:
+		return sizeof(struct ghost_xstate);
+	case GHOST_SEC_SIGNALS:
+		return sizeof(struct ghost_signals);
+	case GHOST_SEC_FS:
+		return sizeof(struct ghost_fs);
+	case GHOST_SEC_RLIMITS:
+		return sizeof(struct ghost_rlimits);
+	case GHOST_SEC_MM:
+		return version == 1 ? GHOST_MM_SIZE_VER1 : sizeof(struct ghost_mm);
+	case GHOST_SEC_VMA:
+		return sizeof(struct ghost_vma);
+	case GHOST_SEC_PAGES:
+		return sizeof(struct ghost_pages);
+	case GHOST_SEC_FILE:
+		return version == 1 ? GHOST_FILE_SIZE_VER1 : sizeof(struct ghost_file);
+	case GHOST_SEC_END:
+		return sizeof(struct ghost_end);
+	default:
+		return 0;
+	}
+}
+
+#endif /* GHOST_FORMAT_H */
