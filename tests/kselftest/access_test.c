@@ -205,14 +205,6 @@ TEST(yama_admin_only_stops_a_users_export)
 
 /* ---- a prepared import belongs to its preparer ---------------------------- */
 
-static int prepare(int g, struct ghost_import *im)
-{
-	memset(im, 0, sizeof(*im));
-	im->size = sizeof(*im);
-	im->flags = GHOST_IMPORT_PREPARE;
-	return ioctl(g, GHOST_IOC_IMPORT, im);
-}
-
 TEST(a_prepared_image_is_refused_to_another_process)
 {
 	struct ghost_import im;
@@ -224,7 +216,7 @@ TEST(a_prepared_image_is_refused_to_another_process)
 	ASSERT_LT(0, pid);
 	ASSERT_EQ(0, ghost_do_export(g, pid, GHOST_EXPORT_KILL, &e)) TH_LOG("%s", e.reason);
 	waitpid(pid, NULL, 0);
-	ASSERT_EQ(0, prepare(g, &im)) TH_LOG("%s", im.reason);
+	ASSERT_EQ(0, ghost_prepare_import(g, &im)) TH_LOG("%s", im.reason);
 
 	/* Another process, through the same ghost descriptor. */
 	other = fork();

@@ -77,6 +77,15 @@ static inline int ghost_do_export(int g, pid_t pid, __u32 flags,
 	return ret;
 }
 
+/* GHOST_IMPORT_PREPARE: stage the image of @g for this process. */
+static inline int ghost_prepare_import(int g, struct ghost_import *im)
+{
+	memset(im, 0, sizeof(*im));
+	im->size = sizeof(*im);
+	im->flags = GHOST_IMPORT_PREPARE;
+	return ioctl(g, GHOST_IOC_IMPORT, im);
+}
+
 /* Reads everything from @fd until EOF into a malloc'd buffer. */
 static inline void *read_all(int fd, size_t *len)
 {

@@ -45,14 +45,6 @@ static int idle_image(void)
 	return g;
 }
 
-static int prepare(int g, struct ghost_import *im)
-{
-	memset(im, 0, sizeof(*im));
-	im->size = sizeof(*im);
-	im->flags = GHOST_IMPORT_PREPARE;
-	return ioctl(g, GHOST_IOC_IMPORT, im);
-}
-
 /* ---- importers that share what a restore replaces ------------------------ */
 
 static int shared_g;
@@ -63,7 +55,7 @@ static int import_in_clone(void *arg)
 	struct ghost_import im;
 
 	(void)arg;
-	shared_result = prepare(shared_g, &im) ? errno : 0;
+	shared_result = ghost_prepare_import(shared_g, &im) ? errno : 0;
 	return shared_result == EBUSY ? 0 : 1;
 }
 
@@ -93,7 +85,7 @@ TEST(importer_sharing_memory_or_descriptors_is_refused)
 
 	pid = vfork();
 	if (pid == 0) {
-		int r = prepare(shared_g, &im) ? errno : 0;
+		int r = ghost_prepare_import(shared_g, &im) ? errno : 0;
 
 		_exit(r == EBUSY ? 0 : 1);
 	}
