@@ -63,7 +63,6 @@ ssize_t ghost_mem_read_user(struct ghost_res *res, char __user *ubuf,
 ssize_t ghost_mem_write_user(struct ghost_res *res, const char __user *ubuf,
 			     size_t len);
 int ghost_mem_mmap(struct ghost_res *res, struct vm_area_struct *vma);
-size_t ghost_mem_len(struct ghost_res *res);
 
 /* stream.c: the image as a checksummed stream over a resource. */
 struct ghost_stream {

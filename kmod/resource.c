@@ -281,17 +281,6 @@ int ghost_mem_mmap(struct ghost_res *res, struct vm_area_struct *vma)
 	return err;
 }
 
-size_t ghost_mem_len(struct ghost_res *res)
-{
-	struct ghost_mem *m = to_mem(res);
-	size_t len;
-
-	mutex_lock(&m->lock);
-	len = m->len;
-	mutex_unlock(&m->lock);
-	return len;
-}
-
 /* ---- file and network ------------------------------------------------ */
 
 struct ghost_fileres {
