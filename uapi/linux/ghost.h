@@ -275,9 +275,10 @@ enum ghost_genl_attr {
  *
  *   header, then sections, each "struct ghost_section" + payload padded with
  *   zeros to 8 bytes, in this order:
- *     TASK, REGS, XSTATE, SIGNALS, FS, RLIMITS, MM,
+ *     TASK, CREDS?, ATTRS?, REGS, XSTATE, SIGNALS, FS, RLIMITS, MM,
  *     (VMA, PAGES*)*   one VMA per mapping, then the runs of its pages
  *     FILE*            open descriptors
+ *     LOCK*            file locks held, after the FILE records they name
  *     END              last; holds the checksum of everything before it
  *
  * All integers are little-endian (the only architecture is x86-64). Page
@@ -305,8 +306,14 @@ enum ghost_genl_attr {
 /* ghost_image_header.features and .required_features (version 2 on) */
 #define GHOST_IMAGE_FEAT_FILE_ID _BITULL(0) /* ghost_file.file_id names open files */
 #define GHOST_IMAGE_FEAT_VDSO_ID _BITULL(1) /* ghost_mm.vdso_size/crc32c are set */
+#define GHOST_IMAGE_FEAT_CREDS	 _BITULL(2) /* a CREDS section: restore as its ids */
+#define GHOST_IMAGE_FEAT_ATTRS	 _BITULL(3) /* an ATTRS section follows CREDS */
+#define GHOST_IMAGE_FEAT_VMA_ATTRS _BITULL(4) /* ghost_vma.flags may hold GHOST_VMA_ATTRS */
+#define GHOST_IMAGE_FEAT_LOCKS	 _BITULL(5) /* LOCK sections may follow the FILEs */
 /* All feature bits this header knows about. */
-#define GHOST_IMAGE_FEATURES (GHOST_IMAGE_FEAT_FILE_ID | GHOST_IMAGE_FEAT_VDSO_ID)
+#define GHOST_IMAGE_FEATURES (GHOST_IMAGE_FEAT_FILE_ID | GHOST_IMAGE_FEAT_VDSO_ID | \
+			      GHOST_IMAGE_FEAT_CREDS | GHOST_IMAGE_FEAT_ATTRS | \
+			      GHOST_IMAGE_FEAT_VMA_ATTRS | GHOST_IMAGE_FEAT_LOCKS)
 
 struct ghost_image_header {
 	__u64 magic;
@@ -367,6 +374,9 @@ enum ghost_section_type {
 	GHOST_SEC_PAGES = 9,
 	GHOST_SEC_FILE = 10,
 	GHOST_SEC_END = 11,
+	GHOST_SEC_CREDS = 12,	/* right after TASK (GHOST_IMAGE_FEAT_CREDS) */
+	GHOST_SEC_ATTRS = 13,	/* right after CREDS (GHOST_IMAGE_FEAT_ATTRS) */
+	GHOST_SEC_LOCK = 14,	/* after the FILEs (GHOST_IMAGE_FEAT_LOCKS) */
 };
 
 /* ghost_section.flags */
@@ -434,6 +444,58 @@ struct ghost_fs {
 	__u32 cwd_len;
 };
 
+/*
+ * Who the process was (GHOST_SEC_CREDS, followed by @ngroups __u32
+ * supplementary group ids). An importer restores exactly these, and only
+ * when its caller may assume them: it has CAP_SETUID and CAP_SETGID (root),
+ * or every id is one of its own real/effective/saved ids and every group
+ * one of its groups; the capability sets must be subsets of the caller's.
+ * Otherwise the import is refused before the point of no return. An image
+ * without this section (versions before it) is restored with the caller's
+ * credentials.
+ */
+struct ghost_creds {
+	__u32 uid, euid, suid, fsuid;
+	__u32 gid, egid, sgid, fsgid;
+	__u64 cap_inheritable;
+	__u64 cap_permitted;
+	__u64 cap_effective;
+	__u64 cap_bset;		/* bounding set */
+	__u64 cap_ambient;
+	__u32 securebits;	/* SECBIT_* */
+	__u32 ngroups;		/* <= GHOST_NGROUPS_MAX */
+	__u32 loginuid;		/* audit login uid, (__u32)-1 if unset */
+	__u32 __pad;
+	__u64 resv[2];
+};
+
+#define GHOST_NGROUPS_MAX 65536	/* the kernel's NGROUPS_MAX */
+
+/* ghost_attrs.flags */
+#define GHOST_ATTRS_NO_NEW_PRIVS	_BITUL(0) /* PR_SET_NO_NEW_PRIVS */
+#define GHOST_ATTRS_THP_DISABLE		_BITUL(1) /* PR_SET_THP_DISABLE */
+#define GHOST_ATTRS_CHILD_SUBREAPER	_BITUL(2) /* PR_SET_CHILD_SUBREAPER */
+#define GHOST_ATTRS_SESSION_LEADER	_BITUL(3) /* its pid was its session id */
+#define GHOST_ATTRS_GROUP_LEADER	_BITUL(4) /* its pid was its process group id */
+#define GHOST_ATTRS_FLAGS		0x1f
+
+/* ghost_attrs.membarrier: registrations, membarrier(2) MEMBARRIER_CMD_REGISTER_* */
+#define GHOST_MEMBARRIER_GLOBAL_EXPEDITED		_BITUL(0)
+#define GHOST_MEMBARRIER_PRIVATE_EXPEDITED		_BITUL(1)
+#define GHOST_MEMBARRIER_PRIVATE_EXPEDITED_SYNC_CORE	_BITUL(2)
+#define GHOST_MEMBARRIER_PRIVATE_EXPEDITED_RSEQ		_BITUL(3)
+#define GHOST_MEMBARRIER_FLAGS				0xf
+
+/* Process attributes (GHOST_SEC_ATTRS). */
+struct ghost_attrs {
+	__u32 flags;		/* GHOST_ATTRS_* */
+	__s32 oom_score_adj;	/* -1000 .. 1000 */
+	__u32 membarrier;	/* GHOST_MEMBARRIER_* */
+	__s32 nice;		/* -20 .. 19 */
+	__u64 timerslack_ns;	/* PR_GET_TIMERSLACK */
+	__u64 resv[4];
+};
+
 #define GHOST_NRLIMITS 16
 
 struct ghost_rlimits {
@@ -468,7 +530,21 @@ struct ghost_mm {
 #define GHOST_VMA_STACK     _BITUL(4) /* contains mm->start_stack */
 #define GHOST_VMA_VDSO      _BITUL(5) /* [vdso]: never carried, remapped */
 #define GHOST_VMA_VVAR      _BITUL(6) /* [vvar]: never carried, remapped */
-#define GHOST_VMA_FLAGS     0x7f
+/* With GHOST_IMAGE_FEAT_VMA_ATTRS: the mapping's attributes (smaps VmFlags). */
+#define GHOST_VMA_MAYWRITE   _BITUL(7)  /* may be made writable (shared: file open rw) */
+#define GHOST_VMA_LOCKED     _BITUL(8)  /* mlock: "lo" */
+#define GHOST_VMA_LOCKONFAULT _BITUL(9) /* mlock2(MLOCK_ONFAULT) */
+#define GHOST_VMA_NORESERVE  _BITUL(10) /* MAP_NORESERVE: "nr" */
+#define GHOST_VMA_DONTDUMP   _BITUL(11) /* MADV_DONTDUMP: "dd" */
+#define GHOST_VMA_WIPEONFORK _BITUL(12) /* MADV_WIPEONFORK: "wf" */
+#define GHOST_VMA_DONTFORK   _BITUL(13) /* MADV_DONTFORK: "dc" */
+#define GHOST_VMA_MERGEABLE  _BITUL(14) /* MADV_MERGEABLE: "mg" */
+#define GHOST_VMA_HUGEPAGE   _BITUL(15) /* MADV_HUGEPAGE: "hg" */
+#define GHOST_VMA_NOHUGEPAGE _BITUL(16) /* MADV_NOHUGEPAGE: "nh" */
+#define GHOST_VMA_SEQ_READ   _BITUL(17) /* MADV_SEQUENTIAL: "sr" */
+#define GHOST_VMA_RAND_READ  _BITUL(18) /* MADV_RANDOM: "rr" */
+#define GHOST_VMA_ATTRS      0x7ff80
+#define GHOST_VMA_FLAGS     (0x7f | GHOST_VMA_ATTRS)
 
 /* Followed by @path_len bytes of the file's path (no NUL) when FILE. */
 struct ghost_vma {
@@ -515,6 +591,26 @@ struct ghost_file {
 };
 
 #define GHOST_FILE_SIZE_VER1 32
+
+enum ghost_lock_kind {
+	GHOST_LOCK_POSIX = 1,	/* fcntl(F_SETLK): owned by the process */
+	GHOST_LOCK_OFD = 2,	/* fcntl(F_OFD_SETLK): owned by the open file */
+	GHOST_LOCK_FLOCK = 3,	/* flock(2): owned by the open file */
+};
+
+/*
+ * A lock the process held (GHOST_SEC_LOCK), taken again on the reopened file
+ * before the restored process runs; an importer fails, before its point of
+ * no return, when another holder has a conflicting lock now.
+ */
+struct ghost_lock {
+	__u64 file_id;		/* the FILE record's file_id */
+	__u32 kind;		/* enum ghost_lock_kind */
+	__u32 type;		/* F_RDLCK or F_WRLCK (flock: LOCK_SH as F_RDLCK) */
+	__u64 start;		/* byte range; POSIX and OFD only */
+	__u64 len;		/* 0: to the end of the file */
+	__u64 resv[2];
+};
 
 struct ghost_end {
 	__u32 crc32c;		/* of every byte before this section's header */
