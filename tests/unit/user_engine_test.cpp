@@ -6,11 +6,14 @@
 #include <gtest/gtest.h>
 
 #include <fcntl.h>
+#include <linux/capability.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -302,6 +305,64 @@ TEST(UserEngine, RefusesAMultiThreadedProcess) {
     EXPECT_NE(st.error().what().find("threads"), std::string::npos) << st.error().what();
     lines.drain();
     EXPECT_EQ(lines.next().pid, pid);
+    kill_wait(pid);
+}
+
+// Root without CAP_SYS_RESOURCE (as in many containers) exporting another
+// user's process: prlimit(2) on it is refused, /proc/PID/limits is not. The
+// image must hold the target's own limits.
+TEST(UserEngine, RootWithoutCapSysResourceReadsAnotherUsersLimits) {
+    if (::geteuid() != 0)
+        GTEST_SKIP() << "needs root";
+    Lines lines;
+    const pid_t pid = ::fork();
+    if (pid == 0) {
+        const rlimit nofile{100, 200};
+        if (::setrlimit(RLIMIT_NOFILE, &nofile) || ::setresgid(65534, 65534, 65534) ||
+            ::setresuid(65534, 65534, 65534))
+            ::_exit(4);
+        worker(lines.wr());
+    }
+    ASSERT_NE(lines.next().pid, 0);
+    const pid_t exporter = ::fork();
+    if (exporter == 0) {
+        __user_cap_header_struct hdr{_LINUX_CAPABILITY_VERSION_3, 0};
+        __user_cap_data_struct caps[2]{};
+        if (::syscall(SYS_capget, &hdr, caps))
+            ::_exit(10);
+        for (auto& c : caps) {
+            c.effective &= c.permitted;
+            c.inheritable = 0;
+        }
+        caps[CAP_SYS_RESOURCE / 32].effective &= ~(1U << (CAP_SYS_RESOURCE % 32));
+        caps[CAP_SYS_RESOURCE / 32].permitted &= ~(1U << (CAP_SYS_RESOURCE % 32));
+        if (::syscall(SYS_capset, &hdr, caps))
+            ::_exit(11);
+        rlimit rl{};
+        if (::prlimit(pid, RLIMIT_NOFILE, nullptr, &rl) == 0 || errno != EPERM)
+            ::_exit(12); // the situation of the test is not made
+        auto g = user_engine()->create(ghost::Backend::memory());
+        if (!g)
+            ::_exit(13);
+        auto st = (*g)->export_process(pid, ghost::Fate::Run);
+        if (!st) {
+            std::fprintf(stderr, "export: %s\n", st.error().what().c_str());
+            ::_exit(14);
+        }
+        auto view = (*g)->view();
+        if (!view)
+            ::_exit(15);
+        auto img = ghost::image::read(view->bytes());
+        if (!img)
+            ::_exit(15);
+        const auto& l = img->rlimits.rlim[RLIMIT_NOFILE];
+        ::_exit(l.cur == 100 && l.max == 200 ? 0 : 16);
+    }
+    int status = 0;
+    ASSERT_EQ(::waitpid(exporter, &status, 0), exporter);
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "exporter status " << status;
+    lines.drain();
+    EXPECT_EQ(lines.next().pid, pid); // left running
     kill_wait(pid);
 }
 

@@ -576,13 +576,14 @@ Result<ExportStats> export_process(pid_t pid, Fate fate, int out) {
         std::memcpy(&img.xstate.xfeatures, img.xsave.data() + kXcr0Off, 8);
     img.umask = static_cast<std::uint32_t>(parse_u64(status_field(*status, "Umask"), 8));
     img.cwd = *cwd;
-    for (int i = 0; i < GHOST_NRLIMITS; i++) {
-        rlimit rl{};
-        if (::prlimit(pid, static_cast<__rlimit_resource>(i), nullptr, &rl) != 0)
-            return fail(Error::from_errno(
-                errno, fmt::format("prlimit of pid {}: {}", pid, errno_text(errno))));
-        img.rlimits.rlim[i].cur = rl.rlim_cur;
-        img.rlimits.rlim[i].max = rl.rlim_max;
+    // From /proc, not prlimit(2): that needs CAP_SYS_RESOURCE for another
+    // user's process, which root in a container often lacks.
+    auto limits = read_limits(pid);
+    if (!limits)
+        return fail(limits.error());
+    for (std::size_t i = 0; i < GHOST_NRLIMITS && i < limits->size(); i++) {
+        img.rlimits.rlim[i].cur = (*limits)[i].cur;
+        img.rlimits.rlim[i].max = (*limits)[i].max;
     }
     img.vmas = std::move(*maps);
     img.files = std::move(*files);
