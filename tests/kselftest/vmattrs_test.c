@@ -38,12 +38,19 @@ struct wmap {
 };
 
 static struct wmap maps[NMAPS] = {
-	{ .name = "locked", .advice = -1 }, { .name = "lockonfault", .advice = -1 }, { .name = "noreserve", .advice = -1 },
-	{ .name = "dontdump", .advice = MADV_DONTDUMP }, { .name = "wipeonfork", .advice = MADV_WIPEONFORK },
-	{ .name = "dontfork", .advice = MADV_DONTFORK }, { .name = "mergeable", .advice = MADV_MERGEABLE },
-	{ .name = "hugepage", .advice = MADV_HUGEPAGE }, { .name = "nohugepage", .advice = MADV_NOHUGEPAGE },
-	{ .name = "sequential", .advice = MADV_SEQUENTIAL }, { .name = "random", .advice = MADV_RANDOM },
-	{ .name = "shared", .advice = -1 }, { .name = "plain", .advice = -1 },
+	{ .name = "locked", .advice = -1 },
+	{ .name = "lockonfault", .advice = -1 },
+	{ .name = "noreserve", .advice = -1 },
+	{ .name = "dontdump", .advice = MADV_DONTDUMP },
+	{ .name = "wipeonfork", .advice = MADV_WIPEONFORK },
+	{ .name = "dontfork", .advice = MADV_DONTFORK },
+	{ .name = "mergeable", .advice = MADV_MERGEABLE },
+	{ .name = "hugepage", .advice = MADV_HUGEPAGE },
+	{ .name = "nohugepage", .advice = MADV_NOHUGEPAGE },
+	{ .name = "sequential", .advice = MADV_SEQUENTIAL },
+	{ .name = "random", .advice = MADV_RANDOM },
+	{ .name = "shared", .advice = -1 },
+	{ .name = "plain", .advice = -1 },
 };
 
 /* The VmFlags of the mapping at @at, sorted words, into @out. */

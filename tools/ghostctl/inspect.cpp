@@ -40,8 +40,12 @@ std::string prot_string(const ghost_vma& v) {
 
 std::vector<std::string> vma_flag_names(std::uint32_t f) {
     static constexpr std::pair<std::uint32_t, const char*> names[] = {
-        {GHOST_VMA_SHARED, "shared"}, {GHOST_VMA_GROWSDOWN, "growsdown"}, {GHOST_VMA_FILE, "file"},
-        {GHOST_VMA_HEAP, "heap"},     {GHOST_VMA_STACK, "stack"},         {GHOST_VMA_VDSO, "vdso"},
+        {GHOST_VMA_SHARED, "shared"},
+        {GHOST_VMA_GROWSDOWN, "growsdown"},
+        {GHOST_VMA_FILE, "file"},
+        {GHOST_VMA_HEAP, "heap"},
+        {GHOST_VMA_STACK, "stack"},
+        {GHOST_VMA_VDSO, "vdso"},
         {GHOST_VMA_VVAR, "vvar"},
         {GHOST_VMA_MAYWRITE, "maywrite"},
         {GHOST_VMA_LOCKED, "locked"},

@@ -171,8 +171,8 @@ Result<void> open_everything(Plan& p) {
                               static_cast<unsigned long long>(v.rec.start), -errno);
                 return Error::from_errno(errno, why);
             }
-            auto fd = keep_high(p, fd0,
-                                fmt::format("cannot open {}, mapped at {:#x}", v.path, v.rec.start));
+            auto fd = keep_high(
+                p, fd0, fmt::format("cannot open {}, mapped at {:#x}", v.path, v.rec.start));
             if (!fd)
                 return fd.error();
             it->second = *fd;

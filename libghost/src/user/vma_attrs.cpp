@@ -25,10 +25,10 @@ constexpr unsigned kMlockOnfault = 1;
 
 // smaps VmFlags mnemonics (fs/proc/task_mmu.c) and the flags they stand for.
 constexpr std::pair<std::string_view, std::uint32_t> kMnemonics[] = {
-    {"mw", GHOST_VMA_MAYWRITE},   {"lo", GHOST_VMA_LOCKED},     {"nr", GHOST_VMA_NORESERVE},
-    {"dd", GHOST_VMA_DONTDUMP},   {"wf", GHOST_VMA_WIPEONFORK}, {"dc", GHOST_VMA_DONTFORK},
-    {"mg", GHOST_VMA_MERGEABLE},  {"hg", GHOST_VMA_HUGEPAGE},   {"nh", GHOST_VMA_NOHUGEPAGE},
-    {"sr", GHOST_VMA_SEQ_READ},   {"rr", GHOST_VMA_RAND_READ},
+    {"mw", GHOST_VMA_MAYWRITE},  {"lo", GHOST_VMA_LOCKED},     {"nr", GHOST_VMA_NORESERVE},
+    {"dd", GHOST_VMA_DONTDUMP},  {"wf", GHOST_VMA_WIPEONFORK}, {"dc", GHOST_VMA_DONTFORK},
+    {"mg", GHOST_VMA_MERGEABLE}, {"hg", GHOST_VMA_HUGEPAGE},   {"nh", GHOST_VMA_NOHUGEPAGE},
+    {"sr", GHOST_VMA_SEQ_READ},  {"rr", GHOST_VMA_RAND_READ},
 };
 
 // madvise() advice for each flag, given in this order.
@@ -90,8 +90,8 @@ Result<void> apply_vma_attrs(const SysCall& call, const ghost_vma& v) {
                 return r.error();
     if (v.flags & GHOST_VMA_LOCKED) {
         const unsigned how = (v.flags & GHOST_VMA_LOCKONFAULT) ? kMlockOnfault : 0;
-        if (auto r = call(fmt::format("mlock2({:#x})", v.start).c_str(), SYS_mlock2, v.start, len,
-                          how);
+        if (auto r =
+                call(fmt::format("mlock2({:#x})", v.start).c_str(), SYS_mlock2, v.start, len, how);
             !r)
             return r.error();
     }

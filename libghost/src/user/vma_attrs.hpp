@@ -25,8 +25,8 @@ bool pagemap_guard(std::uint64_t entry);
 Result<void> check_memlock(const image::Image& img);
 
 // A system call run in the process being rebuilt: (what, nr, a1, a2, a3).
-using SysCall = std::function<Result<long>(const char*, long, std::uint64_t, std::uint64_t,
-                                           std::uint64_t)>;
+using SysCall =
+    std::function<Result<long>(const char*, long, std::uint64_t, std::uint64_t, std::uint64_t)>;
 
 // After a mapping is made and filled: its madvise flags and mlock.
 Result<void> apply_vma_attrs(const SysCall& call, const ghost_vma& v);
