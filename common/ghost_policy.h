@@ -268,6 +268,20 @@ static inline int ghost_policy_vma(const struct ghost_vma_facts *v,
 	return flags;
 }
 
+/*
+ * Guard pages (MADV_GUARD_INSTALL, Linux 6.13+) in a mapping, the first at
+ * @addr: the image has no record for them, and restoring the mapping
+ * without them would let the process read and write where it trapped.
+ */
+static inline int ghost_policy_guard(unsigned long addr, char *reason,
+				     size_t len)
+{
+	snprintf(reason, len,
+		 "guard pages (MADV_GUARD_INSTALL) at %#lx are not supported",
+		 addr);
+	return -EOPNOTSUPP;
+}
+
 /* ---- descriptors --------------------------------------------------------- */
 
 struct ghost_fd_facts {

@@ -45,6 +45,9 @@ int ghost_check_mm(struct mm_struct *mm, char *reason);
 int ghost_write_mm(struct ghost_stream *s, struct mm_struct *mm, u32 vdso_size,
 		   u32 vdso_crc, char *reason);
 
+/* vma_attrs.c: mlock, madvise flags, may-write; under mmap_lock */
+u32 ghost_vma_attrs(struct vm_area_struct *vma, u32 flags);
+
 /* vdso.c */
 int ghost_vdso_id(struct mm_struct *mm, u32 *size, u32 *crc);
 

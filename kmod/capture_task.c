@@ -60,8 +60,9 @@ int ghost_check_task(struct task_struct *task, struct mm_struct *mm,
 }
 
 /*
- * File ids change what a DUP record means, so a reader must know them; the
- * vDSO record only adds a check, which a reader may lack.
+ * File ids change what a DUP record means, so a reader must know them, and
+ * so must it the mapping attributes (capture_mm.c), which it must restore;
+ * the vDSO record only adds a check, which a reader may lack.
  */
 static int write_header(struct ghost_stream *s, struct task_struct *task,
 			bool vdso)
@@ -75,8 +76,10 @@ static int write_header(struct ghost_stream *s, struct task_struct *task,
 		.time_ns = ktime_get_real_ns(),
 		.pid = task_pid_vnr(task),
 		.features = GHOST_IMAGE_FEAT_FILE_ID |
+			    GHOST_IMAGE_FEAT_VMA_ATTRS |
 			    (vdso ? GHOST_IMAGE_FEAT_VDSO_ID : 0),
-		.required_features = GHOST_IMAGE_FEAT_FILE_ID,
+		.required_features = GHOST_IMAGE_FEAT_FILE_ID |
+				     GHOST_IMAGE_FEAT_VMA_ATTRS,
 	};
 
 	return ghost_stream_write(s, &h, sizeof(h));

@@ -70,6 +70,11 @@ void ghost_staged_free(struct ghost_staged *st);
 const struct staged_vma *ghost_staged_vma(const struct ghost_staged *st,
 					  u32 flag);
 
+/* vma_attrs.c */
+int ghost_check_vma_attrs(const struct ghost_staged *st, char *reason);
+unsigned long ghost_vm_mmap(struct file *file, const struct ghost_vma *v,
+			    unsigned long flags);
+
 /* vdso.c */
 int ghost_check_vdso(const struct ghost_staged *st, char *reason);
 

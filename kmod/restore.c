@@ -103,8 +103,7 @@ static int map_vma(const struct staged_vma *sv)
 		flags |= MAP_ANONYMOUS;
 	if (v->flags & GHOST_VMA_GROWSDOWN)
 		flags |= MAP_GROWSDOWN;
-	addr = vm_mmap(sv->file, v->start, v->end - v->start, v->prot, flags,
-		       sv->file ? v->pgoff << PAGE_SHIFT : 0);
+	addr = ghost_vm_mmap(sv->file, v, flags);	/* with its attributes */
 	if (IS_ERR_VALUE(addr))
 		return addr;
 	if (addr != v->start)

@@ -27,6 +27,7 @@
 #include <linux/ghost.h>
 
 #include "ghost_format.h"
+#include "ghost_vma_attrs.h"
 #include "import.h"
 
 static __printf(2, 3) int bad(char *reason, const char *fmt, ...)
@@ -630,6 +631,7 @@ static int stage_vma(struct ghost_stream *s, struct ghost_staged *st,
 	    (idx && v->start < st->vmas[idx - 1].v.end) ||
 	    (v->prot & ~(PROT_READ | PROT_WRITE | PROT_EXEC)) ||
 	    (v->flags & ~GHOST_VMA_FLAGS) ||
+	    !ghost_vma_attrs_valid(v->flags, st->hdr.features) ||
 	    v->nr_pages > (v->end - v->start) / PAGE_SIZE ||
 	    (!(v->flags & GHOST_VMA_FILE) != !v->path_len) ||
 	    ((v->flags & GHOST_VMA_SHARED) && !(v->flags & GHOST_VMA_FILE)) ||
@@ -641,14 +643,23 @@ static int stage_vma(struct ghost_stream *s, struct ghost_staged *st,
 		return bad(reason, "the mapping at %#llx is malformed", v->start);
 
 	if (v->flags & GHOST_VMA_FILE) {
-		int mode = ((v->flags & GHOST_VMA_SHARED) && (v->prot & PROT_WRITE)) ?
-			   O_RDWR : O_RDONLY;
+		/* A shared mapping that may be made writable needs it open so. */
+		int mode = ((v->flags & GHOST_VMA_SHARED) &&
+			    (v->flags & GHOST_VMA_MAYWRITE ||
+			     v->prot & PROT_WRITE)) ? O_RDWR : O_RDONLY;
 		struct file *f;
 
 		err = read_path(s, &sec, v->path_len, true, &path, reason);
 		if (err)
 			return err;
 		f = filp_open(path, mode | O_LARGEFILE, 0);
+		if (IS_ERR(f) && (v->flags & GHOST_VMA_MAYWRITE) &&
+		    mode == O_RDWR) {
+			ghost_reason(reason, GHOST_MAYWRITE_REASON, path,
+				     v->start, (int)PTR_ERR(f));
+			kfree(path);
+			return PTR_ERR(f);
+		}
 		if (IS_ERR(f)) {
 			ghost_reason(reason, "cannot open %s, mapped at %#llx (error %ld)",
 				     path, v->start, PTR_ERR(f));
@@ -943,6 +954,8 @@ int ghost_stage(struct ghost_stream *s, struct ghost_staged **out,
 		err = check_layout(st, reason);
 	if (!err)
 		err = check_fd_limit(st, reason);
+	if (!err)
+		err = ghost_check_vma_attrs(st, reason);
 	if (err) {
 		if (!reason[0])
 			ghost_reason(reason, "reading the image failed (error %d)", err);

@@ -23,6 +23,7 @@
 #include <fmt/format.h>
 
 #include "ghost_format.h"
+#include "ghost_vma_attrs.h"
 
 namespace ghost::image {
 
@@ -620,6 +621,9 @@ class Reader {
             return what(fmt::format("has unknown protection bits {:#x}", r.prot));
         if (r.flags & ~static_cast<std::uint32_t>(GHOST_VMA_FLAGS))
             return what(fmt::format("has unknown flags {:#x}", r.flags));
+        if (!ghost_vma_attrs_valid(r.flags, img_.header.features))
+            return what(fmt::format("has attributes {:#x} that are not allowed here",
+                                    r.flags & GHOST_VMA_ATTRS));
         if (r.nr_pages > pages)
             return what(fmt::format("carries {} pages but has only {}", r.nr_pages, pages));
         if (!(r.flags & GHOST_VMA_FILE) != !r.path_len)

@@ -914,8 +914,28 @@ const RejectCase kRejects[] = {
      "overlaps"},
     {"VmaProt", [] { return changed([](auto& m) { m.vmas[0].rec.prot |= 8; }); },
      "protection bits 0xd"},
-    {"VmaFlags", [] { return changed([](auto& m) { m.vmas[0].rec.flags |= 0x80; }); },
-     "unknown flags 0x84"},
+    {"VmaFlags", [] { return changed([](auto& m) { m.vmas[0].rec.flags |= 1u << 19; }); },
+     "unknown flags 0x80004"},
+    // Mapping attributes need their feature bit, and only kernel-made sets.
+    {"VmaAttrsWithoutFeature",
+     [] { return changed([](auto& m) { m.vmas[0].rec.flags |= GHOST_VMA_DONTDUMP; }); },
+     "has attributes 0x800 that are not allowed here"},
+    {"VmaLockOnFaultWithoutLock",
+     [] {
+         return changed([](auto& m) {
+             m.header.features |= GHOST_IMAGE_FEAT_VMA_ATTRS;
+             m.vmas[0].rec.flags |= GHOST_VMA_LOCKONFAULT;
+         });
+     },
+     "has attributes 0x200 that are not allowed here"},
+    {"VmaWipeOnForkOnAFile",
+     [] {
+         return changed([](auto& m) {
+             m.header.features |= GHOST_IMAGE_FEAT_VMA_ATTRS;
+             m.vmas[0].rec.flags |= GHOST_VMA_WIPEONFORK;
+         });
+     },
+     "has attributes 0x1000 that are not allowed here"},
     {"VmaMorePagesThanSize", [] { return changed([](auto& m) { m.vmas[1].rec.nr_pages = 2; }); },
      "carries 2 pages but has only 1"},
     {"FileVmaWithoutPath",

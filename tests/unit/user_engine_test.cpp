@@ -468,6 +468,8 @@ TEST_F(BadImport, ForeignVdsoOfAVersion1ImageIsRefusedBySize) {
                     f.rec.pos = static_cast<std::uint64_t>(e.rec.fd);
     for (auto& f : img_.files)
         f.rec.file_id = 0;
+    for (auto& v : img_.vmas) // nor mapping attributes
+        v.rec.flags &= ~static_cast<std::uint32_t>(GHOST_VMA_ATTRS);
     for (auto& v : img_.vmas)
         if (v.rec.flags & GHOST_VMA_VDSO) {
             v.rec.end -= 4096; // another kernel's, smaller vDSO

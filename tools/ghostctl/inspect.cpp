@@ -40,15 +40,40 @@ std::string prot_string(const ghost_vma& v) {
 
 std::vector<std::string> vma_flag_names(std::uint32_t f) {
     static constexpr std::pair<std::uint32_t, const char*> names[] = {
-        {GHOST_VMA_SHARED, "shared"}, {GHOST_VMA_GROWSDOWN, "growsdown"}, {GHOST_VMA_FILE, "file"},
-        {GHOST_VMA_HEAP, "heap"},     {GHOST_VMA_STACK, "stack"},         {GHOST_VMA_VDSO, "vdso"},
+        {GHOST_VMA_SHARED, "shared"},
+        {GHOST_VMA_GROWSDOWN, "growsdown"},
+        {GHOST_VMA_FILE, "file"},
+        {GHOST_VMA_HEAP, "heap"},
+        {GHOST_VMA_STACK, "stack"},
+        {GHOST_VMA_VDSO, "vdso"},
         {GHOST_VMA_VVAR, "vvar"},
+        {GHOST_VMA_MAYWRITE, "maywrite"},
+        {GHOST_VMA_LOCKED, "locked"},
+        {GHOST_VMA_LOCKONFAULT, "lockonfault"},
+        {GHOST_VMA_NORESERVE, "noreserve"},
+        {GHOST_VMA_DONTDUMP, "dontdump"},
+        {GHOST_VMA_WIPEONFORK, "wipeonfork"},
+        {GHOST_VMA_DONTFORK, "dontfork"},
+        {GHOST_VMA_MERGEABLE, "mergeable"},
+        {GHOST_VMA_HUGEPAGE, "hugepage"},
+        {GHOST_VMA_NOHUGEPAGE, "nohugepage"},
+        {GHOST_VMA_SEQ_READ, "seqread"},
+        {GHOST_VMA_RAND_READ, "randread"},
     };
     std::vector<std::string> out;
     for (const auto& [bit, name] : names)
         if (f & bit)
             out.emplace_back(name);
     return out;
+}
+
+// " [locked, dontdump]": the attributes of a mapping but may-write.
+std::string attr_names(std::uint32_t flags) {
+    std::string s;
+    for (const auto& n :
+         vma_flag_names(flags & GHOST_VMA_ATTRS & ~static_cast<std::uint32_t>(GHOST_VMA_MAYWRITE)))
+        s += (s.empty() ? " [" : ", ") + n;
+    return s.empty() ? s : s + "]";
 }
 
 std::string mapping_name(const ghost::image::Vma& v) {
@@ -275,6 +300,8 @@ std::string feature_list(std::uint64_t features) {
         add("file ids");
     if (features & GHOST_IMAGE_FEAT_VDSO_ID)
         add("vDSO id");
+    if (features & GHOST_IMAGE_FEAT_VMA_ATTRS)
+        add("mapping attributes");
     for (int b = 0; b < 64; b++)
         if ((features >> b & 1) && !((1ULL << b) & GHOST_IMAGE_FEATURES))
             add(fmt::format("feature {}", b));
@@ -303,7 +330,8 @@ void print_summary(const std::string& name, const ghost::image::Image& img,
     for (const auto& v : img.vmas)
         fmt::print("  {:016x} {:016x} {:<4} {:>10} {:>10}  {}\n", v.rec.start, v.rec.end,
                    prot_string(v.rec), human_bytes(v.rec.end - v.rec.start),
-                   human_bytes(v.rec.nr_pages * img.header.page_size), mapping_name(v));
+                   human_bytes(v.rec.nr_pages * img.header.page_size),
+                   mapping_name(v) + attr_names(v.rec.flags));
 
     fmt::print("files      {} descriptors\n", img.files.size());
     if (!img.files.empty()) {

@@ -37,6 +37,7 @@
 #include "sys.hpp"
 #include "user/proc.hpp"
 #include "user/tracee.hpp"
+#include "user/vma_attrs.hpp"
 
 namespace ghost::user {
 
@@ -210,7 +211,8 @@ Result<std::uint32_t> classify(const MapEntry& m, const ghost_mm& mm) {
 }
 
 // The runs of pages the mapping carries: those that exist (present or
-// swapped); in a file mapping only the private copies.
+// swapped); in a file mapping only the private copies. A guard page
+// (shown as swapped, with its own bit) is refused.
 Result<void> find_runs(int pagemap, image::Vma& v, std::vector<std::uint64_t>& pm) {
     const bool anon_only = v.rec.flags & GHOST_VMA_FILE;
     std::uint64_t addr = v.rec.start;
@@ -225,6 +227,10 @@ Result<void> find_runs(int pagemap, image::Vma& v, std::vector<std::uint64_t>& p
                                                  errno_text(got < 0 ? errno : EIO)));
         for (std::size_t i = 0; i < n; i++, addr += kPage) {
             const std::uint64_t e = pm[i];
+            if (pagemap_guard(e)) {
+                Reason reason{};
+                return refused(ghost_policy_guard(addr, reason, sizeof(reason)), reason);
+            }
             const bool exists =
                 (e & kPmSwapped) || ((e & kPmPresent) && !(anon_only && (e & kPmFile)));
             if (!exists)
@@ -260,6 +266,8 @@ Result<std::vector<image::Vma>> capture_maps(pid_t pid, const ghost_mm& mm) {
         r.start = m.start;
         r.end = m.end;
         r.flags = *flags;
+        if (!(r.flags & (GHOST_VMA_VDSO | GHOST_VMA_VVAR)))
+            r.flags |= vma_attrs(m);
         r.pgoff = (r.flags & GHOST_VMA_FILE) ? m.offset / kPage : m.start / kPage;
         r.prot = (m.perms[0] == 'r' ? PROT_READ : 0) | (m.perms[1] == 'w' ? PROT_WRITE : 0) |
                  (m.perms[2] == 'x' ? PROT_EXEC : 0);
@@ -561,10 +569,11 @@ Result<ExportStats> export_process(pid_t pid, Fate fate, int out) {
     h.time_ns = static_cast<std::uint64_t>(now.tv_sec) * 1000000000ULL +
                 static_cast<std::uint64_t>(now.tv_nsec);
     h.pid = pid;
-    // As ghost.ko: file ids change what a DUP record means, so a reader must
-    // know them; the vDSO record only adds a check.
-    h.features = GHOST_IMAGE_FEAT_FILE_ID;
-    h.required_features = GHOST_IMAGE_FEAT_FILE_ID;
+    // As ghost.ko: file ids change what a DUP record means, and mapping
+    // attributes must be restored, so a reader must know them; the vDSO
+    // record only adds a check.
+    h.features = GHOST_IMAGE_FEAT_FILE_ID | GHOST_IMAGE_FEAT_VMA_ATTRS;
+    h.required_features = GHOST_IMAGE_FEAT_FILE_ID | GHOST_IMAGE_FEAT_VMA_ATTRS;
     static_assert(sizeof(ghost_regs) == sizeof(Regs));
     const Regs saved = restarted(*regs0, false);
     std::memcpy(&img.regs, &saved, sizeof(saved));

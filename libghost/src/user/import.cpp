@@ -36,9 +36,11 @@
 #include <fmt/format.h>
 
 #include "ghost_policy.h"
+#include "ghost_vma_attrs.h"
 #include "sys.hpp"
 #include "user/proc.hpp"
 #include "user/tracee.hpp"
+#include "user/vma_attrs.hpp"
 #include "zstd_stream.hpp"
 
 namespace ghost::user {
@@ -156,13 +158,21 @@ Result<void> open_everything(Plan& p) {
             p.vma_fd.push_back(-1);
             continue;
         }
-        const int mode =
-            ((v.rec.flags & GHOST_VMA_SHARED) && (v.rec.prot & PROT_WRITE)) ? O_RDWR : O_RDONLY;
+        // A shared mapping that may be made writable needs its file so.
+        const bool rw = (v.rec.flags & GHOST_VMA_SHARED) &&
+                        ((v.rec.flags & GHOST_VMA_MAYWRITE) || (v.rec.prot & PROT_WRITE));
+        const int mode = rw ? O_RDWR : O_RDONLY;
         auto [it, fresh] = opened.try_emplace({v.path, mode}, -1);
         if (fresh) {
-            auto fd =
-                keep_high(p, ::open(v.path.c_str(), mode | O_CLOEXEC),
-                          fmt::format("cannot open {}, mapped at {:#x}", v.path, v.rec.start));
+            const int fd0 = ::open(v.path.c_str(), mode | O_CLOEXEC);
+            if (fd0 < 0 && rw && (v.rec.flags & GHOST_VMA_MAYWRITE)) {
+                char why[GHOST_REASON_LEN];
+                std::snprintf(why, sizeof(why), GHOST_MAYWRITE_REASON, v.path.c_str(),
+                              static_cast<unsigned long long>(v.rec.start), -errno);
+                return Error::from_errno(errno, why);
+            }
+            auto fd = keep_high(
+                p, fd0, fmt::format("cannot open {}, mapped at {:#x}", v.path, v.rec.start));
             if (!fd)
                 return fd.error();
             it->second = *fd;
@@ -493,6 +503,8 @@ Result<void> Rebuild::map_image() {
             flags |= MAP_ANONYMOUS;
         if (r.flags & GHOST_VMA_GROWSDOWN)
             flags |= MAP_GROWSDOWN;
+        if (r.flags & GHOST_VMA_NORESERVE)
+            flags |= MAP_NORESERVE;
         const int fd = p_.vma_fd[i];
         auto at = call(fmt::format("mapping {:#x}-{:#x}", r.start, r.end).c_str(), SYS_mmap,
                        r.start, r.end - r.start, prot, flags, static_cast<std::uint64_t>(fd),
@@ -510,6 +522,13 @@ Result<void> Rebuild::map_image() {
         if (prot != r.prot)
             if (auto m = call("mprotect", SYS_mprotect, r.start, r.end - r.start, r.prot); !m)
                 return m.error();
+        if (r.flags & GHOST_VMA_ATTRS)
+            if (auto a = apply_vma_attrs(
+                    [&](const char* what, long nr, std::uint64_t a1, std::uint64_t a2,
+                        std::uint64_t a3) { return call(what, nr, a1, a2, a3); },
+                    r);
+                !a)
+                return a;
     }
     if (layout_.move_vdso)
         if (auto r = call(fmt::format("mapping the vDSO at {:#x}", layout_.new_vvar).c_str(),
@@ -741,6 +760,8 @@ Error restore_self(std::span<const std::byte> bytes, const image::Image& img) {
     if (auto r = check_limits(img); !r)
         return r.error();
     if (auto r = check_mm(img.mm); !r)
+        return r.error();
+    if (auto r = check_memlock(img); !r)
         return r.error();
     Plan p;
     p.img = &img;

@@ -132,6 +132,11 @@ Result<std::vector<MapEntry>> read_maps(pid_t pid, bool with_flags) {
                 out.back().vmflags = std::string(trim(line.substr(8)));
             continue;
         }
+        if (line.starts_with("Rss:")) {
+            if (!out.empty())
+                out.back().rss_kb = parse_u64(trim(line.substr(4)));
+            continue;
+        }
         // smaps detail lines are "Key:   value"; a mapping line starts
         // with a hex range.
         const auto colon = line.find(':');

@@ -19,8 +19,9 @@ struct MapEntry {
     char perms[5] = {}; // "rwxp" / "r--s"
     std::uint64_t offset = 0;
     std::uint64_t inode = 0;
-    std::string name;    // path, "[heap]", "[vdso]", "" for anonymous
-    std::string vmflags; // smaps "VmFlags:" mnemonics, space-separated (with_flags)
+    std::string name;         // path, "[heap]", "[vdso]", "" for anonymous
+    std::string vmflags;      // smaps "VmFlags:" mnemonics, space-separated (with_flags)
+    std::uint64_t rss_kb = 0; // smaps "Rss:" (with_flags)
 
     bool readable() const { return perms[0] == 'r'; }
     bool shared() const { return perms[3] == 's'; }
