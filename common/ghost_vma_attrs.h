@@ -25,6 +25,9 @@
  */
 #define GHOST_MEMLOCK_REASON \
 	"the image locks %llu KiB of memory (mlock), above this caller's RLIMIT_MEMLOCK of %llu KiB (and no CAP_IPC_LOCK)"
+/* madvise() advice the importing kernel does not take (no KSM, no THP). */
+#define GHOST_ADVICE_REASON \
+	"this kernel does not take %s, which the image's mapping at %#llx has (error %d)"
 /* A MAP_SHARED mapping that may be made writable needs its file read-write. */
 #define GHOST_MAYWRITE_REASON \
 	"cannot open %s read-write for its shared mapping at %#llx, which may be made writable (error %d)"

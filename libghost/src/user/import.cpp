@@ -763,6 +763,8 @@ Error restore_self(std::span<const std::byte> bytes, const image::Image& img) {
         return r.error();
     if (auto r = check_memlock(img); !r)
         return r.error();
+    if (auto r = check_advice(img); !r)
+        return r.error();
     Plan p;
     p.img = &img;
     p.bytes = bytes;

@@ -5,6 +5,7 @@
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <iterator>
@@ -38,6 +39,27 @@ constexpr std::pair<std::uint32_t, int> kAdvice[] = {
     {GHOST_VMA_HUGEPAGE, MADV_HUGEPAGE},   {GHOST_VMA_NOHUGEPAGE, MADV_NOHUGEPAGE},
     {GHOST_VMA_SEQ_READ, MADV_SEQUENTIAL}, {GHOST_VMA_RAND_READ, MADV_RANDOM},
 };
+
+const char* advice_name(int advice) {
+    switch (advice) {
+    case MADV_DONTDUMP:
+        return "MADV_DONTDUMP";
+    case MADV_WIPEONFORK:
+        return "MADV_WIPEONFORK";
+    case MADV_DONTFORK:
+        return "MADV_DONTFORK";
+    case MADV_MERGEABLE:
+        return "MADV_MERGEABLE (KSM)";
+    case MADV_HUGEPAGE:
+        return "MADV_HUGEPAGE (transparent huge pages)";
+    case MADV_NOHUGEPAGE:
+        return "MADV_NOHUGEPAGE";
+    case MADV_SEQUENTIAL:
+        return "MADV_SEQUENTIAL";
+    default:
+        return "MADV_RANDOM";
+    }
+}
 
 bool has_cap(int cap) {
     auto status = read_text("/proc/self/status");
@@ -78,6 +100,37 @@ Result<void> check_memlock(const image::Image& img) {
     std::snprintf(why, sizeof(why), GHOST_MEMLOCK_REASON, locked >> 10,
                   static_cast<unsigned long long>(rl.rlim_cur >> 10));
     return Error::from_errno(EPERM, why);
+}
+
+// Each advice is tried on a page of the caller's own first: one this kernel
+// lacks (MADV_MERGEABLE without KSM, MADV_HUGEPAGE without THP) would
+// otherwise fail only after the point of no return.
+Result<void> check_advice(const image::Image& img) {
+    std::uint32_t wanted = 0;
+    for (const auto& v : img.vmas)
+        wanted |= v.rec.flags;
+    const long page = ::sysconf(_SC_PAGESIZE);
+    for (const auto& [bit, advice] : kAdvice) {
+        if (!(wanted & bit))
+            continue;
+        void* probe = ::mmap(nullptr, static_cast<std::size_t>(page), PROT_READ | PROT_WRITE,
+                             MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (probe == MAP_FAILED)
+            return Error::from_errno(errno, "mmap of a probe page failed");
+        const int rc = ::madvise(probe, static_cast<std::size_t>(page), advice);
+        const int err = errno;
+        ::munmap(probe, static_cast<std::size_t>(page));
+        if (rc == 0)
+            continue;
+        for (const auto& v : img.vmas)
+            if (v.rec.flags & bit) {
+                char why[256];
+                std::snprintf(why, sizeof(why), GHOST_ADVICE_REASON, advice_name(advice),
+                              static_cast<unsigned long long>(v.rec.start), err);
+                return Error::from_errno(err, why);
+            }
+    }
+    return {};
 }
 
 Result<void> apply_vma_attrs(const SysCall& call, const ghost_vma& v) {

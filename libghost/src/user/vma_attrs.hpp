@@ -24,6 +24,10 @@ bool pagemap_guard(std::uint64_t entry);
 // CAP_IPC_LOCK) admits the image's locked memory (GHOST_MEMLOCK_REASON).
 Result<void> check_memlock(const image::Image& img);
 
+// Before the point of no return, in the caller: this kernel takes every
+// madvise() advice the image's mappings need (GHOST_ADVICE_REASON).
+Result<void> check_advice(const image::Image& img);
+
 // A system call run in the process being rebuilt: (what, nr, a1, a2, a3).
 using SysCall =
     std::function<Result<long>(const char*, long, std::uint64_t, std::uint64_t, std::uint64_t)>;
