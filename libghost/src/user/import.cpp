@@ -37,6 +37,7 @@
 
 #include "ghost_policy.h"
 #include "sys.hpp"
+#include "user/locks.hpp"
 #include "user/proc.hpp"
 #include "user/tracee.hpp"
 #include "zstd_stream.hpp"
@@ -54,7 +55,7 @@ constexpr std::uint64_t kUnblockable = (1ULL << (SIGKILL - 1)) | (1ULL << (SIGST
 
 // Offsets in the scratch data page.
 constexpr std::uint64_t kMmMapOff = 0, kAuxvOff = 256, kActOff = 1024, kCommOff = 3072,
-                        kAltOff = 3104;
+                        kAltOff = 3104, kLockOff = 3136;
 
 struct PrctlMmMap { // struct prctl_mm_map
     std::uint64_t start_code, end_code, start_data, end_data, start_brk, brk, start_stack;
@@ -317,6 +318,7 @@ class Rebuild {
     Result<void> map_image();
     Result<void> set_mm();
     Result<void> set_files();
+    Result<void> set_locks();
     Result<void> set_task();
     Result<void> set_signals();
     Result<void> poke(std::uint64_t off, std::span<const std::byte> b) {
@@ -592,6 +594,30 @@ Result<void> Rebuild::set_files() {
     return {};
 }
 
+// POSIX locks belong to the process and any close of the file drops them:
+// taken here, after the last close (take_early_locks() tested them).
+Result<void> Rebuild::set_locks() {
+    for (const auto& l : img_.locks) {
+        if (l.kind != GHOST_LOCK_POSIX)
+            continue;
+        const struct flock fl = posix_request(l);
+        if (auto w = poke(kLockOff, std::as_bytes(std::span(&fl, 1))); !w)
+            return w;
+        auto r = t_.call(SYS_fcntl, static_cast<std::uint64_t>(lock_fd(img_, l)), F_SETLK,
+                         data(kLockOff));
+        if (!r)
+            return r.error();
+        if (*r == -EAGAIN || *r == -EACCES)
+            return lock_conflict(img_, l);
+        if (is_err(*r))
+            return Error::from_errno(static_cast<int>(-*r),
+                                     fmt::format("taking the POSIX lock of fd {} again: {}",
+                                                 lock_fd(img_, l),
+                                                 errno_text(static_cast<int>(-*r))));
+    }
+    return {};
+}
+
 Result<void> Rebuild::set_task() {
     const auto& tk = img_.task;
     if (auto w = poke(kCommOff, std::as_bytes(std::span(tk.comm))); !w)
@@ -667,7 +693,8 @@ Result<void> Rebuild::commit() {
     if (auto r = t_.kill_on_exit(); !r)
         return r;
     for (auto step : {&Rebuild::unmap_caller, &Rebuild::map_image, &Rebuild::set_mm,
-                      &Rebuild::set_files, &Rebuild::set_task, &Rebuild::set_signals})
+                      &Rebuild::set_files, &Rebuild::set_locks, &Rebuild::set_task,
+                      &Rebuild::set_signals})
         if (auto r = (this->*step)(); !r)
             return r;
     if (auto r = t_.set_xstate(xsave_); !r)
@@ -747,6 +774,8 @@ Error restore_self(std::span<const std::byte> bytes, const image::Image& img) {
     p.bytes = bytes;
     p.self = ::getpid();
     if (auto r = open_everything(p); !r)
+        return r.error();
+    if (auto r = take_early_locks(img, p.file_fd); !r)
         return r.error();
 
     // Two pipes: the tracer's pid, then its report, come on rep; go tells
