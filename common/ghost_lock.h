@@ -71,22 +71,22 @@ static inline void ghost_lock_conflict(char *reason, size_t len,
 				       const char *path)
 {
 	const char *type = l->type == GHOST_LOCK_WRLCK ? "write" : "read";
+	const char *what = "conflicts with another process's lock now";
 
 	if (l->kind == GHOST_LOCK_FLOCK)
-		snprintf(reason, len,
-			 "another process holds a lock conflicting with the image's flock %s lock on fd %d (%s)",
-			 type, fd, path);
+		snprintf(reason, len, "the flock %s lock of fd %d %s: %s", type,
+			 fd, what, path);
 	else if (l->len)
 		snprintf(reason, len,
-			 "another process holds a lock conflicting with the image's %s %s lock on bytes %llu-%llu of fd %d (%s)",
-			 ghost_lock_kind_name(l->kind), type,
+			 "the %s %s lock of fd %d (bytes %llu-%llu) %s: %s",
+			 ghost_lock_kind_name(l->kind), type, fd,
 			 (unsigned long long)l->start,
-			 (unsigned long long)(l->start + l->len - 1), fd, path);
+			 (unsigned long long)(l->start + l->len - 1), what, path);
 	else
 		snprintf(reason, len,
-			 "another process holds a lock conflicting with the image's %s %s lock on bytes %llu-EOF of fd %d (%s)",
-			 ghost_lock_kind_name(l->kind), type,
-			 (unsigned long long)l->start, fd, path);
+			 "the %s %s lock of fd %d (bytes %llu-EOF) %s: %s",
+			 ghost_lock_kind_name(l->kind), type, fd,
+			 (unsigned long long)l->start, what, path);
 }
 
 #endif /* GHOST_LOCK_H */

@@ -73,7 +73,6 @@ struct ghost_fd_entry {
 	int kind;			/* enum ghost_file_kind */
 };
 
-
 int ghost_check_files(struct task_struct *task, char *reason);
 int ghost_write_files(struct ghost_stream *s, struct task_struct *task,
 		      char *reason);

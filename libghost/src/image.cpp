@@ -737,9 +737,10 @@ class Reader {
                 continue;
             }
             if (s->h.type != GHOST_SEC_END)
-                return bad(fmt::format("unexpected section {} at byte {}: expected a file, a lock or the "
-                                       "end section",
-                                       name_of(s->h.type), s->at));
+                return bad(
+                    fmt::format("unexpected section {} at byte {}: expected a file, a lock or the "
+                                "end section",
+                                name_of(s->h.type), s->at));
             ghost_end e{};
             if (auto r = size_is(*s, s->rec); !r)
                 return r;

@@ -582,9 +582,11 @@ Result<void> Rebuild::set_files() {
         return r.error();
     if (auto r = call("umask", SYS_umask, img_.umask); !r)
         return r.error();
-    if (auto r = call("closing the restorer's descriptors", SYS_close_range, p_.fd_base, ~0U, 0);
-        !r)
-        return r.error();
+    // The files it opened go first: POSIX locks are taken after the last
+    // close of their files and before the rest (a restart waits for them).
+    for (const auto& fd : p_.owned)
+        if (auto r = call("closing the restorer's files", SYS_close, fd.get()); !r)
+            return r.error();
     for (int i = 0; i < GHOST_NRLIMITS; i++) {
         const rlimit rl{img_.rlimits.rlim[i].cur, img_.rlimits.rlim[i].max};
         if (::prlimit(t_.pid(), static_cast<__rlimit_resource>(i), &rl, nullptr) != 0)
@@ -595,7 +597,9 @@ Result<void> Rebuild::set_files() {
 }
 
 // POSIX locks belong to the process and any close of the file drops them:
-// taken here, after the last close (take_early_locks() tested them).
+// taken here, after the last close of a file the image names
+// (take_early_locks() tested them); then the restorer's last descriptors
+// go, which tells a waiting restart that the process is restored.
 Result<void> Rebuild::set_locks() {
     for (const auto& l : img_.locks) {
         if (l.kind != GHOST_LOCK_POSIX)
@@ -615,6 +619,9 @@ Result<void> Rebuild::set_locks() {
                                                  lock_fd(img_, l),
                                                  errno_text(static_cast<int>(-*r))));
     }
+    if (auto r = call("closing the restorer's descriptors", SYS_close_range, p_.fd_base, ~0U, 0);
+        !r)
+        return r.error();
     return {};
 }
 
@@ -692,9 +699,9 @@ Result<void> Rebuild::set_signals() {
 Result<void> Rebuild::commit() {
     if (auto r = t_.kill_on_exit(); !r)
         return r;
-    for (auto step : {&Rebuild::unmap_caller, &Rebuild::map_image, &Rebuild::set_mm,
-                      &Rebuild::set_files, &Rebuild::set_locks, &Rebuild::set_task,
-                      &Rebuild::set_signals})
+    for (auto step :
+         {&Rebuild::unmap_caller, &Rebuild::map_image, &Rebuild::set_mm, &Rebuild::set_files,
+          &Rebuild::set_locks, &Rebuild::set_task, &Rebuild::set_signals})
         if (auto r = (this->*step)(); !r)
             return r;
     if (auto r = t_.set_xstate(xsave_); !r)

@@ -49,8 +49,8 @@ std::optional<Line> parse_line(std::string_view text) {
         out.l.kind = GHOST_LOCK_FLOCK;
     else
         out.lease = true; // LEASE, DELEG
-    const auto type = std::find_if(t.begin() + 2, t.end(),
-                                   [](const std::string& w) { return w == "READ" || w == "WRITE"; });
+    const auto type = std::find_if(
+        t.begin() + 2, t.end(), [](const std::string& w) { return w == "READ" || w == "WRITE"; });
     if (out.lease)
         return out;
     if (type == t.end() || t.end() - type < 5) // type pid dev start end
@@ -128,8 +128,7 @@ struct flock posix_request(const ghost_lock& l) {
 Error lock_conflict(const image::Image& img, const ghost_lock& l) {
     const auto* f = file_of(img, l.file_id);
     char reason[GHOST_REASON_LEN];
-    ghost_lock_conflict(reason, sizeof(reason), &l, f ? f->rec.fd : -1,
-                        f ? f->path.c_str() : "?");
+    ghost_lock_conflict(reason, sizeof(reason), &l, f ? f->rec.fd : -1, f ? f->path.c_str() : "?");
     return Error::from_errno(EAGAIN, reason);
 }
 
