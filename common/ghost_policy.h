@@ -383,6 +383,46 @@ static inline int ghost_policy_fd(const struct ghost_fd_facts *f, char *reason,
 	return -EOPNOTSUPP;
 }
 
+/* ---- file locks ---------------------------------------------------------- */
+
+/*
+ * One lock the process holds through an open file, as /proc/PID/fdinfo
+ * shows it under the file's first descriptor: flock and OFD locks the open
+ * file owns, POSIX locks the process owns, leases.
+ */
+struct ghost_lock_facts {
+	unsigned int fd;	/* the open file's first descriptor */
+	int file_kind;		/* its enum ghost_file_kind */
+	bool lease;		/* F_SETLEASE (or an NFS delegation) */
+	__u32 kind;		/* else enum ghost_lock_kind */
+};
+
+/*
+ * Locks are carried (LOCK records) on files reopened by path. A lease is
+ * refused: the restored process could not get it back with the same
+ * pending breaks, and another process's open waits for it to be broken. A
+ * lock on an inherited file (pipe, FIFO, terminal) is refused: the
+ * importer's descriptor there is not the image's open file.
+ */
+static inline int ghost_policy_lock(const struct ghost_lock_facts *l,
+				    char *reason, size_t len)
+{
+	if (l->lease) {
+		snprintf(reason, len,
+			 "fd %u holds a lease (F_SETLEASE): leases are not supported",
+			 l->fd);
+		return -EOPNOTSUPP;
+	}
+	if (l->file_kind != GHOST_FILE_PATH) {
+		snprintf(reason, len,
+			 "fd %u holds a %s lock on an inherited file: not supported",
+			 l->fd, l->kind == GHOST_LOCK_POSIX ? "POSIX" :
+				l->kind == GHOST_LOCK_OFD ? "OFD" : "flock");
+		return -EOPNOTSUPP;
+	}
+	return 0;
+}
+
 /* ---- registers ------------------------------------------------------------ */
 
 /* The EFLAGS bits a user may set, as rt_sigreturn() allows them. */

@@ -393,6 +393,8 @@ int ghost_restore(struct ghost_staged *st, struct file *self)
 	if (st->fd_end <= st->rlim.rlim[RLIMIT_NOFILE].cur)
 		restore_limits(st);
 	err = restore_files(st, self);
+	if (!err)	/* POSIX locks after the last close of the caller's */
+		err = ghost_restore_locks(st);
 	if (err)
 		return err;
 	restore_limits(st);

@@ -102,6 +102,8 @@ static int next_section(struct ghost_stream *s, const struct ghost_staged *st,
 			return bad(reason, "section at byte %llu has unknown flags %#x",
 				   sec->at, sec->h.flags);
 		known = ghost_record_size(sec->h.type, 1);
+		if (!known && !v1)	/* a type version 2 added */
+			known = ghost_record_size(sec->h.type, 2);
 		if (known)
 			break;
 		if (!(sec->h.flags & GHOST_SECTION_SKIPPABLE))
@@ -792,9 +794,23 @@ static int stage_file(struct ghost_stream *s, struct ghost_staged *st,
 	return err;
 }
 
+/* A LOCK record, after the FILE records (GHOST_IMAGE_FEAT_LOCKS). */
+static int stage_lock(struct ghost_stream *s, struct ghost_staged *st,
+		      const struct sec *sec, char *reason)
+{
+	struct ghost_lock l;
+	int err = read_record(s, sec, &l, sizeof(l), reason);
+
+	if (!err)
+		err = read_tail(s, sec, NULL, 0, reason);
+	return err ? err : ghost_stage_lock(st, &l, reason);
+}
+
 static int stage_tail(struct ghost_stream *s, struct ghost_staged *st,
 		      char *reason)
 {
+	bool locks = st->hdr.features & GHOST_IMAGE_FEAT_LOCKS;
+
 	for (;;) {
 		struct ghost_end end;
 		struct sec sec;
@@ -802,7 +818,13 @@ static int stage_tail(struct ghost_stream *s, struct ghost_staged *st,
 
 		if (err)
 			return err;
-		if (sec.h.type == GHOST_SEC_FILE) {
+		if (sec.h.type == GHOST_SEC_LOCK && locks) {
+			err = stage_lock(s, st, &sec, reason);
+			if (err)
+				return err;
+			continue;
+		}
+		if (sec.h.type == GHOST_SEC_FILE && !st->nr_locks) {
 			err = stage_file(s, st, &sec, reason);
 			if (err)
 				return err;
@@ -899,6 +921,7 @@ void ghost_staged_free(struct ghost_staged *st)
 		if (st->files[i].file)
 			fput(st->files[i].file);
 	kvfree(st->files);
+	ghost_staged_locks_free(st);
 	if (st->cwd.dentry)
 		path_put(&st->cwd);
 	kfree(st->sig);

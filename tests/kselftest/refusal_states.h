@@ -21,6 +21,7 @@
 #include <linux/io_uring.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
+#include <sys/file.h>
 #include <sys/inotify.h>
 #include <sys/ipc.h>
 #include <sys/mman.h>
@@ -443,6 +444,29 @@ static int set_guard_pages(struct state *s)
 		return -1;
 	s->addr = (unsigned long)p + 4096;
 	return 0;
+}
+
+/*
+ * A read lease on this program's own file (no leftover file; a read lease
+ * needs no writer, which an executable never has).
+ */
+static int set_lease(struct state *s)
+{
+	s->fd = open("/proc/self/exe", O_RDONLY);
+	if (s->fd < 0)
+		return -1;
+	return fcntl(s->fd, F_SETLEASE, F_RDLCK) ? -1 : 0;
+}
+
+/* A lock on a pipe, which the importer would supply (inherited). */
+static int set_pipe_flock(struct state *s)
+{
+	int p[2];
+
+	if (pipe(p))
+		return -1;
+	s->fd = p[0];
+	return flock(p[0], LOCK_EX) ? -1 : 0;
 }
 
 #endif /* GHOST_REFUSAL_STATES_H */

@@ -59,6 +59,8 @@ enum row_id {
 	R_opath_symlink,
 	R_aio_ring,
 	R_guard_pages,
+	R_lease,
+	R_pipe_flock,
 	NROWS
 };
 
@@ -148,6 +150,10 @@ static const struct row rows[NROWS] = {
 	  "AIO ring (io_setup) at %A is not supported" },
 	[R_guard_pages] = { "guard_pages", set_guard_pages, NONE, EOPNOTSUPP,
 	  "guard pages (MADV_GUARD_INSTALL) at %A are not supported" },
+	[R_lease] = { "lease", set_lease, NONE, EOPNOTSUPP,
+	  "fd %F holds a lease (F_SETLEASE): leases are not supported" },
+	[R_pipe_flock] = { "pipe_flock", set_pipe_flock, NONE, EOPNOTSUPP,
+	  "fd %F holds a flock lock on an inherited file: not supported" },
 };
 
 /* What the child reports once its state is set: 0, or -1 to skip. */
@@ -314,6 +320,8 @@ ROW(dead_proc_file);
 ROW(opath_symlink);
 ROW(aio_ring);
 ROW(guard_pages);
+ROW(lease);
+ROW(pipe_flock);
 
 FIXTURE_SETUP(refusal)
 {

@@ -223,6 +223,27 @@ std::string command_line(const ghost::image::Image& img, const StackPages& stack
     return out;
 }
 
+std::string_view lock_kind(std::uint32_t kind) {
+    switch (kind) {
+    case GHOST_LOCK_POSIX:
+        return "POSIX";
+    case GHOST_LOCK_OFD:
+        return "OFD";
+    case GHOST_LOCK_FLOCK:
+        return "flock";
+    default:
+        return "unknown";
+    }
+}
+
+// The first descriptor of the open file a lock is held through.
+int lock_fd(const ghost::image::Image& img, const ghost_lock& l) {
+    for (const auto& f : img.files)
+        if (f.rec.file_id == l.file_id)
+            return f.rec.fd;
+    return -1;
+}
+
 json to_json(const ghost::image::Image& img, const std::string& cmdline, bool compressed,
              bool regs) {
     json vmas = json::array();
@@ -253,6 +274,14 @@ json to_json(const ghost::image::Image& img, const std::string& cmdline, bool co
                          {"file_id", f.rec.file_id},
                          {"shares_fd", shared_fd(img, f)},
                          {"mode", f.rec.mode}});
+    json locks = json::array();
+    for (const auto& l : img.locks)
+        locks.push_back({{"file_id", l.file_id},
+                         {"fd", lock_fd(img, l)},
+                         {"kind", lock_kind(l.kind)},
+                         {"type", l.type == F_WRLCK ? "write" : "read"},
+                         {"start", l.start},
+                         {"len", l.len}});
     json sig_handlers = json::array();
     for (const auto& [sig, h] : handlers(img.signals))
         sig_handlers.push_back({{"signal", sig},
@@ -274,6 +303,7 @@ json to_json(const ghost::image::Image& img, const std::string& cmdline, bool co
               {"pages", img.pages()},
               {"vmas", std::move(vmas)},
               {"files", std::move(files)},
+              {"locks", std::move(locks)},
               {"signals",
                {{"blocked", img.signals.blocked},
                 {"pending", img.signals.pending},
@@ -302,6 +332,8 @@ std::string feature_list(std::uint64_t features) {
         add("vDSO id");
     if (features & GHOST_IMAGE_FEAT_VMA_ATTRS)
         add("mapping attributes");
+    if (features & GHOST_IMAGE_FEAT_LOCKS)
+        add("locks");
     for (int b = 0; b < 64; b++)
         if ((features >> b & 1) && !((1ULL << b) & GHOST_IMAGE_FEATURES))
             add(fmt::format("feature {}", b));
@@ -343,6 +375,14 @@ void print_summary(const std::string& name, const ghost::image::Image& img,
                                                     : fmt::format("{}", f.rec.pos),
                        f.path, (f.rec.fd_flags & FD_CLOEXEC) ? " (cloexec)" : "");
     }
+    if (!img.locks.empty())
+        fmt::print("locks      {}\n", img.locks.size());
+    for (const auto& l : img.locks)
+        fmt::print("  fd {} {} {} {}\n", lock_fd(img, l), lock_kind(l.kind),
+                   l.type == F_WRLCK ? "write" : "read",
+                   l.kind == GHOST_LOCK_FLOCK ? std::string("whole file")
+                   : l.len ? fmt::format("bytes {}-{}", l.start, l.start + l.len - 1)
+                           : fmt::format("bytes {}-EOF", l.start));
     fmt::print("signals    blocked: {}; pending: {}\n", sigset_string(img.signals.blocked),
                sigset_string(img.signals.pending));
     for (const auto& [sig, h] : handlers(img.signals))

@@ -35,6 +35,7 @@
 #include "ghost/image.hpp"
 #include "ghost_policy.h"
 #include "sys.hpp"
+#include "user/locks.hpp"
 #include "user/proc.hpp"
 #include "user/tracee.hpp"
 #include "user/vma_attrs.hpp"
@@ -549,6 +550,9 @@ Result<ExportStats> export_process(pid_t pid, Fate fate, int out) {
     auto files = capture_files(pid);
     if (!files)
         return fail(files.error());
+    auto locks = capture_locks(pid, *files);
+    if (!locks)
+        return fail(locks.error());
     auto cwd = read_link(fmt::format("/proc/{}/cwd", pid));
     const bool rooted = cwd && !cwd->empty() && (*cwd)[0] == '/';
     const bool deleted = rooted && cwd->ends_with(" (deleted)");
@@ -571,9 +575,11 @@ Result<ExportStats> export_process(pid_t pid, Fate fate, int out) {
     h.pid = pid;
     // As ghost.ko: file ids change what a DUP record means, and mapping
     // attributes must be restored, so a reader must know them; the vDSO
-    // record only adds a check.
-    h.features = GHOST_IMAGE_FEAT_FILE_ID | GHOST_IMAGE_FEAT_VMA_ATTRS;
-    h.required_features = GHOST_IMAGE_FEAT_FILE_ID | GHOST_IMAGE_FEAT_VMA_ATTRS;
+    // record only adds a check. A reader that skipped LOCK records would
+    // restore it without its locks.
+    h.features = GHOST_IMAGE_FEAT_FILE_ID | GHOST_IMAGE_FEAT_VMA_ATTRS |
+                 (locks->empty() ? 0 : GHOST_IMAGE_FEAT_LOCKS);
+    h.required_features = h.features;
     static_assert(sizeof(ghost_regs) == sizeof(Regs));
     const Regs saved = restarted(*regs0, false);
     std::memcpy(&img.regs, &saved, sizeof(saved));
@@ -596,6 +602,7 @@ Result<ExportStats> export_process(pid_t pid, Fate fate, int out) {
     }
     img.vmas = std::move(*maps);
     img.files = std::move(*files);
+    img.locks = std::move(*locks);
     for (const auto& v : img.vmas)
         if (v.rec.flags & GHOST_VMA_VDSO)
             img.mm.vdso = v.rec.start;

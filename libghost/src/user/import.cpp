@@ -38,6 +38,7 @@
 #include "ghost_policy.h"
 #include "ghost_vma_attrs.h"
 #include "sys.hpp"
+#include "user/locks.hpp"
 #include "user/proc.hpp"
 #include "user/tracee.hpp"
 #include "user/vma_attrs.hpp"
@@ -56,7 +57,7 @@ constexpr std::uint64_t kUnblockable = (1ULL << (SIGKILL - 1)) | (1ULL << (SIGST
 
 // Offsets in the scratch data page.
 constexpr std::uint64_t kMmMapOff = 0, kAuxvOff = 256, kActOff = 1024, kCommOff = 3072,
-                        kAltOff = 3104;
+                        kAltOff = 3104, kLockOff = 3136;
 
 struct PrctlMmMap { // struct prctl_mm_map
     std::uint64_t start_code, end_code, start_data, end_data, start_brk, brk, start_stack;
@@ -327,6 +328,7 @@ class Rebuild {
     Result<void> map_image();
     Result<void> set_mm();
     Result<void> set_files();
+    Result<void> set_locks();
     Result<void> set_task();
     Result<void> set_signals();
     Result<void> poke(std::uint64_t off, std::span<const std::byte> b) {
@@ -599,15 +601,46 @@ Result<void> Rebuild::set_files() {
         return r.error();
     if (auto r = call("umask", SYS_umask, img_.umask); !r)
         return r.error();
-    if (auto r = call("closing the restorer's descriptors", SYS_close_range, p_.fd_base, ~0U, 0);
-        !r)
-        return r.error();
+    // The files it opened go first: POSIX locks are taken after the last
+    // close of their files and before the rest (a restart waits for them).
+    for (const auto& fd : p_.owned)
+        if (auto r = call("closing the restorer's files", SYS_close, fd.get()); !r)
+            return r.error();
     for (int i = 0; i < GHOST_NRLIMITS; i++) {
         const rlimit rl{img_.rlimits.rlim[i].cur, img_.rlimits.rlim[i].max};
         if (::prlimit(t_.pid(), static_cast<__rlimit_resource>(i), &rl, nullptr) != 0)
             return Error::from_errno(errno,
                                      fmt::format("setting limit {}: {}", i, errno_text(errno)));
     }
+    return {};
+}
+
+// POSIX locks belong to the process and any close of the file drops them:
+// taken here, after the last close of a file the image names
+// (take_early_locks() tested them); then the restorer's last descriptors
+// go, which tells a waiting restart that the process is restored.
+Result<void> Rebuild::set_locks() {
+    for (const auto& l : img_.locks) {
+        if (l.kind != GHOST_LOCK_POSIX)
+            continue;
+        const struct flock fl = posix_request(l);
+        if (auto w = poke(kLockOff, std::as_bytes(std::span(&fl, 1))); !w)
+            return w;
+        auto r = t_.call(SYS_fcntl, static_cast<std::uint64_t>(lock_fd(img_, l)), F_SETLK,
+                         data(kLockOff));
+        if (!r)
+            return r.error();
+        if (*r == -EAGAIN || *r == -EACCES)
+            return lock_conflict(img_, l);
+        if (is_err(*r))
+            return Error::from_errno(static_cast<int>(-*r),
+                                     fmt::format("taking the POSIX lock of fd {} again: {}",
+                                                 lock_fd(img_, l),
+                                                 errno_text(static_cast<int>(-*r))));
+    }
+    if (auto r = call("closing the restorer's descriptors", SYS_close_range, p_.fd_base, ~0U, 0);
+        !r)
+        return r.error();
     return {};
 }
 
@@ -685,8 +718,9 @@ Result<void> Rebuild::set_signals() {
 Result<void> Rebuild::commit() {
     if (auto r = t_.kill_on_exit(); !r)
         return r;
-    for (auto step : {&Rebuild::unmap_caller, &Rebuild::map_image, &Rebuild::set_mm,
-                      &Rebuild::set_files, &Rebuild::set_task, &Rebuild::set_signals})
+    for (auto step :
+         {&Rebuild::unmap_caller, &Rebuild::map_image, &Rebuild::set_mm, &Rebuild::set_files,
+          &Rebuild::set_locks, &Rebuild::set_task, &Rebuild::set_signals})
         if (auto r = (this->*step)(); !r)
             return r;
     if (auto r = t_.set_xstate(xsave_); !r)
@@ -770,6 +804,8 @@ Error restore_self(std::span<const std::byte> bytes, const image::Image& img) {
     p.bytes = bytes;
     p.self = ::getpid();
     if (auto r = open_everything(p); !r)
+        return r.error();
+    if (auto r = take_early_locks(img, p.file_fd); !r)
         return r.error();
 
     // Two pipes: the tracer's pid, then its report, come on rep; go tells
