@@ -40,6 +40,10 @@ int ghost_check_task(struct task_struct *task, struct mm_struct *mm,
 	};
 	int err;
 
+	/* again, now that it is parked */
+	err = ghost_check_attrs(task, reason);
+	if (err)
+		return err;
 #ifdef CONFIG_SYSVIPC
 	t.sysvsem_undo = task->sysvsem.undo_list;
 #endif
@@ -61,7 +65,8 @@ int ghost_check_task(struct task_struct *task, struct mm_struct *mm,
 
 /*
  * File ids change what a DUP record means, so a reader must know them; the
- * vDSO record only adds a check, which a reader may lack.
+ * vDSO record only adds a check, which a reader may lack. A reader that
+ * does not know the ATTRS section would drop what it holds.
  */
 static int write_header(struct ghost_stream *s, struct task_struct *task,
 			bool vdso)
@@ -74,9 +79,10 @@ static int write_header(struct ghost_stream *s, struct task_struct *task,
 		.page_size = PAGE_SIZE,
 		.time_ns = ktime_get_real_ns(),
 		.pid = task_pid_vnr(task),
-		.features = GHOST_IMAGE_FEAT_FILE_ID |
+		.features = GHOST_IMAGE_FEAT_FILE_ID | GHOST_IMAGE_FEAT_ATTRS |
 			    (vdso ? GHOST_IMAGE_FEAT_VDSO_ID : 0),
-		.required_features = GHOST_IMAGE_FEAT_FILE_ID,
+		.required_features = GHOST_IMAGE_FEAT_FILE_ID |
+				     GHOST_IMAGE_FEAT_ATTRS,
 	};
 
 	return ghost_stream_write(s, &h, sizeof(h));
@@ -219,6 +225,8 @@ int ghost_write_image(struct ghost_stream *s, struct task_struct *task,
 		err = write_header(s, task, vdso_size);
 	if (!err)
 		err = write_task(s, task);
+	if (!err)
+		err = ghost_write_attrs(s, task, mm);
 	if (!err)
 		err = write_cpu(s, cpu);
 	if (!err)

@@ -18,7 +18,9 @@
 #include <time.h>
 #include <unistd.h>
 #include <linux/aio_abi.h>
+#include <linux/filter.h>
 #include <linux/io_uring.h>
+#include <linux/seccomp.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/inotify.h>
@@ -425,6 +427,52 @@ static int set_aio_ring(struct state *s)
 		return -1;
 	s->addr = ctx;		/* the ring's address */
 	return 0;
+}
+
+/* An allow-everything filter: the filter itself is the state. */
+static int set_seccomp_filter(struct state *s)
+{
+	struct sock_filter allow = BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW);
+	struct sock_fprog prog = { .len = 1, .filter = &allow };
+
+	(void)s;
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0))
+		return -1;
+	return syscall(__NR_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog) ? -1 : 0;
+}
+
+/* Entered by refusal_test.c's child after it reported (row.strict). */
+static int set_seccomp_strict(struct state *s)
+{
+	(void)s;
+	return 0;
+}
+
+/* A new time namespace, with a user namespace when unprivileged. */
+static int new_time_ns(void)
+{
+	if (!unshare(0x80 /* CLONE_NEWTIME */))
+		return 0;
+	return unshare(0x80 | 0x10000000 /* CLONE_NEWUSER */);
+}
+
+static int set_time_ns_children(struct state *s)
+{
+	(void)s;
+	return new_time_ns();
+}
+
+/* The parent made a time namespace before the exec (refusal_test.c): in it? */
+static int set_in_time_ns(struct state *s)
+{
+	struct stat mine, parent;
+	char path[64];
+
+	(void)s;
+	snprintf(path, sizeof(path), "/proc/%d/ns/time", getppid());
+	if (stat("/proc/self/ns/time", &mine) || stat(path, &parent))
+		return -1;
+	return mine.st_ino == parent.st_ino ? -1 : 0;
 }
 
 #endif /* GHOST_REFUSAL_STATES_H */

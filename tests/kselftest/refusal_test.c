@@ -21,7 +21,8 @@
 #include "kselftest_harness.h"
 #include "refusal_states.h"
 
-enum parent_act { NONE, STOP, TRACE };
+/* TIMENS: a new time namespace before the exec, which enters it */
+enum parent_act { NONE, STOP, TRACE, TIMENS };
 
 enum row_id {
 	R_nothing,
@@ -58,6 +59,10 @@ enum row_id {
 	R_dead_proc_file,
 	R_opath_symlink,
 	R_aio_ring,
+	R_seccomp_filter,
+	R_seccomp_strict,
+	R_time_ns_children,
+	R_in_time_ns,
 	NROWS
 };
 
@@ -71,6 +76,7 @@ struct row {
 	 * other process's pid
 	 */
 	const char *reason;
+	bool strict;		/* the child enters seccomp strict mode */
 };
 
 /*
@@ -145,6 +151,16 @@ static const struct row rows[NROWS] = {
 	  "fd %F is an O_PATH descriptor of a symbolic link: not supported" },
 	[R_aio_ring] = { "aio_ring", set_aio_ring, NONE, EOPNOTSUPP,
 	  "AIO ring (io_setup) at %A is not supported" },
+	[R_seccomp_filter] = { "seccomp_filter", set_seccomp_filter, NONE, EOPNOTSUPP,
+	  "pid %P has a seccomp filter, which a restart would drop: not supported" },
+	[R_seccomp_strict] = { "seccomp_strict", set_seccomp_strict, NONE, EOPNOTSUPP,
+	  "pid %P is in seccomp strict mode, which a restart would drop: not supported",
+	  true },
+	[R_time_ns_children] = { "time_ns_children", set_time_ns_children, NONE,
+	  EOPNOTSUPP,
+	  "pid %P made a time namespace for its children (unshare(CLONE_NEWTIME)): not supported" },
+	[R_in_time_ns] = { "in_time_ns", set_in_time_ns, TIMENS, EOPNOTSUPP,
+	  "pid %P is in another time namespace than the exporter: not supported" },
 };
 
 /* What the child reports once its state is set: 0, or -1 to skip. */
@@ -182,6 +198,9 @@ static void child(const struct row *r, int cmd, int rep)
 	sigprocmask(SIG_BLOCK, NULL, &set);
 	if (write(rep, &out, sizeof(out)) != sizeof(out))
 		_exit(1);
+	/* only read and write from here: the mask cannot change */
+	if (r->strict && prctl(PR_SET_SECCOMP, SECCOMP_MODE_STRICT, 0, 0, 0))
+		_exit(1);
 	for (;;) {
 		ssize_t n = read(cmd, &c, 1);
 		int good = n == 1;
@@ -191,7 +210,10 @@ static void child(const struct row *r, int cmd, int rep)
 		for (i = 0; good && i < PATTERN_PAGES * 512; i++)
 			good = mem[i] == i * 0x9e3779b97f4a7c15ul;
 		memset(&now, 0, sizeof(now));
-		sigprocmask(SIG_BLOCK, NULL, &now);
+		if (r->strict)
+			now = set;
+		else
+			sigprocmask(SIG_BLOCK, NULL, &now);
 		good = good && !memcmp(&set, &now, sizeof(set));
 		c = good ? 'y' : 'n';	/* 'n' too after a read broken by EINTR */
 		if (write(rep, &c, 1) != 1)
@@ -310,6 +332,10 @@ ROW(deleted_fifo);
 ROW(dead_proc_file);
 ROW(opath_symlink);
 ROW(aio_ring);
+ROW(seccomp_filter);
+ROW(seccomp_strict);
+ROW(time_ns_children);
+ROW(in_time_ns);
 
 FIXTURE_SETUP(refusal)
 {
@@ -327,6 +353,8 @@ FIXTURE_SETUP(refusal)
 		char env[64];
 
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		if (r->act == TIMENS)
+			new_time_ns();	/* set_in_time_ns() skips if it failed */
 		snprintf(env, sizeof(env), "%d %d %d", variant->row, c[0], p[1]);
 		setenv("GHOST_REFUSAL_CHILD", env, 1);
 		execl("/proc/self/exe", "ghost_refusal_child", (char *)NULL);

@@ -35,6 +35,7 @@
 #include "ghost/image.hpp"
 #include "ghost_policy.h"
 #include "sys.hpp"
+#include "user/attrs.hpp"
 #include "user/proc.hpp"
 #include "user/tracee.hpp"
 
@@ -52,7 +53,8 @@ constexpr std::size_t kXcr0Off = 464; // in ptrace's XSAVE area
 constexpr std::uint32_t kSsAutodisarm = 1u << 31;
 
 // The scratch page the exporter maps in the target for system call results.
-constexpr std::uint64_t kActOff = 0, kAltOff = 2048, kTidOff = 2080, kItimerOff = 2096;
+constexpr std::uint64_t kActOff = 0, kAltOff = 2048, kTidOff = 2080, kItimerOff = 2096,
+                        kAttrsOff = 2304;
 
 // A ghost_policy_*() refusal (-errno, reason) as an Error.
 using Reason = char[GHOST_REASON_LEN];
@@ -110,6 +112,7 @@ struct Asked {
     std::uint64_t tid_address = 0;
     bool itimer_armed = false;
     std::uint64_t brk = 0;
+    ghost_attrs attrs{}; // what prctl and membarrier say (attrs.cpp)
 };
 
 Result<Asked> ask(Tracee& t) {
@@ -156,6 +159,8 @@ Result<Asked> ask(Tracee& t) {
         else
             a.brk = static_cast<std::uint64_t>(*r);
     }
+    if (res)
+        res = ask_attrs(t, s + kAttrsOff, a.attrs);
     std::vector<std::byte> page(kPage);
     if (res)
         res = t.read(s, page);
@@ -474,6 +479,8 @@ Result<void> write_pages(Tracee& t, image::Writer& w, const image::Vma& v,
 Result<ExportStats> export_process(pid_t pid, Fate fate, int out) {
     if (auto c = check_target(pid); !c)
         return c.error();
+    if (auto c = check_attrs(pid); !c)
+        return c.error();
     auto held = Tracee::seize(pid);
     if (!held)
         return held.error();
@@ -502,6 +509,9 @@ Result<ExportStats> export_process(pid_t pid, Fate fate, int out) {
         return e;
     };
 
+    // Held now: a seccomp filter would kill it for our system calls.
+    if (auto c = check_attrs(pid); !c)
+        return fail(c.error());
     // No handler may run in it while it answers our questions.
     if (auto s = t.set_signal_mask(~0ULL); !s)
         return fail(s.error());
@@ -549,6 +559,9 @@ Result<ExportStats> export_process(pid_t pid, Fate fate, int out) {
         return fail(refused(err, reason));
     if (auto r = fill_task(t, *asked, img); !r)
         return fail(r.error());
+    img.attrs = asked->attrs;
+    if (auto r = read_attrs(pid, *status, *img.attrs); !r)
+        return fail(r.error());
 
     auto& h = img.header;
     h.magic = GHOST_IMAGE_MAGIC;
@@ -562,9 +575,9 @@ Result<ExportStats> export_process(pid_t pid, Fate fate, int out) {
                 static_cast<std::uint64_t>(now.tv_nsec);
     h.pid = pid;
     // As ghost.ko: file ids change what a DUP record means, so a reader must
-    // know them; the vDSO record only adds a check.
-    h.features = GHOST_IMAGE_FEAT_FILE_ID;
-    h.required_features = GHOST_IMAGE_FEAT_FILE_ID;
+    // know them, and the attributes; the vDSO record only adds a check.
+    h.features = GHOST_IMAGE_FEAT_FILE_ID | GHOST_IMAGE_FEAT_ATTRS;
+    h.required_features = GHOST_IMAGE_FEAT_FILE_ID | GHOST_IMAGE_FEAT_ATTRS;
     static_assert(sizeof(ghost_regs) == sizeof(Regs));
     const Regs saved = restarted(*regs0, false);
     std::memcpy(&img.regs, &saved, sizeof(saved));

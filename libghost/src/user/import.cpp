@@ -37,6 +37,7 @@
 
 #include "ghost_policy.h"
 #include "sys.hpp"
+#include "user/attrs.hpp"
 #include "user/proc.hpp"
 #include "user/tracee.hpp"
 #include "zstd_stream.hpp"
@@ -75,6 +76,7 @@ struct Plan {
     int fd_base = 0; // our descriptors are at or above it, the image's below
     std::vector<UniqueFd> owned;
     pid_t self = 0;
+    AttrsPlan attrs; // attrs.cpp: set by the caller, or by the tracer
 };
 
 // ---- in the caller, before anything is touched ------------------------------------
@@ -319,6 +321,7 @@ class Rebuild {
     Result<void> set_files();
     Result<void> set_task();
     Result<void> set_signals();
+    Result<void> set_attrs() { return commit_attrs(t_, p_.attrs); }
     Result<void> poke(std::uint64_t off, std::span<const std::byte> b) {
         return t_.write(layout_.scratch + kPage + off, b);
     }
@@ -667,7 +670,8 @@ Result<void> Rebuild::commit() {
     if (auto r = t_.kill_on_exit(); !r)
         return r;
     for (auto step : {&Rebuild::unmap_caller, &Rebuild::map_image, &Rebuild::set_mm,
-                      &Rebuild::set_files, &Rebuild::set_task, &Rebuild::set_signals})
+                      &Rebuild::set_files, &Rebuild::set_task, &Rebuild::set_attrs,
+                      &Rebuild::set_signals})
         if (auto r = (this->*step)(); !r)
             return r;
     if (auto r = t_.set_xstate(xsave_); !r)
@@ -748,6 +752,13 @@ Error restore_self(std::span<const std::byte> bytes, const image::Image& img) {
     p.self = ::getpid();
     if (auto r = open_everything(p); !r)
         return r.error();
+    // Last, as it changes the caller: put back whenever we return.
+    if (auto r = prepare_attrs(img.attrs ? &*img.attrs : nullptr, p.attrs); !r)
+        return r.error();
+    struct Undo {
+        const AttrsPlan& plan;
+        ~Undo() { undo_attrs(plan); }
+    } undo{p.attrs};
 
     // Two pipes: the tracer's pid, then its report, come on rep; go tells
     // it that it may attach.
