@@ -21,8 +21,7 @@
 #include "kselftest_harness.h"
 #include "refusal_states.h"
 
-/* TIMENS: a new time namespace before the exec, which enters it */
-enum parent_act { NONE, STOP, TRACE, TIMENS };
+enum parent_act { NONE, STOP, TRACE };
 
 enum row_id {
 	R_nothing,
@@ -159,7 +158,7 @@ static const struct row rows[NROWS] = {
 	[R_time_ns_children] = { "time_ns_children", set_time_ns_children, NONE,
 	  EOPNOTSUPP,
 	  "pid %P made a time namespace for its children (unshare(CLONE_NEWTIME)): not supported" },
-	[R_in_time_ns] = { "in_time_ns", set_in_time_ns, TIMENS, EOPNOTSUPP,
+	[R_in_time_ns] = { "in_time_ns", set_in_time_ns, NONE, EOPNOTSUPP,
 	  "pid %P is in another time namespace than the exporter: not supported" },
 };
 
@@ -353,8 +352,6 @@ FIXTURE_SETUP(refusal)
 		char env[64];
 
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
-		if (r->act == TIMENS)
-			new_time_ns();	/* set_in_time_ns() skips if it failed */
 		snprintf(env, sizeof(env), "%d %d %d", variant->row, c[0], p[1]);
 		setenv("GHOST_REFUSAL_CHILD", env, 1);
 		execl("/proc/self/exe", "ghost_refusal_child", (char *)NULL);
