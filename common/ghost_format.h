@@ -52,4 +52,16 @@ static inline __u32 ghost_record_size(__u32 type, __u32 version)
 	}
 }
 
+/*
+ * The smallest record a reader takes for @type in images of @version: the
+ * version-1 size, or for a section version 1 did not have, its size (0: a
+ * type this reader does not know in @version).
+ */
+static inline __u32 ghost_record_min_size(__u32 type, __u32 version)
+{
+	__u32 v1 = ghost_record_size(type, 1);
+
+	return v1 || version == 1 ? v1 : ghost_record_size(type, version);
+}
+
 #endif /* GHOST_FORMAT_H */

@@ -129,6 +129,49 @@ static inline int ghost_policy_task(const struct ghost_task_facts *t,
 	return -EOPNOTSUPP;
 }
 
+/*
+ * Process attributes that cannot be carried (the rest are, in the ATTRS
+ * section). Known before the process is disturbed, checked again once it
+ * is held: a seccomp filter would make the system calls the user engine
+ * runs inside the process kill it.
+ */
+struct ghost_attrs_facts {
+	int pid;
+	int seccomp;		/* SECCOMP_MODE_*: 0 none, 1 strict, 2 filter */
+	bool other_time_ns;	/* in another time namespace than the exporter */
+	bool time_ns_for_children; /* unshare(CLONE_NEWTIME): children get another */
+};
+
+static inline int ghost_policy_attrs(const struct ghost_attrs_facts *a,
+				     char *reason, size_t len)
+{
+	if (a->seccomp == 1) {
+		snprintf(reason, len,
+			 "pid %d is in seccomp strict mode, which a restart would drop: not supported",
+			 a->pid);
+		return -EOPNOTSUPP;
+	}
+	if (a->seccomp) {
+		snprintf(reason, len,
+			 "pid %d has a seccomp filter, which a restart would drop: not supported",
+			 a->pid);
+		return -EOPNOTSUPP;
+	}
+	if (a->other_time_ns) {
+		snprintf(reason, len,
+			 "pid %d is in another time namespace than the exporter: not supported",
+			 a->pid);
+		return -EOPNOTSUPP;
+	}
+	if (a->time_ns_for_children) {
+		snprintf(reason, len,
+			 "pid %d made a time namespace for its children (unshare(CLONE_NEWTIME)): not supported",
+			 a->pid);
+		return -EOPNOTSUPP;
+	}
+	return 0;
+}
+
 /* @deleted: the directory was removed (" (deleted)" in its path). */
 static inline int ghost_policy_cwd(int pid, bool reachable, bool deleted,
 				   char *reason, size_t len)

@@ -146,7 +146,9 @@ static int check_target(struct task_struct *task, char *reason)
 		.stopped = task_is_stopped_or_traced(task),
 	};
 
-	return ghost_policy_target(&t, reason, GHOST_REASON_LEN);
+	int err = ghost_policy_target(&t, reason, GHOST_REASON_LEN);
+
+	return err ? err : ghost_check_attrs(task, reason);
 }
 
 /* The process a pidfd names (a reference), or NULL with a reason. */

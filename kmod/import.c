@@ -166,6 +166,8 @@ int ghost_import(struct ghost *g, struct ghost_import *im, struct file *self,
 	im->bytes = 0;
 	im->vvar_start = 0;
 	im->vdso_start = 0;
+	im->attrs = 0;		/* out fields: ignored on input */
+	im->membarrier = 0;
 	if ((im->flags & ~GHOST_IMPORT_FLAGS) ||
 	    !ghost_all_zero(im->resv, ARRAY_SIZE(im->resv)))
 		return -EINVAL;
@@ -204,10 +206,17 @@ int ghost_import(struct ghost *g, struct ghost_import *im, struct file *self,
 	im->vvar_start = sv ? sv->v.start : 0;
 	sv = ghost_staged_vma(st, GHOST_VMA_VDSO);
 	im->vdso_start = sv ? sv->v.start : 0;
+	im->attrs = st->attrs.flags &
+		    (GHOST_ATTRS_SESSION_LEADER | GHOST_ATTRS_GROUP_LEADER);
+	im->membarrier = st->attrs.membarrier;
 
 	err = ghost_check_vdso(st, im->reason);
+	if (!err)
+		err = ghost_check_attrs_import(st, im->reason);
 	if (!err && !(im->flags & GHOST_IMPORT_PREPARE))
 		err = check_caller(st, im->reason);
+	if (!err && !(im->flags & GHOST_IMPORT_PREPARE))
+		err = ghost_check_attrs_caller(st, im->reason);
 	if (err || (im->flags & GHOST_IMPORT_PREPARE)) {
 		g->staged = st;		/* kept for the next call */
 		goto out;

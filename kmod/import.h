@@ -51,6 +51,8 @@ struct ghost_staged {
 	unsigned int fp_size;		/* the owner's fpstate->size, as @fp */
 	struct ghost_image_header hdr;
 	struct ghost_task task;
+	struct ghost_attrs attrs;	/* when has_attrs, else zero */
+	bool has_attrs;
 	struct ghost_regs regs;
 	struct fpstate *fp;		/* current's fpstate with the image's xstate */
 	u32 pkru;
@@ -93,6 +95,11 @@ int ghost_restore_locks(struct ghost_staged *st);
 
 /* vdso.c */
 int ghost_check_vdso(const struct ghost_staged *st, char *reason);
+
+/* attrs.c */
+int ghost_check_attrs_import(const struct ghost_staged *st, char *reason);
+int ghost_check_attrs_caller(const struct ghost_staged *st, char *reason);
+void ghost_restore_attrs(const struct ghost_staged *st);
 
 /* restore.c: past the point of no return; a failure is fatal. */
 int ghost_restore(struct ghost_staged *st, struct file *self);

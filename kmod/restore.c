@@ -400,6 +400,7 @@ int ghost_restore(struct ghost_staged *st, struct file *self)
 	restore_limits(st);
 	restore_fs(st);
 	restore_task(st);
+	ghost_restore_attrs(st);
 	restore_signals(st);
 	restore_cpu(st);
 	return 0;

@@ -101,9 +101,7 @@ static int next_section(struct ghost_stream *s, const struct ghost_staged *st,
 		    (v1 && (sec->h.flags || sec->h.record_size)))
 			return bad(reason, "section at byte %llu has unknown flags %#x",
 				   sec->at, sec->h.flags);
-		known = ghost_record_size(sec->h.type, 1);
-		if (!known && !v1)	/* a type version 2 added */
-			known = ghost_record_size(sec->h.type, 2);
+		known = ghost_record_min_size(sec->h.type, st->hdr.version);
 		if (known)
 			break;
 		if (!(sec->h.flags & GHOST_SECTION_SKIPPABLE))
@@ -292,12 +290,65 @@ static int stage_task(struct ghost_stream *s, struct ghost_staged *st,
 	return 0;
 }
 
+/*
+ * ATTRS, in an image with GHOST_IMAGE_FEAT_ATTRS only; @sec was read. The
+ * ranges are those prctl(2) and /proc/PID/oom_score_adj accept.
+ */
+static int stage_attrs(struct ghost_stream *s, struct ghost_staged *st,
+		       const struct sec *sec, char *reason)
+{
+	struct ghost_attrs *a = &st->attrs;
+	int err;
+
+	if (!(st->hdr.features & GHOST_IMAGE_FEAT_ATTRS))
+		return bad(reason, "an attrs section at byte %llu without the ATTRS feature",
+			   sec->at);
+	err = read_record(s, sec, a, sizeof(*a), reason);
+	if (!err)
+		err = read_tail(s, sec, NULL, 0, reason);
+	if (err)
+		return err;
+	if ((a->flags & ~GHOST_ATTRS_FLAGS) ||
+	    (a->membarrier & ~GHOST_MEMBARRIER_FLAGS) ||
+	    a->oom_score_adj < -1000 || a->oom_score_adj > 1000 ||
+	    a->nice < -20 || a->nice > 19 ||
+	    !ghost_all_zero(a->resv, ARRAY_SIZE(a->resv)))
+		return bad(reason, "the attrs section is malformed");
+	st->has_attrs = true;
+	return 0;
+}
+
+/*
+ * The sections between TASK and REGS: ATTRS when the header says so (it
+ * may follow a CREDS section). On return @sec is the REGS header's.
+ */
+static int stage_task_extras(struct ghost_stream *s, struct ghost_staged *st,
+			     struct sec *sec, char *reason)
+{
+	int err = next_section(s, st, sec, reason);
+
+	if (!err && sec->h.type == GHOST_SEC_ATTRS) {
+		err = stage_attrs(s, st, sec, reason);
+		if (!err)
+			err = next_section(s, st, sec, reason);
+	}
+	if (!err && !st->has_attrs && (st->hdr.features & GHOST_IMAGE_FEAT_ATTRS))
+		return bad(reason, "the ATTRS feature, but no attrs section after the task");
+	return err;
+}
+
 static int stage_regs(struct ghost_stream *s, struct ghost_staged *st,
-		      char *reason)
+		      const struct sec *sec, char *reason)
 {
 	struct ghost_regs *r = &st->regs;
-	int err = read_fixed(s, st, GHOST_SEC_REGS, r, sizeof(*r), reason);
+	int err;
 
+	if (sec->h.type != GHOST_SEC_REGS)
+		return bad(reason, "expected section %u at byte %llu, found %u",
+			   GHOST_SEC_REGS, sec->at, sec->h.type);
+	err = read_record(s, sec, r, sizeof(*r), reason);
+	if (!err)
+		err = read_tail(s, sec, NULL, 0, reason);
 	if (err)
 		return err;
 	if (r->cs != __USER_CS || r->ss != __USER_DS || r->fs || r->gs ||
@@ -949,6 +1000,7 @@ int ghost_stage(struct ghost_stream *s, struct ghost_staged **out,
 		char *reason)
 {
 	struct ghost_staged *st = kzalloc(sizeof(*st), GFP_KERNEL);
+	struct sec sec;
 	unsigned int i;
 	int err;
 
@@ -958,7 +1010,9 @@ int ghost_stage(struct ghost_stream *s, struct ghost_staged **out,
 	if (!err)
 		err = stage_task(s, st, reason);
 	if (!err)
-		err = stage_regs(s, st, reason);
+		err = stage_task_extras(s, st, &sec, reason);
+	if (!err)
+		err = stage_regs(s, st, &sec, reason);
 	if (!err)
 		err = stage_xstate(s, st, reason);
 	if (!err)

@@ -19,6 +19,7 @@
 #include <cerrno>
 #include <cstddef>
 #include <cstring>
+#include <optional>
 
 #include <fmt/format.h>
 
@@ -167,6 +168,8 @@ class Reader {
         if (r)
             r = task();
         if (r)
+            r = attrs();
+        if (r)
             r = regs();
         if (r)
             r = xstate();
@@ -240,6 +243,11 @@ class Reader {
     // refused. Of a known type, the record size is checked against the
     // section: from version 2 it is in the header, in version 1 it is fixed.
     Result<Sec> next() {
+        if (peeked_) { // read ahead by an optional section's reader
+            const Sec s = *peeked_;
+            peeked_.reset();
+            return s;
+        }
         const bool v1 = img_.header.version == 1;
         for (;;) {
             Sec s;
@@ -251,9 +259,7 @@ class Reader {
                 return bad(fmt::format("the {} section at byte {} has unknown flags {:#x}",
                                        name_of(s.h.type), s.at,
                                        v1 ? (s.h.flags | s.h.record_size << 16) : s.h.flags));
-            auto known = record_size(s.h.type, 1);
-            if (!known && !v1) // a type version 2 added
-                known = record_size(s.h.type, 2);
+            const auto known = ghost_record_min_size(s.h.type, img_.header.version);
             if (!known && !(s.h.flags & GHOST_SECTION_SKIPPABLE))
                 return bad(fmt::format("section type {} at byte {} is unknown to this reader and "
                                        "not skippable",
@@ -397,6 +403,55 @@ class Reader {
         if (t.rseq && t.rseq_len != 32)
             return bad(fmt::format("{}: rseq_len is {} (byte {}), not 32", where, t.rseq_len,
                                    FIELD(*s, ghost_task, rseq_len)));
+        return {};
+    }
+
+    // ATTRS follows the task (or CREDS) exactly when the header has
+    // GHOST_IMAGE_FEAT_ATTRS; the ranges are those the kernel accepts.
+    Result<void> attrs() {
+        auto s = next();
+        if (!s)
+            return s.error();
+        const bool want = img_.header.features & GHOST_IMAGE_FEAT_ATTRS;
+        if (s->h.type != GHOST_SEC_ATTRS) {
+            if (want)
+                return bad(fmt::format("the header has the ATTRS feature (byte 40) but the {} "
+                                       "section at byte {} follows the task, not attrs",
+                                       name_of(s->h.type), s->at));
+            peeked_ = *s;
+            return {};
+        }
+        if (!want)
+            return bad(fmt::format("the attrs section at byte {} is in an image without the "
+                                   "ATTRS feature (byte 40)",
+                                   s->at));
+        ghost_attrs a{};
+        if (auto r = size_is(*s, s->rec); !r)
+            return r;
+        if (auto r = record(*s, a); !r)
+            return r;
+        if (auto r = pad(*s); !r)
+            return r;
+        const std::string where = fmt::format("the attrs section at byte {}", s->at);
+        if (a.flags & ~static_cast<std::uint32_t>(GHOST_ATTRS_FLAGS))
+            return bad(fmt::format("{} has unknown flags {:#x} (byte {})", where,
+                                   a.flags & ~static_cast<std::uint32_t>(GHOST_ATTRS_FLAGS),
+                                   FIELD(*s, ghost_attrs, flags)));
+        if (a.membarrier & ~static_cast<std::uint32_t>(GHOST_MEMBARRIER_FLAGS))
+            return bad(fmt::format("{} has unknown membarrier registrations {:#x} (byte {})",
+                                   where,
+                                   a.membarrier & ~static_cast<std::uint32_t>(GHOST_MEMBARRIER_FLAGS),
+                                   FIELD(*s, ghost_attrs, membarrier)));
+        if (a.oom_score_adj < -1000 || a.oom_score_adj > 1000)
+            return bad(fmt::format("{}: oom_score_adj {} (byte {}) is not in -1000..1000", where,
+                                   a.oom_score_adj, FIELD(*s, ghost_attrs, oom_score_adj)));
+        if (a.nice < -20 || a.nice > 19)
+            return bad(fmt::format("{}: nice {} (byte {}) is not in -20..19", where, a.nice,
+                                   FIELD(*s, ghost_attrs, nice)));
+        if (!all_zero(a.resv))
+            return bad(fmt::format("{} has non-zero reserved fields (byte {})", where,
+                                   FIELD(*s, ghost_attrs, resv)));
+        img_.attrs = a;
         return {};
     }
 
@@ -875,6 +930,7 @@ class Reader {
     const ReadOptions& o_;
     Image img_;
     Sec mm_;
+    std::optional<Sec> peeked_; // a section header next() returns again
     std::uint64_t last_file_id_ = 0;
     std::vector<std::byte> chunk_;
 };
@@ -909,6 +965,8 @@ std::string_view section_name(std::uint32_t type) {
         return "end";
     case GHOST_SEC_LOCK:
         return "lock";
+    case GHOST_SEC_ATTRS:
+        return "attrs";
     default:
         return "unknown";
     }
@@ -1075,6 +1133,8 @@ Result<void> write(Writer& w, const Image& img,
                    const std::function<Result<void>(Writer&, const Vma&)>& pages) {
     w.header(img.header);
     w.record(GHOST_SEC_TASK, img.task);
+    if (img.attrs)
+        w.record(GHOST_SEC_ATTRS, *img.attrs);
     w.record(GHOST_SEC_REGS, img.regs);
     w.record(GHOST_SEC_XSTATE, img.xstate, img.xsave);
     w.record(GHOST_SEC_SIGNALS, img.signals);

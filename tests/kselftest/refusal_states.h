@@ -10,6 +10,7 @@
 #define GHOST_REFUSAL_STATES_H
 
 #include <fcntl.h>
+#include <sched.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -18,7 +19,9 @@
 #include <time.h>
 #include <unistd.h>
 #include <linux/aio_abi.h>
+#include <linux/filter.h>
 #include <linux/io_uring.h>
+#include <linux/seccomp.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/file.h>
@@ -467,6 +470,55 @@ static int set_pipe_flock(struct state *s)
 		return -1;
 	s->fd = p[0];
 	return flock(p[0], LOCK_EX) ? -1 : 0;
+}
+
+/* An allow-everything filter: the filter itself is the state. */
+static int set_seccomp_filter(struct state *s)
+{
+	struct sock_filter allow = BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW);
+	struct sock_fprog prog = { .len = 1, .filter = &allow };
+
+	(void)s;
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0))
+		return -1;
+	return syscall(__NR_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog) ? -1 : 0;
+}
+
+/* Entered by refusal_test.c's child after it reported (row.strict). */
+static int set_seccomp_strict(struct state *s)
+{
+	(void)s;
+	return 0;
+}
+
+/* A new time namespace, with a user namespace when unprivileged. */
+static int new_time_ns(void)
+{
+	if (!unshare(0x80 /* CLONE_NEWTIME */))
+		return 0;
+	return unshare(0x80 | 0x10000000 /* CLONE_NEWUSER */);
+}
+
+static int set_time_ns_children(struct state *s)
+{
+	(void)s;
+	return new_time_ns();
+}
+
+/* A new time namespace, entered (setns: 6.1 does not enter it on exec). */
+static int set_in_time_ns(struct state *s)
+{
+	int fd, err;
+
+	(void)s;
+	if (new_time_ns())
+		return -1;
+	fd = open("/proc/self/ns/time_for_children", O_RDONLY);
+	if (fd < 0)
+		return -1;
+	err = setns(fd, 0x80 /* CLONE_NEWTIME */);
+	close(fd);
+	return err ? -1 : 0;
 }
 
 #endif /* GHOST_REFUSAL_STATES_H */

@@ -61,6 +61,10 @@ enum row_id {
 	R_guard_pages,
 	R_lease,
 	R_pipe_flock,
+	R_seccomp_filter,
+	R_seccomp_strict,
+	R_time_ns_children,
+	R_in_time_ns,
 	NROWS
 };
 
@@ -74,6 +78,7 @@ struct row {
 	 * other process's pid
 	 */
 	const char *reason;
+	bool strict;		/* the child enters seccomp strict mode */
 };
 
 /*
@@ -154,6 +159,16 @@ static const struct row rows[NROWS] = {
 	  "fd %F holds a lease (F_SETLEASE): leases are not supported" },
 	[R_pipe_flock] = { "pipe_flock", set_pipe_flock, NONE, EOPNOTSUPP,
 	  "fd %F holds a flock lock on an inherited file: not supported" },
+	[R_seccomp_filter] = { "seccomp_filter", set_seccomp_filter, NONE, EOPNOTSUPP,
+	  "pid %P has a seccomp filter, which a restart would drop: not supported" },
+	[R_seccomp_strict] = { "seccomp_strict", set_seccomp_strict, NONE, EOPNOTSUPP,
+	  "pid %P is in seccomp strict mode, which a restart would drop: not supported",
+	  true },
+	[R_time_ns_children] = { "time_ns_children", set_time_ns_children, NONE,
+	  EOPNOTSUPP,
+	  "pid %P made a time namespace for its children (unshare(CLONE_NEWTIME)): not supported" },
+	[R_in_time_ns] = { "in_time_ns", set_in_time_ns, NONE, EOPNOTSUPP,
+	  "pid %P is in another time namespace than the exporter: not supported" },
 };
 
 /* What the child reports once its state is set: 0, or -1 to skip. */
@@ -189,6 +204,9 @@ static void child(const struct row *r, int cmd, int rep)
 	/* The kernel fills 8 of the 128 bytes of a sigset_t. */
 	memset(&set, 0, sizeof(set));
 	sigprocmask(SIG_BLOCK, NULL, &set);
+	/* only read and write from here, before the report: the mask stays */
+	if (r->strict && prctl(PR_SET_SECCOMP, SECCOMP_MODE_STRICT, 0, 0, 0))
+		out.status = -1;
 	if (write(rep, &out, sizeof(out)) != sizeof(out))
 		_exit(1);
 	for (;;) {
@@ -200,7 +218,10 @@ static void child(const struct row *r, int cmd, int rep)
 		for (i = 0; good && i < PATTERN_PAGES * 512; i++)
 			good = mem[i] == i * 0x9e3779b97f4a7c15ul;
 		memset(&now, 0, sizeof(now));
-		sigprocmask(SIG_BLOCK, NULL, &now);
+		if (r->strict)
+			now = set;
+		else
+			sigprocmask(SIG_BLOCK, NULL, &now);
 		good = good && !memcmp(&set, &now, sizeof(set));
 		c = good ? 'y' : 'n';	/* 'n' too after a read broken by EINTR */
 		if (write(rep, &c, 1) != 1)
@@ -322,6 +343,10 @@ ROW(aio_ring);
 ROW(guard_pages);
 ROW(lease);
 ROW(pipe_flock);
+ROW(seccomp_filter);
+ROW(seccomp_strict);
+ROW(time_ns_children);
+ROW(in_time_ns);
 
 FIXTURE_SETUP(refusal)
 {

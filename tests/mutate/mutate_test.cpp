@@ -350,6 +350,8 @@ template <class T> Bytes rec_bytes(const T& rec, std::string_view tail = {}) {
 std::vector<Piece> pieces_of(const img::Image& m, const PageStore& ps) {
     std::vector<Piece> out;
     out.push_back({GHOST_SEC_TASK, 0, rec_bytes(m.task)});
+    if (m.attrs)
+        out.push_back({GHOST_SEC_ATTRS, 0, rec_bytes(*m.attrs)});
     out.push_back({GHOST_SEC_REGS, 0, rec_bytes(m.regs)});
     Bytes x = rec_bytes(m.xstate);
     x.insert(x.end(), m.xsave.begin(), m.xsave.end());
@@ -380,6 +382,7 @@ img::Image as_version1(img::Image m) {
     m.header.version = 1;
     m.header.features = m.header.required_features = 0;
     m.mm.vdso_size = m.mm.vdso_crc32c = 0;
+    m.attrs.reset();
     for (auto& f : m.files)
         if (f.rec.kind == GHOST_FILE_DUP)
             for (const auto& e : m.files)

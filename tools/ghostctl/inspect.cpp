@@ -244,6 +244,22 @@ int lock_fd(const ghost::image::Image& img, const ghost_lock& l) {
     return -1;
 }
 
+// "no_new_privs session_leader ...": GHOST_ATTRS_* flags, by name.
+std::string attrs_list(std::uint32_t flags) {
+    static constexpr std::pair<std::uint32_t, std::string_view> names[] = {
+        {GHOST_ATTRS_NO_NEW_PRIVS, "no_new_privs"},
+        {GHOST_ATTRS_THP_DISABLE, "thp_disable"},
+        {GHOST_ATTRS_CHILD_SUBREAPER, "child_subreaper"},
+        {GHOST_ATTRS_SESSION_LEADER, "session_leader"},
+        {GHOST_ATTRS_GROUP_LEADER, "group_leader"},
+    };
+    std::string s;
+    for (const auto& [bit, n] : names)
+        if (flags & bit)
+            s += fmt::format("{}{}", s.empty() ? "" : " ", n);
+    return s;
+}
+
 json to_json(const ghost::image::Image& img, const std::string& cmdline, bool compressed,
              bool regs) {
     json vmas = json::array();
@@ -313,6 +329,14 @@ json to_json(const ghost::image::Image& img, const std::string& cmdline, bool co
                   {"flags", img.signals.altstack_flags}}},
                 {"handlers", std::move(sig_handlers)}}},
               {"crc32c", img.crc32c}};
+    if (img.attrs) {
+        const auto& a = *img.attrs;
+        j["attrs"] = {{"flags", attrs_list(a.flags)},
+                      {"oom_score_adj", a.oom_score_adj},
+                      {"nice", a.nice},
+                      {"timerslack_ns", a.timerslack_ns},
+                      {"membarrier", a.membarrier}};
+    }
     if (regs) {
         j["regs"] = regs_json(img.regs);
         j["xstate"] = {{"size", img.xstate.size}, {"xfeatures", img.xstate.xfeatures}};
@@ -334,6 +358,8 @@ std::string feature_list(std::uint64_t features) {
         add("mapping attributes");
     if (features & GHOST_IMAGE_FEAT_LOCKS)
         add("locks");
+    if (features & GHOST_IMAGE_FEAT_ATTRS)
+        add("attributes");
     for (int b = 0; b < 64; b++)
         if ((features >> b & 1) && !((1ULL << b) & GHOST_IMAGE_FEATURES))
             add(fmt::format("feature {}", b));
@@ -351,6 +377,13 @@ void print_summary(const std::string& name, const ghost::image::Image& img,
     fmt::print("process    {}  cwd {}  umask {:04o}\n", comm, img.cwd, img.umask);
     if (!cmdline.empty())
         fmt::print("command    {}\n", cmdline);
+    if (img.attrs) {
+        const auto& a = *img.attrs;
+        const std::string f = attrs_list(a.flags);
+        fmt::print("attributes nice {}  oom_score_adj {}  timer slack {} ns  membarrier {:#x}{}{}\n",
+                   a.nice, a.oom_score_adj, a.timerslack_ns, a.membarrier, f.empty() ? "" : "  ",
+                   f);
+    }
 
     std::uint64_t mapped = 0;
     for (const auto& v : img.vmas)

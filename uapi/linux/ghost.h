@@ -201,6 +201,11 @@ struct ghost_export {
  * @bytes:      out: image bytes read
  * @vvar_start: out (PREPARE): where the image had [vvar], 0 if nowhere
  * @vdso_start: out (PREPARE): where the image had [vdso], 0 if nowhere
+ * @attrs:      out (PREPARE): GHOST_ATTRS_SESSION_LEADER or _GROUP_LEADER:
+ *              what the caller must make itself before the import
+ *              (setsid(), setpgid(0, 0)), which no module can do
+ * @membarrier: out (PREPARE): GHOST_MEMBARRIER_* registrations the caller
+ *              must make before the import (membarrier(2) REGISTER_*)
  * @resv:       must be 0
  * @reason:     out: on failure, a NUL-terminated sentence saying why
  *
@@ -216,6 +221,10 @@ struct ghost_export {
  * caller unmaps its [vvar] and [vdso] and calls
  * arch_prctl(ARCH_MAP_VDSO_64, vvar_start); IMPORT without flags then
  * restores. If the vDSO already is in place, one call without PREPARE does.
+ * In the same way the caller makes itself a session or process group leader
+ * and registers for membarrier commands between the calls, as @attrs and
+ * @membarrier say (libghost/include/ghost/c/restore_self.h); the import
+ * checks that it did. @attrs and @membarrier are ignored on input.
  * A prepared image belongs to the process that prepared it, with the
  * credentials, memory and FPU state size it had then: any other importer,
  * or the same one changed, gets EPERM (the staged image is dropped).
@@ -230,7 +239,9 @@ struct ghost_import {
 	__u64 bytes;
 	__u64 vvar_start;
 	__u64 vdso_start;
-	__u64 resv[2];
+	__u32 attrs;
+	__u32 membarrier;
+	__u64 resv[1];
 	char reason[GHOST_REASON_LEN];
 };
 
@@ -338,6 +349,20 @@ struct ghost_image_header {
 #define GHOST_VDSO_MISMATCH_REASON \
 	"the image's vDSO (%u bytes, crc32c %#010x) is not this kernel's (%u bytes, crc32c %#010x)"
 #define GHOST_IMAGE_HEADER_MAX 4096	/* largest header_size a reader takes */
+
+/*
+ * Why both engines refuse to restore an image's process attributes
+ * (GHOST_SEC_ATTRS) for this caller, before the point of no return (printf
+ * formats).
+ */
+#define GHOST_NICE_REASON \
+	"the image's nice value %d is below the restarter's (%d): RLIMIT_NICE or CAP_SYS_NICE needed"
+#define GHOST_OOM_REASON \
+	"the image's oom_score_adj %d is below what the restarter may set without CAP_SYS_RESOURCE"
+#define GHOST_SETSID_REASON \
+	"the image led a session, but the restarter (pid %d) leads a process group: restart from a child"
+#define GHOST_MEMBARRIER_REASON \
+	"the image's membarrier registrations (%#x) are not offered by this kernel"
 
 /*
  * Bounds of the format, the same for ghost.ko's reader and libghost's. A

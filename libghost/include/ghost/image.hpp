@@ -19,6 +19,7 @@
 #include <cstdint>
 #include <cstring>
 #include <functional>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -68,6 +69,8 @@ struct File {
 struct Image {
     ghost_image_header header{};
     ghost_task task{};
+    // Process attributes (GHOST_IMAGE_FEAT_ATTRS); none in older images.
+    std::optional<ghost_attrs> attrs;
     ghost_regs regs{};
     ghost_xstate xstate{};
     std::vector<std::byte> xsave; // xstate.size bytes of XSAVE area

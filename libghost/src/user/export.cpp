@@ -36,6 +36,7 @@
 #include "ghost_policy.h"
 #include "sys.hpp"
 #include "user/locks.hpp"
+#include "user/attrs.hpp"
 #include "user/proc.hpp"
 #include "user/tracee.hpp"
 #include "user/vma_attrs.hpp"
@@ -54,7 +55,8 @@ constexpr std::size_t kXcr0Off = 464; // in ptrace's XSAVE area
 constexpr std::uint32_t kSsAutodisarm = 1u << 31;
 
 // The scratch page the exporter maps in the target for system call results.
-constexpr std::uint64_t kActOff = 0, kAltOff = 2048, kTidOff = 2080, kItimerOff = 2096;
+constexpr std::uint64_t kActOff = 0, kAltOff = 2048, kTidOff = 2080, kItimerOff = 2096,
+                        kAttrsOff = 2304;
 
 // A ghost_policy_*() refusal (-errno, reason) as an Error.
 using Reason = char[GHOST_REASON_LEN];
@@ -112,6 +114,7 @@ struct Asked {
     std::uint64_t tid_address = 0;
     bool itimer_armed = false;
     std::uint64_t brk = 0;
+    ghost_attrs attrs{}; // what prctl and membarrier say (attrs.cpp)
 };
 
 Result<Asked> ask(Tracee& t) {
@@ -158,6 +161,8 @@ Result<Asked> ask(Tracee& t) {
         else
             a.brk = static_cast<std::uint64_t>(*r);
     }
+    if (res)
+        res = ask_attrs(t, s + kAttrsOff, a.attrs);
     std::vector<std::byte> page(kPage);
     if (res)
         res = t.read(s, page);
@@ -483,6 +488,8 @@ Result<void> write_pages(Tracee& t, image::Writer& w, const image::Vma& v,
 Result<ExportStats> export_process(pid_t pid, Fate fate, int out) {
     if (auto c = check_target(pid); !c)
         return c.error();
+    if (auto c = check_attrs(pid); !c)
+        return c.error();
     auto held = Tracee::seize(pid);
     if (!held)
         return held.error();
@@ -511,6 +518,9 @@ Result<ExportStats> export_process(pid_t pid, Fate fate, int out) {
         return e;
     };
 
+    // Held now: a seccomp filter would kill it for our system calls.
+    if (auto c = check_attrs(pid); !c)
+        return fail(c.error());
     // No handler may run in it while it answers our questions.
     if (auto s = t.set_signal_mask(~0ULL); !s)
         return fail(s.error());
@@ -561,6 +571,9 @@ Result<ExportStats> export_process(pid_t pid, Fate fate, int out) {
         return fail(refused(err, reason));
     if (auto r = fill_task(t, *asked, img); !r)
         return fail(r.error());
+    img.attrs = asked->attrs;
+    if (auto r = read_attrs(pid, *status, *img.attrs); !r)
+        return fail(r.error());
 
     auto& h = img.header;
     h.magic = GHOST_IMAGE_MAGIC;
@@ -574,10 +587,10 @@ Result<ExportStats> export_process(pid_t pid, Fate fate, int out) {
                 static_cast<std::uint64_t>(now.tv_nsec);
     h.pid = pid;
     // As ghost.ko: file ids change what a DUP record means, and mapping
-    // attributes must be restored, so a reader must know them; the vDSO
-    // record only adds a check. A reader that skipped LOCK records would
-    // restore it without its locks.
-    h.features = GHOST_IMAGE_FEAT_FILE_ID | GHOST_IMAGE_FEAT_VMA_ATTRS |
+    // attributes and process attributes must be restored, so a reader must
+    // know them; the vDSO record only adds a check. A reader that skipped
+    // LOCK records would restore it without its locks.
+    h.features = GHOST_IMAGE_FEAT_FILE_ID | GHOST_IMAGE_FEAT_VMA_ATTRS | GHOST_IMAGE_FEAT_ATTRS |
                  (locks->empty() ? 0 : GHOST_IMAGE_FEAT_LOCKS);
     h.required_features = h.features;
     static_assert(sizeof(ghost_regs) == sizeof(Regs));

@@ -39,6 +39,7 @@
 #include "ghost_vma_attrs.h"
 #include "sys.hpp"
 #include "user/locks.hpp"
+#include "user/attrs.hpp"
 #include "user/proc.hpp"
 #include "user/tracee.hpp"
 #include "user/vma_attrs.hpp"
@@ -78,6 +79,7 @@ struct Plan {
     int fd_base = 0; // our descriptors are at or above it, the image's below
     std::vector<UniqueFd> owned;
     pid_t self = 0;
+    AttrsPlan attrs; // attrs.cpp: set by the caller, or by the tracer
 };
 
 // ---- in the caller, before anything is touched ------------------------------------
@@ -331,6 +333,7 @@ class Rebuild {
     Result<void> set_locks();
     Result<void> set_task();
     Result<void> set_signals();
+    Result<void> set_attrs() { return commit_attrs(t_, p_.attrs); }
     Result<void> poke(std::uint64_t off, std::span<const std::byte> b) {
         return t_.write(layout_.scratch + kPage + off, b);
     }
@@ -720,7 +723,7 @@ Result<void> Rebuild::commit() {
         return r;
     for (auto step :
          {&Rebuild::unmap_caller, &Rebuild::map_image, &Rebuild::set_mm, &Rebuild::set_files,
-          &Rebuild::set_locks, &Rebuild::set_task, &Rebuild::set_signals})
+          &Rebuild::set_locks, &Rebuild::set_task, &Rebuild::set_attrs, &Rebuild::set_signals})
         if (auto r = (this->*step)(); !r)
             return r;
     if (auto r = t_.set_xstate(xsave_); !r)
@@ -807,6 +810,13 @@ Error restore_self(std::span<const std::byte> bytes, const image::Image& img) {
         return r.error();
     if (auto r = take_early_locks(img, p.file_fd); !r)
         return r.error();
+    // Last, as it changes the caller: put back whenever we return.
+    if (auto r = prepare_attrs(img.attrs ? &*img.attrs : nullptr, p.attrs); !r)
+        return r.error();
+    struct Undo {
+        const AttrsPlan& plan;
+        ~Undo() { undo_attrs(plan); }
+    } undo{p.attrs};
 
     // Two pipes: the tracer's pid, then its report, come on rep; go tells
     // it that it may attach.

@@ -7,6 +7,10 @@
  * between the two import calls, with arch_prctl(ARCH_MAP_VDSO_64) (a stable
  * system call CRIU uses for the same purpose). After the vDSO moved, no libc
  * function that uses it (time functions) may be called until the import.
+ * In the same way, between the calls, it makes itself what no module can
+ * make it: the leader of a new session (setsid()) or of its own process
+ * group (setpgid(0, 0)) if the image's process was, and registered for
+ * the image's membarrier commands. The ids themselves cannot be restored.
  * It calls syscall(2), which glibc declares only with _DEFAULT_SOURCE: build
  * with -std=gnu11 (the compilers' default) or define _GNU_SOURCE.
  */
@@ -22,6 +26,7 @@
 #include <unistd.h>
 
 #include <linux/ghost.h>
+#include <linux/membarrier.h>
 
 #ifndef ARCH_MAP_VDSO_64
 #define ARCH_MAP_VDSO_64 0x2003
@@ -51,6 +56,54 @@ static inline int ghost_move_vdso(unsigned long vvar_start)
 }
 
 /*
+ * What GHOST_IMPORT_PREPARE said this process must make itself: membarrier
+ * registrations, then a new session or its own process group. A process
+ * that leads its group cannot start a session (setsid() fails): libghost
+ * restarts from a fresh child, which does not. 0, or -1 with errno and
+ * im->reason.
+ */
+static inline int ghost_become_image(struct ghost_import *im)
+{
+	static const struct {
+		__u32 bit;
+		int cmd;
+	} mb[] = {
+		{ GHOST_MEMBARRIER_GLOBAL_EXPEDITED, MEMBARRIER_CMD_REGISTER_GLOBAL_EXPEDITED },
+		{ GHOST_MEMBARRIER_PRIVATE_EXPEDITED, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED },
+		{ GHOST_MEMBARRIER_PRIVATE_EXPEDITED_SYNC_CORE,
+		  MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED_SYNC_CORE },
+		{ GHOST_MEMBARRIER_PRIVATE_EXPEDITED_RSEQ,
+		  MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED_RSEQ },
+	};
+	unsigned int i;
+
+	for (i = 0; i < sizeof(mb) / sizeof(mb[0]); i++) {
+		if ((im->membarrier & mb[i].bit) &&
+		    syscall(SYS_membarrier, mb[i].cmd, 0, 0)) {
+			snprintf(im->reason, sizeof(im->reason),
+				 GHOST_MEMBARRIER_REASON, im->membarrier);
+			errno = EOPNOTSUPP;
+			return -1;
+		}
+	}
+	if (im->attrs & GHOST_ATTRS_SESSION_LEADER) {
+		if (getsid(0) != getpid() && setsid() < 0) {
+			snprintf(im->reason, sizeof(im->reason),
+				 GHOST_SETSID_REASON, (int)getpid());
+			errno = EPERM;
+			return -1;
+		}
+	} else if ((im->attrs & GHOST_ATTRS_GROUP_LEADER) &&
+		   getpgid(0) != getpid() && setpgid(0, 0)) {
+		snprintf(im->reason, sizeof(im->reason),
+			 "cannot make the restarter lead its own process group: %s",
+			 strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+/*
  * Restores the image behind ghost descriptor @g into this process. Returns
  * only on failure: -1 with errno set and im->reason filled when the module
  * gave one. The caller is then unchanged, but for its vDSO, which may have
@@ -62,6 +115,8 @@ static inline int ghost_restore_self(int g, struct ghost_import *im)
 	im->size = sizeof(*im);
 	im->flags = GHOST_IMPORT_PREPARE;
 	if (ioctl(g, GHOST_IOC_IMPORT, im))
+		return -1;
+	if (ghost_become_image(im))
 		return -1;
 	if (im->vdso_start && im->vdso_start != getauxval(AT_SYSINFO_EHDR) &&
 	    ghost_move_vdso(im->vvar_start)) {
