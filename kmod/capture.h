@@ -40,6 +40,9 @@ int ghost_write_image(struct ghost_stream *s, struct task_struct *task,
 		      struct mm_struct *mm, const struct ghost_cpu *cpu,
 		      char *reason);
 
+/* creds.c */
+int ghost_write_creds(struct ghost_stream *s, struct task_struct *task);
+
 /* capture_mm.c */
 int ghost_check_mm(struct mm_struct *mm, char *reason);
 int ghost_write_mm(struct ghost_stream *s, struct mm_struct *mm, u32 vdso_size,

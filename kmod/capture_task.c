@@ -60,8 +60,9 @@ int ghost_check_task(struct task_struct *task, struct mm_struct *mm,
 }
 
 /*
- * File ids change what a DUP record means, so a reader must know them; the
- * vDSO record only adds a check, which a reader may lack.
+ * File ids change what a DUP record means, and credentials who the process
+ * runs as, so a reader must know them; the vDSO record only adds a check,
+ * which a reader may lack.
  */
 static int write_header(struct ghost_stream *s, struct task_struct *task,
 			bool vdso)
@@ -74,9 +75,10 @@ static int write_header(struct ghost_stream *s, struct task_struct *task,
 		.page_size = PAGE_SIZE,
 		.time_ns = ktime_get_real_ns(),
 		.pid = task_pid_vnr(task),
-		.features = GHOST_IMAGE_FEAT_FILE_ID |
+		.features = GHOST_IMAGE_FEAT_FILE_ID | GHOST_IMAGE_FEAT_CREDS |
 			    (vdso ? GHOST_IMAGE_FEAT_VDSO_ID : 0),
-		.required_features = GHOST_IMAGE_FEAT_FILE_ID,
+		.required_features = GHOST_IMAGE_FEAT_FILE_ID |
+				     GHOST_IMAGE_FEAT_CREDS,
 	};
 
 	return ghost_stream_write(s, &h, sizeof(h));
@@ -219,6 +221,8 @@ int ghost_write_image(struct ghost_stream *s, struct task_struct *task,
 		err = write_header(s, task, vdso_size);
 	if (!err)
 		err = write_task(s, task);
+	if (!err)
+		err = ghost_write_creds(s, task);
 	if (!err)
 		err = write_cpu(s, cpu);
 	if (!err)

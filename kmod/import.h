@@ -44,6 +44,8 @@ struct ghost_staged {
 	unsigned int fp_size;		/* the owner's fpstate->size, as @fp */
 	struct ghost_image_header hdr;
 	struct ghost_task task;
+	struct ghost_creds *creds;	/* CREDS record + groups, NULL if none */
+	struct cred *img_cred;		/* @creds, for opening files (creds.c) */
 	struct ghost_regs regs;
 	struct fpstate *fp;		/* current's fpstate with the image's xstate */
 	u32 pkru;
@@ -69,6 +71,18 @@ int ghost_stage(struct ghost_stream *s, struct ghost_staged **out,
 void ghost_staged_free(struct ghost_staged *st);
 const struct staged_vma *ghost_staged_vma(const struct ghost_staged *st,
 					  u32 flag);
+
+/* creds.c */
+struct ghost_import;
+int ghost_creds_stage(struct ghost_staged *st, struct ghost_creds *c,
+		      char *reason);
+const struct cred *ghost_creds_override(const struct ghost_staged *st);
+void ghost_creds_revert(const struct cred *old);
+int ghost_creds_copy_out(const struct ghost_staged *st,
+			 struct ghost_import *im);
+int ghost_creds_check_now(const struct ghost_staged *st, char *reason);
+bool ghost_creds_switched(const struct ghost_staged *st);
+void ghost_creds_free(struct ghost_staged *st);
 
 /* vdso.c */
 int ghost_check_vdso(const struct ghost_staged *st, char *reason);

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * Reading an image for import, before the point of no return: every section
- * is read and checked, files are reopened with the caller's credentials,
+ * is read and checked, files are reopened with the image's credentials (the
+ * caller's for an image without them),
  * page data is kept in kernel pages, the FPU state is converted (which is
  * its validation), and the checksum is verified. Any failure here leaves the
  * caller exactly as it was.
@@ -287,6 +288,35 @@ static int stage_task(struct ghost_stream *s, struct ghost_staged *st,
 		return bad(reason, "the task section is malformed");
 	t->comm[sizeof(t->comm) - 1] = 0;
 	return 0;
+}
+
+/* The image's credentials, in images that have them (creds.c checks them). */
+static int stage_creds(struct ghost_stream *s, struct ghost_staged *st,
+		       char *reason)
+{
+	struct ghost_creds c, *all;
+	struct sec sec;
+	size_t glen;
+	int err;
+
+	if (!(st->hdr.features & GHOST_IMAGE_FEAT_CREDS))
+		return 0;
+	err = read_head(s, st, GHOST_SEC_CREDS, &c, sizeof(c), &sec, reason);
+	if (err)
+		return err;
+	if (c.ngroups > GHOST_NGROUPS_MAX)
+		return bad(reason, "the credentials section is malformed");
+	glen = c.ngroups * sizeof(u32);
+	all = kvmalloc(sizeof(c) + glen, GFP_KERNEL);
+	if (!all)
+		return -ENOMEM;
+	*all = c;
+	err = read_tail(s, &sec, all + 1, glen, reason);
+	if (err) {
+		kvfree(all);
+		return err;
+	}
+	return ghost_creds_stage(st, all, reason);
 }
 
 static int stage_regs(struct ghost_stream *s, struct ghost_staged *st,
@@ -892,6 +922,7 @@ void ghost_staged_free(struct ghost_staged *st)
 		path_put(&st->cwd);
 	kfree(st->sig);
 	kvfree(st->fp);
+	ghost_creds_free(st);
 	put_pid(st->owner);
 	if (st->cred)
 		put_cred(st->cred);
@@ -915,6 +946,7 @@ int ghost_stage(struct ghost_stream *s, struct ghost_staged **out,
 		char *reason)
 {
 	struct ghost_staged *st = kzalloc(sizeof(*st), GFP_KERNEL);
+	const struct cred *old;
 	unsigned int i;
 	int err;
 
@@ -924,21 +956,28 @@ int ghost_stage(struct ghost_stream *s, struct ghost_staged **out,
 	if (!err)
 		err = stage_task(s, st, reason);
 	if (!err)
+		err = stage_creds(s, st, reason);
+	if (!err)
 		err = stage_regs(s, st, reason);
 	if (!err)
 		err = stage_xstate(s, st, reason);
 	if (!err)
 		err = stage_signals(s, st, reason);
+	/* Files are opened as the image's credentials; limits the caller's. */
+	old = ghost_creds_override(st);
 	if (!err)
 		err = stage_fs(s, st, reason);
+	ghost_creds_revert(old);
 	if (!err)
 		err = stage_rlimits(s, st, reason);
+	old = ghost_creds_override(st);
 	if (!err)
 		err = stage_mm(s, st, reason);
 	for (i = 0; !err && i < st->mm.nr_vmas; i++)
 		err = stage_vma(s, st, i, reason);
 	if (!err)
 		err = stage_tail(s, st, reason);
+	ghost_creds_revert(old);
 	if (!err)
 		err = check_layout(st, reason);
 	if (!err)

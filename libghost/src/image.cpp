@@ -22,6 +22,7 @@
 
 #include <fmt/format.h>
 
+#include "ghost_creds.h"
 #include "ghost_format.h"
 
 namespace ghost::image {
@@ -164,6 +165,8 @@ class Reader {
         Result<void> r = header();
         if (r)
             r = task();
+        if (r)
+            r = creds();
         if (r)
             r = regs();
         if (r)
@@ -393,6 +396,30 @@ class Reader {
         if (t.rseq && t.rseq_len != 32)
             return bad(fmt::format("{}: rseq_len is {} (byte {}), not 32", where, t.rseq_len,
                                    FIELD(*s, ghost_task, rseq_len)));
+        return {};
+    }
+
+    // In images with GHOST_IMAGE_FEAT_CREDS, right after the task.
+    Result<void> creds() {
+        if (!(img_.header.features & GHOST_IMAGE_FEAT_CREDS))
+            return {};
+        ghost_creds c{};
+        auto s = expect(GHOST_SEC_CREDS);
+        if (!s)
+            return s.error();
+        if (auto r = record(*s, c); !r)
+            return r;
+        char why[GHOST_REASON_LEN];
+        if (ghost_creds_valid(&c, why, sizeof(why)))
+            return bad(fmt::format("{} at byte {}", why, s->at));
+        if (auto r = size_is(*s, s->rec + std::uint64_t{c.ngroups} * 4); !r)
+            return r;
+        img_.groups.resize(c.ngroups);
+        if (auto r = s_.read(std::as_writable_bytes(std::span(img_.groups))); !r)
+            return r;
+        if (auto r = pad(*s); !r)
+            return r;
+        img_.creds = c;
         return {};
     }
 
@@ -873,6 +900,8 @@ std::string_view section_name(std::uint32_t type) {
         return "file";
     case GHOST_SEC_END:
         return "end";
+    case GHOST_SEC_CREDS:
+        return "creds";
     default:
         return "unknown";
     }
@@ -1039,6 +1068,8 @@ Result<void> write(Writer& w, const Image& img,
                    const std::function<Result<void>(Writer&, const Vma&)>& pages) {
     w.header(img.header);
     w.record(GHOST_SEC_TASK, img.task);
+    if (img.creds)
+        w.record(GHOST_SEC_CREDS, *img.creds, std::as_bytes(std::span(img.groups)));
     w.record(GHOST_SEC_REGS, img.regs);
     w.record(GHOST_SEC_XSTATE, img.xstate, img.xsave);
     w.record(GHOST_SEC_SIGNALS, img.signals);

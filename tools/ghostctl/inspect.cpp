@@ -15,6 +15,7 @@
 #include <vector>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
 #include "commands.hpp"
@@ -258,6 +259,19 @@ json to_json(const ghost::image::Image& img, const std::string& cmdline, bool co
                   {"flags", img.signals.altstack_flags}}},
                 {"handlers", std::move(sig_handlers)}}},
               {"crc32c", img.crc32c}};
+    if (img.creds) {
+        const auto& c = *img.creds;
+        j["creds"] = {{"uid", {c.uid, c.euid, c.suid, c.fsuid}},
+                      {"gid", {c.gid, c.egid, c.sgid, c.fsgid}},
+                      {"groups", img.groups},
+                      {"cap_inheritable", c.cap_inheritable},
+                      {"cap_permitted", c.cap_permitted},
+                      {"cap_effective", c.cap_effective},
+                      {"cap_bset", c.cap_bset},
+                      {"cap_ambient", c.cap_ambient},
+                      {"securebits", c.securebits},
+                      {"loginuid", c.loginuid}};
+    }
     if (regs) {
         j["regs"] = regs_json(img.regs);
         j["xstate"] = {{"size", img.xstate.size}, {"xfeatures", img.xstate.xfeatures}};
@@ -275,6 +289,8 @@ std::string feature_list(std::uint64_t features) {
         add("file ids");
     if (features & GHOST_IMAGE_FEAT_VDSO_ID)
         add("vDSO id");
+    if (features & GHOST_IMAGE_FEAT_CREDS)
+        add("credentials");
     for (int b = 0; b < 64; b++)
         if ((features >> b & 1) && !((1ULL << b) & GHOST_IMAGE_FEATURES))
             add(fmt::format("feature {}", b));
@@ -292,6 +308,19 @@ void print_summary(const std::string& name, const ghost::image::Image& img,
     fmt::print("process    {}  cwd {}  umask {:04o}\n", comm, img.cwd, img.umask);
     if (!cmdline.empty())
         fmt::print("command    {}\n", cmdline);
+    if (img.creds) {
+        const auto& c = *img.creds;
+        fmt::print("creds      uid {}/{}/{}/{}  gid {}/{}/{}/{}  groups {}  loginuid {}\n", c.uid,
+                   c.euid, c.suid, c.fsuid, c.gid, c.egid, c.sgid, c.fsgid,
+                   img.groups.empty() ? "-" : fmt::format("{}", fmt::join(img.groups, ",")),
+                   static_cast<std::int32_t>(c.loginuid));
+        fmt::print("  caps     permitted {:#x} effective {:#x} inheritable {:#x} bounding {:#x} "
+                   "ambient {:#x} securebits {:#x}\n",
+                   c.cap_permitted, c.cap_effective, c.cap_inheritable, c.cap_bset, c.cap_ambient,
+                   c.securebits);
+    } else {
+        fmt::print("creds      none recorded: restores as the restarting user\n");
+    }
 
     std::uint64_t mapped = 0;
     for (const auto& v : img.vmas)

@@ -201,6 +201,12 @@ struct ghost_export {
  * @bytes:      out: image bytes read
  * @vvar_start: out (PREPARE): where the image had [vvar], 0 if nowhere
  * @vdso_start: out (PREPARE): where the image had [vdso], 0 if nowhere
+ * @creds:      in (PREPARE): address of @creds_size bytes where the image's
+ *              credentials go, a struct ghost_creds and its groups (as in
+ *              a CREDS section); 0 if the caller does not take them
+ * @creds_size: in: bytes at @creds
+ * @creds_len:  out (PREPARE): bytes written at @creds, 0 if the image has
+ *              no CREDS section
  * @resv:       must be 0
  * @reason:     out: on failure, a NUL-terminated sentence saying why
  *
@@ -220,6 +226,14 @@ struct ghost_export {
  * credentials, memory and FPU state size it had then: any other importer,
  * or the same one changed, gets EPERM (the staged image is dropped).
  *
+ * An image with a CREDS section runs as the credentials it records. PREPARE
+ * refuses it (EPERM) unless the caller may assume them (the rule is in
+ * image-format.md), opens its files with them, and hands them out at
+ * @creds; a module cannot switch a process to another user (the kernel
+ * exports no way to charge it to that user), so the caller does, between
+ * the two calls, and the final call refuses (EPERM) a caller that does not
+ * run exactly as the image. A caller that already does needs neither.
+ *
  * The importer must be a 64-bit, single-threaded process that shares
  * neither its memory (vfork, CLONE_VM), its descriptor table (CLONE_FILES)
  * nor its fs struct with another task (EBUSY otherwise).
@@ -230,7 +244,9 @@ struct ghost_import {
 	__u64 bytes;
 	__u64 vvar_start;
 	__u64 vdso_start;
-	__u64 resv[2];
+	__u64 creds;
+	__u32 creds_size;
+	__u32 creds_len;
 	char reason[GHOST_REASON_LEN];
 };
 

@@ -19,6 +19,7 @@
 #include <cstdint>
 #include <cstring>
 #include <functional>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -68,6 +69,10 @@ struct File {
 struct Image {
     ghost_image_header header{};
     ghost_task task{};
+    // Who the process was (a CREDS section; none in images before it, which
+    // restore with the importer's credentials) and its supplementary groups.
+    std::optional<ghost_creds> creds;
+    std::vector<std::uint32_t> groups;
     ghost_regs regs{};
     ghost_xstate xstate{};
     std::vector<std::byte> xsave; // xstate.size bytes of XSAVE area

@@ -35,6 +35,7 @@
 #include "ghost/image.hpp"
 #include "ghost_policy.h"
 #include "sys.hpp"
+#include "user/creds.hpp"
 #include "user/proc.hpp"
 #include "user/tracee.hpp"
 
@@ -110,6 +111,7 @@ struct Asked {
     std::uint64_t tid_address = 0;
     bool itimer_armed = false;
     std::uint64_t brk = 0;
+    std::uint32_t securebits = 0;
 };
 
 Result<Asked> ask(Tracee& t) {
@@ -148,6 +150,15 @@ Result<Asked> ask(Tracee& t) {
         auto r = t.call(SYS_getitimer, which, s + kItimerOff + which * sizeof(itimerval));
         if (!r)
             res = r.error();
+    }
+    if (res) {
+        auto r = t.call(SYS_prctl, PR_GET_SECUREBITS);
+        if (!r)
+            res = r.error();
+        else if (is_err(*r))
+            res = syscall_failed(pid, "prctl(PR_GET_SECUREBITS)", *r);
+        else
+            a.securebits = static_cast<std::uint32_t>(*r);
     }
     if (res) {
         auto r = t.call(SYS_brk, 0);
@@ -549,6 +560,8 @@ Result<ExportStats> export_process(pid_t pid, Fate fate, int out) {
         return fail(refused(err, reason));
     if (auto r = fill_task(t, *asked, img); !r)
         return fail(r.error());
+    if (auto r = fill_creds(pid, *status, asked->securebits, img); !r)
+        return fail(r.error());
 
     auto& h = img.header;
     h.magic = GHOST_IMAGE_MAGIC;
@@ -561,10 +574,11 @@ Result<ExportStats> export_process(pid_t pid, Fate fate, int out) {
     h.time_ns = static_cast<std::uint64_t>(now.tv_sec) * 1000000000ULL +
                 static_cast<std::uint64_t>(now.tv_nsec);
     h.pid = pid;
-    // As ghost.ko: file ids change what a DUP record means, so a reader must
-    // know them; the vDSO record only adds a check.
-    h.features = GHOST_IMAGE_FEAT_FILE_ID;
-    h.required_features = GHOST_IMAGE_FEAT_FILE_ID;
+    // As ghost.ko: file ids change what a DUP record means, and credentials
+    // who the process runs as, so a reader must know them; the vDSO record
+    // only adds a check.
+    h.features = GHOST_IMAGE_FEAT_FILE_ID | GHOST_IMAGE_FEAT_CREDS;
+    h.required_features = GHOST_IMAGE_FEAT_FILE_ID | GHOST_IMAGE_FEAT_CREDS;
     static_assert(sizeof(ghost_regs) == sizeof(Regs));
     const Regs saved = restarted(*regs0, false);
     std::memcpy(&img.regs, &saved, sizeof(saved));

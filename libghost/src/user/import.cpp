@@ -37,6 +37,7 @@
 
 #include "ghost_policy.h"
 #include "sys.hpp"
+#include "user/creds.hpp"
 #include "user/proc.hpp"
 #include "user/tracee.hpp"
 #include "zstd_stream.hpp"
@@ -741,6 +742,9 @@ Error restore_self(std::span<const std::byte> bytes, const image::Image& img) {
     if (auto r = check_limits(img); !r)
         return r.error();
     if (auto r = check_mm(img.mm); !r)
+        return r.error();
+    // The image's files are opened as the image's credentials (creds.cpp).
+    if (auto r = assume_image_creds(img); !r)
         return r.error();
     Plan p;
     p.img = &img;
