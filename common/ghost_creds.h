@@ -58,7 +58,7 @@ static inline int ghost_creds_valid(const struct ghost_creds *c, char *reason,
 			      c->gid, c->egid, c->sgid, c->fsgid };
 	unsigned int i;
 
-	for (i = 0; i < sizeof(ids) / sizeof(ids[0]); i++)
+	for (i = 0; i < 8; i++)
 		if (ids[i] == (__u32)-1)
 			goto bad;
 	if ((c->cap_effective & ~c->cap_permitted) ||
@@ -125,7 +125,7 @@ static inline int ghost_creds_may_assume(const struct ghost_creds *img, const __
 	const __u64 eff = who->cap_effective;
 	const __u32 img_uids[] = { img->uid, img->euid, img->suid, img->fsuid };
 	const __u32 img_gids[] = { img->gid, img->egid, img->sgid, img->fsgid };
-	__u32 i;
+	__u32 i, diff;
 
 	for (i = 0; i < 4 && !ghost_cap_has(eff, CAP_SETUID); i++)
 		if (!ghost_creds_id_in(img_uids[i], who->uid, who->euid, who->suid)) {
@@ -184,8 +184,9 @@ static inline int ghost_creds_may_assume(const struct ghost_creds *img, const __
 			 "the image's bounding set or securebits differ from the caller's and it lacks CAP_SETPCAP");
 		return -EPERM;
 	}
-	if (((img->securebits ^ who->securebits) & (who->securebits & GHOST_SECUREBITS_LOCKS) >> 1) ||
-	    ((img->securebits ^ who->securebits) & who->securebits & GHOST_SECUREBITS_LOCKS)) {
+	diff = img->securebits ^ who->securebits;
+	if ((diff & (who->securebits & GHOST_SECUREBITS_LOCKS) >> 1) ||
+	    (diff & who->securebits & GHOST_SECUREBITS_LOCKS)) {
 		snprintf(reason, len,
 			 "the image's securebits %#x change a bit the caller locked (%#x)",
 			 img->securebits, who->securebits);

@@ -116,7 +116,8 @@ static int build_cred(struct ghost_staged *st, char *reason)
 	    !gid_valid(new->gid) || !gid_valid(new->egid) ||
 	    !gid_valid(new->sgid) || !gid_valid(new->fsgid)) {
 		abort_creds(new);
-		ghost_reason(reason, "the image's uids or gids are not mapped in the importer's user namespace");
+		ghost_reason(reason,
+			     "the image's uids or gids are not mapped in the importer's user namespace");
 		return -EPERM;
 	}
 	gi = groups_alloc(c->ngroups);
@@ -129,7 +130,8 @@ static int build_cred(struct ghost_staged *st, char *reason)
 		if (!gid_valid(gi->gid[i])) {
 			put_group_info(gi);
 			abort_creds(new);
-			ghost_reason(reason, "the image's group %u is not mapped in the importer's user namespace",
+			ghost_reason(reason,
+				     "the image's group %u is not mapped in the importer's user namespace",
 				     groups[i]);
 			return -EPERM;
 		}
@@ -137,11 +139,11 @@ static int build_cred(struct ghost_staged *st, char *reason)
 	groups_sort(gi);
 	set_groups(new, gi);
 	put_group_info(gi);
-	ghost_cap_set_u64(new->cap_inheritable, c->cap_inheritable);
-	ghost_cap_set_u64(new->cap_permitted, c->cap_permitted);
-	ghost_cap_set_u64(new->cap_effective, c->cap_effective);
-	ghost_cap_set_u64(new->cap_bset, c->cap_bset);
-	ghost_cap_set_u64(new->cap_ambient, c->cap_ambient);
+	ghost_cap_set_u64(&new->cap_inheritable, c->cap_inheritable);
+	ghost_cap_set_u64(&new->cap_permitted, c->cap_permitted);
+	ghost_cap_set_u64(&new->cap_effective, c->cap_effective);
+	ghost_cap_set_u64(&new->cap_bset, c->cap_bset);
+	ghost_cap_set_u64(&new->cap_ambient, c->cap_ambient);
 	new->securebits = c->securebits;
 	st->img_cred = new;
 	return 0;

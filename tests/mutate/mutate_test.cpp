@@ -350,6 +350,12 @@ template <class T> Bytes rec_bytes(const T& rec, std::string_view tail = {}) {
 std::vector<Piece> pieces_of(const img::Image& m, const PageStore& ps) {
     std::vector<Piece> out;
     out.push_back({GHOST_SEC_TASK, 0, rec_bytes(m.task)});
+    if (m.creds) {
+        Bytes c = rec_bytes(*m.creds);
+        const auto g = std::as_bytes(std::span(m.groups));
+        c.insert(c.end(), g.begin(), g.end());
+        out.push_back({GHOST_SEC_CREDS, 0, c});
+    }
     out.push_back({GHOST_SEC_REGS, 0, rec_bytes(m.regs)});
     Bytes x = rec_bytes(m.xstate);
     x.insert(x.end(), m.xsave.begin(), m.xsave.end());
@@ -380,6 +386,8 @@ img::Image as_version1(img::Image m) {
     m.header.version = 1;
     m.header.features = m.header.required_features = 0;
     m.mm.vdso_size = m.mm.vdso_crc32c = 0;
+    m.creds.reset();
+    m.groups.clear();
     for (auto& f : m.files)
         if (f.rec.kind == GHOST_FILE_DUP)
             for (const auto& e : m.files)
@@ -480,6 +488,9 @@ struct Gen {
         }
         if (type == GHOST_SEC_VMA && rec(v))
             note_addr(v.end, true);
+        // Who may be assumed is the importer's business (common/ghost_creds.h).
+        if (type == GHOST_SEC_CREDS)
+            machine("the credentials the importer may assume");
     }
     img::Vma& any_vma() { return m.vmas[rng.below(m.vmas.size())]; }
     img::Vma* vma_with_runs() {

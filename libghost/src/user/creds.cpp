@@ -108,13 +108,13 @@ Result<void> assume_image_creds(const image::Image& img) {
     if (!status)
         return status.error();
     const long sb2 = ::prctl(PR_GET_SECUREBITS, 0, 0, 0, 0);
-    if (auto r = read_creds(::getpid(), *status, sb2 < 0 ? 0 : static_cast<std::uint32_t>(sb2),
-                            me, my_groups);
+    if (auto r = read_creds(::getpid(), *status, sb2 < 0 ? 0 : static_cast<std::uint32_t>(sb2), me,
+                            my_groups);
         !r)
         return r;
     if (!ghost_creds_same(&want, img.groups.data(), &me, my_groups.data()))
-        return Error::from_errno(EPERM, fmt::format(GHOST_CREDS_NOT_SWITCHED_REASON, me.uid,
-                                                    me.gid, want.uid, want.gid));
+        return Error::from_errno(EPERM, fmt::format(GHOST_CREDS_NOT_SWITCHED_REASON, me.uid, me.gid,
+                                                    want.uid, want.gid));
     return {};
 }
 
