@@ -270,10 +270,12 @@ TEST(memory_image_carries_the_pattern)
 	EXPECT_EQ(x.len, e.bytes);
 	EXPECT_LT(0, e.frozen_ns);
 
-	/* Section order: TASK REGS XSTATE SIGNALS FS RLIMITS MM first. */
-	ASSERT_LE(8, x.n);
-	for (int i = 0; i < 7; i++)
-		EXPECT_EQ((__u32)GHOST_SEC_TASK + i, x.secs[i].hdr->type);
+	/* Section order: TASK CREDS REGS XSTATE SIGNALS FS RLIMITS MM first. */
+	ASSERT_LE(9, x.n);
+	EXPECT_EQ(GHOST_SEC_TASK, x.secs[0].hdr->type);
+	EXPECT_EQ(GHOST_SEC_CREDS, x.secs[1].hdr->type);
+	for (int i = 1; i < 7; i++)
+		EXPECT_EQ((__u32)GHOST_SEC_TASK + i, x.secs[i + 1].hdr->type);
 	EXPECT_EQ(0, kill(pid, 0));	/* RUN: still alive */
 
 	v = image_vma_at(x.secs, x.n, (unsigned long)addr);
@@ -331,6 +333,7 @@ TEST(image_is_version_2)
 		[GHOST_SEC_RLIMITS] = sizeof(struct ghost_rlimits),
 		[GHOST_SEC_MM] = sizeof(struct ghost_mm),
 		[GHOST_SEC_VMA] = sizeof(struct ghost_vma),
+		[GHOST_SEC_CREDS] = sizeof(struct ghost_creds),
 		[GHOST_SEC_PAGES] = sizeof(struct ghost_pages),
 		[GHOST_SEC_FILE] = sizeof(struct ghost_file),
 		[GHOST_SEC_END] = sizeof(struct ghost_end),
@@ -351,8 +354,9 @@ TEST(image_is_version_2)
 	ASSERT_LT(0, x.n) TH_LOG("image_walk: %d", x.n);
 	h = x.img;
 	EXPECT_EQ(2, h->version);
-	EXPECT_EQ(GHOST_IMAGE_FEAT_FILE_ID | GHOST_IMAGE_FEAT_VDSO_ID, h->features);
-	EXPECT_EQ(GHOST_IMAGE_FEAT_FILE_ID, h->required_features);
+	EXPECT_EQ(GHOST_IMAGE_FEAT_FILE_ID | GHOST_IMAGE_FEAT_VDSO_ID | GHOST_IMAGE_FEAT_CREDS,
+		  h->features);
+	EXPECT_EQ(GHOST_IMAGE_FEAT_FILE_ID | GHOST_IMAGE_FEAT_CREDS, h->required_features);
 	for (int i = 0; i < x.n; i++) {
 		const struct ghost_section *s = x.secs[i].hdr;
 
