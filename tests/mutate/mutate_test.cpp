@@ -824,6 +824,42 @@ const std::vector<Class>& classes() {
              SAY("cwd '%.40s' (%zu bytes)", g.m.cwd.c_str(), g.m.cwd.size());
              return true;
          }},
+        {"creds",
+         [](Gen& g) {
+             if (!g.m.creds)
+                 return false;
+             auto& c = *g.m.creds;
+             switch (g.rng.below(6)) {
+             case 0: // valid: whether it is refused is the importer's rule
+                 c.euid = c.fsuid = g.rng.pick<u32>({0, 1000, 65534});
+                 g.machine("the credentials the importer may assume");
+                 SAY("euid and fsuid %u", c.euid);
+                 break;
+             case 1:
+                 c.cap_effective |= 1ULL << 63;
+                 SAY("effective capability 63, not permitted");
+                 break;
+             case 2:
+                 c.ngroups += 1 + static_cast<u32>(g.rng.below(3));
+                 SAY("ngroups %u, %zu groups follow", c.ngroups, g.m.groups.size());
+                 break;
+             case 3:
+                 c.securebits = g.rng.pick<u32>({0x100, 0x80000000});
+                 SAY("securebits %#x", c.securebits);
+                 break;
+             case 4:
+                 c.uid = ~0U;
+                 SAY("uid -1");
+                 break;
+             default: // valid
+                 g.m.groups.push_back(g.rng.pick<u32>({0, 12345, 65533}));
+                 c.ngroups++;
+                 g.machine("the credentials the importer may assume");
+                 SAY("one more group, %u", g.m.groups.back());
+                 break;
+             }
+             return true;
+         }},
         {"rlimits",
          [](Gen& g) {
              const auto i = g.rng.below(GHOST_NRLIMITS);

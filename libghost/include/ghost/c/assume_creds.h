@@ -83,20 +83,24 @@ static inline int ghost_creds_loginuid(__u32 loginuid)
 /* Are @groups (@n of them) this process's supplementary groups? */
 static inline int ghost_creds_have_groups(const __u32 *groups, __u32 n)
 {
-	gid_t have[64];
-	long k = syscall(SYS_getgroups, 64, have);
+	long k = syscall(SYS_getgroups, 0, NULL), j;
+	gid_t *have;
 	__u32 i;
-	long j;
+	int same;
 
 	if (k < 0 || (__u32)k != n)
-		return 0;	/* more than 64: set them */
-	for (i = 0; i < n; i++) {
+		return 0;
+	have = (gid_t *)malloc((size_t)(k ? k : 1) * sizeof(*have));
+	if (!have)
+		return 0;
+	same = syscall(SYS_getgroups, k, have) == k;
+	for (i = 0; same && i < n; i++) {
 		for (j = 0; j < k && have[j] != groups[i]; j++)
 			;
-		if (j == k)
-			return 0;
+		same = j < k;
 	}
-	return 1;
+	free(have);
+	return same;
 }
 
 /*
