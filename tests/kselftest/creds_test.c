@@ -17,6 +17,7 @@
 #include <linux/capability.h>
 #include <linux/securebits.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -37,6 +38,7 @@ struct who {
 	unsigned long long inh, perm, eff, bset, amb;
 	int securebits;
 	unsigned int loginuid;
+	struct rlimit nofile;
 };
 
 static void who_am_i(struct who *w)
@@ -73,6 +75,7 @@ static void who_am_i(struct who *w)
 		close(fd);
 	}
 	w->loginuid = (unsigned int)strtoul(buf, NULL, 10);
+	getrlimit(RLIMIT_NOFILE, &w->nofile);
 }
 
 static int set_loginuid(unsigned int id)
@@ -384,6 +387,8 @@ static void expect_same(struct __test_metadata *_metadata, const struct who *a,
 	EXPECT_EQ(a->amb, b->amb);
 	EXPECT_EQ(a->securebits, b->securebits);
 	EXPECT_EQ(a->loginuid, b->loginuid);
+	EXPECT_EQ(a->nofile.rlim_cur, b->nofile.rlim_cur);
+	EXPECT_EQ(a->nofile.rlim_max, b->nofile.rlim_max);
 	if (a->uid[0] != b->uid[0] || a->perm != b->perm)
 		TH_LOG("restored as uid %u caps %#llx, was uid %u caps %#llx", b->uid[0],
 		       b->perm, a->uid[0], a->perm);
@@ -461,6 +466,14 @@ static int (*const setups[NSETUPS])(void) = {
 	[S_LOGINUID] = with_loginuid,
 	[4] = no_audit_control,
 };
+
+/* Root with a lower file limit than its users' (needs CAP_SYS_RESOURCE to raise it again). */
+static int low_nofile(void)
+{
+	struct rlimit r = { 256, 512 };
+
+	return setrlimit(RLIMIT_NOFILE, &r);
+}
 
 static bool have_loginuid(void)
 {
@@ -565,6 +578,25 @@ TEST_F(creds, loginuid)
 		EXPECT_EQ(EPERM, o.code);
 		EXPECT_STREQ("the image's loginuid 4242 is not the caller's (777) and it lacks CAP_AUDIT_CONTROL",
 			     o.reason);
+	}
+}
+
+/*
+ * (f) root restarts another user's image whose hard limit is above root's
+ * own: the limit is raised while the restart still has CAP_SYS_RESOURCE
+ * (the user engine's tracer, as that user, could not).
+ */
+TEST_F(creds, limit_above_the_callers)
+{
+	const char *engine;
+	struct who before;
+
+	if (!(caps_now() & (1ULL << CAP_SYS_RESOURCE)))
+		SKIP(return, "no CAP_SYS_RESOURCE to raise a hard limit");
+	FOR_EACH_ENGINE(engine) {
+		round_trip(_metadata, self, engine, S_OTHER_USER, other_user, low_nofile, &before);
+		EXPECT_LT(512, before.nofile.rlim_max);
+		EXPECT_EQ(OTHER_UID, before.uid[0]);
 	}
 }
 
