@@ -470,7 +470,7 @@ static int (*const setups[NSETUPS])(void) = {
 /* Root with a lower file limit than its users' (needs CAP_SYS_RESOURCE to raise it again). */
 static int low_nofile(void)
 {
-	struct rlimit r = { 256, 512 };
+	struct rlimit r = { 1024, 1024 };	/* libghost keeps its fds at 512 and up */
 
 	return setrlimit(RLIMIT_NOFILE, &r);
 }
@@ -591,11 +591,15 @@ TEST_F(creds, limit_above_the_callers)
 	const char *engine;
 	struct who before;
 
+	struct rlimit own;
+
 	if (!(caps_now() & (1ULL << CAP_SYS_RESOURCE)))
 		SKIP(return, "no CAP_SYS_RESOURCE to raise a hard limit");
+	if (getrlimit(RLIMIT_NOFILE, &own) || own.rlim_max <= 1024)
+		SKIP(return, "the file limit is not above 1024 here");
 	FOR_EACH_ENGINE(engine) {
 		round_trip(_metadata, self, engine, S_OTHER_USER, other_user, low_nofile, &before);
-		EXPECT_LT(512, before.nofile.rlim_max);
+		EXPECT_LT(1024, before.nofile.rlim_max);
 		EXPECT_EQ(OTHER_UID, before.uid[0]);
 	}
 }
