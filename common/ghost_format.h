@@ -41,13 +41,12 @@ static inline __u32 ghost_record_size(__u32 type, __u32 version)
 		return version == 1 ? GHOST_FILE_SIZE_VER1 : sizeof(struct ghost_file);
 	case GHOST_SEC_END:
 		return sizeof(struct ghost_end);
-	/* new in version 2: no smaller version-1 form (none is in a v1 image) */
 	case GHOST_SEC_CREDS:
-		return sizeof(struct ghost_creds);
+		return version == 1 ? 0 : sizeof(struct ghost_creds);
 	case GHOST_SEC_ATTRS:
-		return sizeof(struct ghost_attrs);
+		return version == 1 ? 0 : sizeof(struct ghost_attrs);
 	case GHOST_SEC_LOCK:
-		return sizeof(struct ghost_lock);
+		return version == 1 ? 0 : sizeof(struct ghost_lock);
 	default:
 		return 0;
 	}

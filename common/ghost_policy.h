@@ -268,6 +268,20 @@ static inline int ghost_policy_vma(const struct ghost_vma_facts *v,
 	return flags;
 }
 
+/*
+ * Guard pages (MADV_GUARD_INSTALL, Linux 6.13+) in a mapping, the first at
+ * @addr: the image has no record for them, and restoring the mapping
+ * without them would let the process read and write where it trapped.
+ */
+static inline int ghost_policy_guard(unsigned long addr, char *reason,
+				     size_t len)
+{
+	snprintf(reason, len,
+		 "guard pages (MADV_GUARD_INSTALL) at %#lx are not supported",
+		 addr);
+	return -EOPNOTSUPP;
+}
+
 /* ---- descriptors --------------------------------------------------------- */
 
 struct ghost_fd_facts {
@@ -367,6 +381,46 @@ static inline int ghost_policy_fd(const struct ghost_fd_facts *f, char *reason,
 	snprintf(reason, len, "fd %u (%s) is not supported", f->fd,
 		 f->path ? f->path : "unnamed");
 	return -EOPNOTSUPP;
+}
+
+/* ---- file locks ---------------------------------------------------------- */
+
+/*
+ * One lock the process holds through an open file, as /proc/PID/fdinfo
+ * shows it under the file's first descriptor: flock and OFD locks the open
+ * file owns, POSIX locks the process owns, leases.
+ */
+struct ghost_lock_facts {
+	unsigned int fd;	/* the open file's first descriptor */
+	int file_kind;		/* its enum ghost_file_kind */
+	bool lease;		/* F_SETLEASE (or an NFS delegation) */
+	__u32 kind;		/* else enum ghost_lock_kind */
+};
+
+/*
+ * Locks are carried (LOCK records) on files reopened by path. A lease is
+ * refused: the restored process could not get it back with the same
+ * pending breaks, and another process's open waits for it to be broken. A
+ * lock on an inherited file (pipe, FIFO, terminal) is refused: the
+ * importer's descriptor there is not the image's open file.
+ */
+static inline int ghost_policy_lock(const struct ghost_lock_facts *l,
+				    char *reason, size_t len)
+{
+	if (l->lease) {
+		snprintf(reason, len,
+			 "fd %u holds a lease (F_SETLEASE): leases are not supported",
+			 l->fd);
+		return -EOPNOTSUPP;
+	}
+	if (l->file_kind != GHOST_FILE_PATH) {
+		snprintf(reason, len,
+			 "fd %u holds a %s lock on an inherited file: not supported",
+			 l->fd, l->kind == GHOST_LOCK_POSIX ? "POSIX" :
+				l->kind == GHOST_LOCK_OFD ? "OFD" : "flock");
+		return -EOPNOTSUPP;
+	}
+	return 0;
 }
 
 /* ---- registers ------------------------------------------------------------ */

@@ -48,6 +48,9 @@ int ghost_check_mm(struct mm_struct *mm, char *reason);
 int ghost_write_mm(struct ghost_stream *s, struct mm_struct *mm, u32 vdso_size,
 		   u32 vdso_crc, char *reason);
 
+/* vma_attrs.c: mlock, madvise flags, may-write; under mmap_lock */
+u32 ghost_vma_attrs(struct vm_area_struct *vma, u32 flags);
+
 /* vdso.c */
 int ghost_vdso_id(struct mm_struct *mm, u32 *size, u32 *crc);
 
@@ -67,9 +70,22 @@ int ghost_collect_runs(struct mm_struct *mm, unsigned long addr,
 		       unsigned long end, bool anon_only, struct ghost_runs *r);
 void ghost_runs_free(struct ghost_runs *r);
 
-/* capture_files.c */
+/* capture_files.c: an open descriptor of the parked task */
+struct ghost_fd_entry {
+	unsigned int fd;
+	bool cloexec;
+	struct file *file;
+	u64 file_id;			/* ghost_file.file_id */
+	int kind;			/* enum ghost_file_kind */
+};
+
 int ghost_check_files(struct task_struct *task, char *reason);
 int ghost_write_files(struct ghost_stream *s, struct task_struct *task,
 		      char *reason);
+
+/* capture_locks.c: with @s NULL, only counts (and refuses) */
+int ghost_scan_locks(struct ghost_stream *s, struct files_struct *files,
+		     const struct ghost_fd_entry *v, unsigned int n,
+		     char *reason);
 
 #endif /* GHOST_CAPTURE_H */

@@ -16,16 +16,9 @@
 
 #include "capture.h"
 
-struct fd_entry {
-	unsigned int fd;
-	bool cloexec;
-	struct file *file;
-	u64 file_id;			/* ghost_file.file_id */
-};
-
 struct fd_list {
 	struct files_struct *files;
-	struct fd_entry *v;
+	struct ghost_fd_entry *v;
 	unsigned int n, cap;
 };
 
@@ -106,7 +99,7 @@ static bool dead_proc_file(const struct path *path)
 }
 
 /* enum ghost_file_kind of @f, or a negative errno with a reason. */
-static int classify(const struct fd_entry *e, char *buf, char *reason)
+static int classify(const struct ghost_fd_entry *e, char *buf, char *reason)
 {
 	struct inode *inode = file_inode(e->file);
 	const char *path = d_path(&e->file->f_path, buf, PATH_MAX);
@@ -128,7 +121,7 @@ static int classify(const struct fd_entry *e, char *buf, char *reason)
 }
 
 /* @pos: the file offset (0 for GHOST_FILE_DUP). */
-static int write_one(struct ghost_stream *s, const struct fd_entry *e,
+static int write_one(struct ghost_stream *s, const struct ghost_fd_entry *e,
 		     int kind, u64 pos, char *buf, char *reason)
 {
 	struct ghost_file f = {
@@ -182,6 +175,7 @@ static int scan_fds(struct task_struct *task, struct ghost_stream *s,
 		/* A dup of an earlier descriptor: one open file, one offset. */
 		if (j < i) {
 			l.v[i].file_id = l.v[j].file_id;
+			l.v[i].kind = GHOST_FILE_DUP;
 			if (s)
 				err = write_one(s, &l.v[i], GHOST_FILE_DUP, 0,
 						buf, reason);
@@ -189,18 +183,22 @@ static int scan_fds(struct task_struct *task, struct ghost_stream *s,
 		}
 		l.v[i].file_id = ++ids;
 		kind = classify(&l.v[i], buf, reason);
+		l.v[i].kind = kind;
 		if (kind < 0)
 			err = kind;
 		else if (s)
 			err = write_one(s, &l.v[i], kind, l.v[i].file->f_pos,
 					buf, reason);
 	}
+	if (!err)			/* after every FILE record */
+		err = ghost_scan_locks(s, l.files, l.v, l.n, reason);
 	if (l.v)
 		put_fds(&l);
 	kfree(buf);
 	return err;
 }
 
+/* The number of locks the image will carry, or a refusal. */
 int ghost_check_files(struct task_struct *task, char *reason)
 {
 	return scan_fds(task, NULL, reason);
@@ -209,5 +207,7 @@ int ghost_check_files(struct task_struct *task, char *reason)
 int ghost_write_files(struct ghost_stream *s, struct task_struct *task,
 		      char *reason)
 {
-	return scan_fds(task, s, reason);
+	int n = scan_fds(task, s, reason);
+
+	return n < 0 ? n : 0;
 }

@@ -193,7 +193,7 @@ static int snap_vma(struct mm_struct *mm, struct vm_area_struct *vma,
 	v->start = vma->vm_start;
 	v->end = vma->vm_end;
 	v->pgoff = vma->vm_pgoff;
-	v->flags = flags;
+	v->flags = flags | ghost_vma_attrs(vma, flags);
 	v->prot = ((vma->vm_flags & VM_READ) ? PROT_READ : 0) |
 		  ((vma->vm_flags & VM_WRITE) ? PROT_WRITE : 0) |
 		  ((vma->vm_flags & VM_EXEC) ? PROT_EXEC : 0);

@@ -56,17 +56,22 @@ int ghost_check_task(struct task_struct *task, struct mm_struct *mm,
 	err = ghost_check_mm(mm, reason);
 	if (err)
 		return err;
-	return ghost_check_files(task, reason);
+	err = ghost_check_files(task, reason);
+	return err < 0 ? err : 0;
 }
 
 /*
  * File ids change what a DUP record means, and credentials who the process
- * runs as, so a reader must know them; the vDSO record only adds a check,
- * which a reader may lack.
+ * runs as, so a reader must know them, and so must it the mapping attributes
+ * (capture_mm.c), which it must restore; the vDSO record only adds a check,
+ * which a reader may lack. A reader that skipped LOCK records would restore
+ * a process without its locks.
  */
 static int write_header(struct ghost_stream *s, struct task_struct *task,
-			bool vdso)
+			bool vdso, bool locks)
 {
+	u64 required = GHOST_IMAGE_FEAT_FILE_ID | GHOST_IMAGE_FEAT_VMA_ATTRS |
+		       GHOST_IMAGE_FEAT_CREDS | (locks ? GHOST_IMAGE_FEAT_LOCKS : 0);
 	struct ghost_image_header h = {
 		.magic = GHOST_IMAGE_MAGIC,
 		.version = GHOST_IMAGE_VERSION,
@@ -75,10 +80,8 @@ static int write_header(struct ghost_stream *s, struct task_struct *task,
 		.page_size = PAGE_SIZE,
 		.time_ns = ktime_get_real_ns(),
 		.pid = task_pid_vnr(task),
-		.features = GHOST_IMAGE_FEAT_FILE_ID | GHOST_IMAGE_FEAT_CREDS |
-			    (vdso ? GHOST_IMAGE_FEAT_VDSO_ID : 0),
-		.required_features = GHOST_IMAGE_FEAT_FILE_ID |
-				     GHOST_IMAGE_FEAT_CREDS,
+		.features = required | (vdso ? GHOST_IMAGE_FEAT_VDSO_ID : 0),
+		.required_features = required,
 	};
 
 	return ghost_stream_write(s, &h, sizeof(h));
@@ -212,13 +215,17 @@ int ghost_write_image(struct ghost_stream *s, struct task_struct *task,
 		      char *reason)
 {
 	u32 vdso_size, vdso_crc;
-	int err;
+	int err, locks;
 
+	/* The header says whether LOCK records follow: count them first. */
+	locks = ghost_check_files(task, reason);
+	if (locks < 0)
+		return locks;
 	mmap_read_lock(mm);
 	err = ghost_vdso_id(mm, &vdso_size, &vdso_crc);
 	mmap_read_unlock(mm);
 	if (!err)
-		err = write_header(s, task, vdso_size);
+		err = write_header(s, task, vdso_size, locks);
 	if (!err)
 		err = write_task(s, task);
 	if (!err)

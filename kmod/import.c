@@ -136,7 +136,7 @@ static int check_caller(const struct ghost_staged *st, char *reason)
 		ghost_reason(reason, "the importing process uses a GS selector");
 		return -EBUSY;
 	}
-	return 0;
+	return ghost_check_vma_attrs(st, reason);	/* its limit now */
 }
 
 /*

@@ -36,6 +36,13 @@ struct staged_file {
 	struct file *file;		/* PATH: reopened; INHERIT: NULL */
 };
 
+/* A lock the image holds; OFD and flock are taken when staged, POSIX after. */
+struct staged_lock {
+	struct ghost_lock l;
+	struct file *file;		/* the reopened file (a reference) */
+	int fd;
+};
+
 struct ghost_staged {
 	/* who prepared it (import.c): nobody else may restore it */
 	struct pid *owner;
@@ -62,6 +69,9 @@ struct ghost_staged {
 	struct staged_file *files;
 	u64 fd_end;			/* highest installed fd + 1, 0 if none */
 	u64 last_file_id;		/* of the last file record that was not a DUP */
+	unsigned int nr_locks;
+	size_t locks_cap;
+	struct staged_lock *locks;
 	u64 bytes;
 };
 
@@ -83,6 +93,16 @@ int ghost_creds_copy_out(const struct ghost_staged *st,
 int ghost_creds_check_now(const struct ghost_staged *st, char *reason);
 bool ghost_creds_switched(const struct ghost_staged *st);
 void ghost_creds_free(struct ghost_staged *st);
+/* vma_attrs.c */
+int ghost_check_vma_attrs(const struct ghost_staged *st, char *reason);
+unsigned long ghost_vm_mmap(struct file *file, const struct ghost_vma *v,
+			    unsigned long flags);
+
+/* import_locks.c */
+int ghost_stage_lock(struct ghost_staged *st, const struct ghost_lock *l,
+		     char *reason);
+void ghost_staged_locks_free(struct ghost_staged *st);
+int ghost_restore_locks(struct ghost_staged *st);
 
 /* vdso.c */
 int ghost_check_vdso(const struct ghost_staged *st, char *reason);

@@ -103,8 +103,7 @@ static int map_vma(const struct staged_vma *sv)
 		flags |= MAP_ANONYMOUS;
 	if (v->flags & GHOST_VMA_GROWSDOWN)
 		flags |= MAP_GROWSDOWN;
-	addr = vm_mmap(sv->file, v->start, v->end - v->start, v->prot, flags,
-		       sv->file ? v->pgoff << PAGE_SHIFT : 0);
+	addr = ghost_vm_mmap(sv->file, v, flags);	/* with its attributes */
 	if (IS_ERR_VALUE(addr))
 		return addr;
 	if (addr != v->start)
@@ -394,6 +393,8 @@ int ghost_restore(struct ghost_staged *st, struct file *self)
 	if (st->fd_end <= st->rlim.rlim[RLIMIT_NOFILE].cur)
 		restore_limits(st);
 	err = restore_files(st, self);
+	if (!err)	/* POSIX locks after the last close of the caller's */
+		err = ghost_restore_locks(st);
 	if (err)
 		return err;
 	restore_limits(st);

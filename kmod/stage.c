@@ -28,6 +28,7 @@
 #include <linux/ghost.h>
 
 #include "ghost_format.h"
+#include "ghost_vma_attrs.h"
 #include "import.h"
 
 static __printf(2, 3) int bad(char *reason, const char *fmt, ...)
@@ -102,6 +103,8 @@ static int next_section(struct ghost_stream *s, const struct ghost_staged *st,
 			return bad(reason, "section at byte %llu has unknown flags %#x",
 				   sec->at, sec->h.flags);
 		known = ghost_record_size(sec->h.type, 1);
+		if (!known && !v1)	/* a type version 2 added */
+			known = ghost_record_size(sec->h.type, 2);
 		if (known)
 			break;
 		if (!(sec->h.flags & GHOST_SECTION_SKIPPABLE))
@@ -660,6 +663,7 @@ static int stage_vma(struct ghost_stream *s, struct ghost_staged *st,
 	    (idx && v->start < st->vmas[idx - 1].v.end) ||
 	    (v->prot & ~(PROT_READ | PROT_WRITE | PROT_EXEC)) ||
 	    (v->flags & ~GHOST_VMA_FLAGS) ||
+	    !ghost_vma_attrs_valid(v->flags, st->hdr.features) ||
 	    v->nr_pages > (v->end - v->start) / PAGE_SIZE ||
 	    (!(v->flags & GHOST_VMA_FILE) != !v->path_len) ||
 	    ((v->flags & GHOST_VMA_SHARED) && !(v->flags & GHOST_VMA_FILE)) ||
@@ -671,14 +675,23 @@ static int stage_vma(struct ghost_stream *s, struct ghost_staged *st,
 		return bad(reason, "the mapping at %#llx is malformed", v->start);
 
 	if (v->flags & GHOST_VMA_FILE) {
-		int mode = ((v->flags & GHOST_VMA_SHARED) && (v->prot & PROT_WRITE)) ?
-			   O_RDWR : O_RDONLY;
+		/* A shared mapping that may be made writable needs it open so. */
+		int mode = ((v->flags & GHOST_VMA_SHARED) &&
+			    (v->flags & GHOST_VMA_MAYWRITE ||
+			     v->prot & PROT_WRITE)) ? O_RDWR : O_RDONLY;
 		struct file *f;
 
 		err = read_path(s, &sec, v->path_len, true, &path, reason);
 		if (err)
 			return err;
 		f = filp_open(path, mode | O_LARGEFILE, 0);
+		if (IS_ERR(f) && (v->flags & GHOST_VMA_MAYWRITE) &&
+		    mode == O_RDWR) {
+			ghost_reason(reason, GHOST_MAYWRITE_REASON, path,
+				     v->start, (int)PTR_ERR(f));
+			kfree(path);
+			return PTR_ERR(f);
+		}
 		if (IS_ERR(f)) {
 			ghost_reason(reason, "cannot open %s, mapped at %#llx (error %ld)",
 				     path, v->start, PTR_ERR(f));
@@ -811,9 +824,23 @@ static int stage_file(struct ghost_stream *s, struct ghost_staged *st,
 	return err;
 }
 
+/* A LOCK record, after the FILE records (GHOST_IMAGE_FEAT_LOCKS). */
+static int stage_lock(struct ghost_stream *s, struct ghost_staged *st,
+		      const struct sec *sec, char *reason)
+{
+	struct ghost_lock l;
+	int err = read_record(s, sec, &l, sizeof(l), reason);
+
+	if (!err)
+		err = read_tail(s, sec, NULL, 0, reason);
+	return err ? err : ghost_stage_lock(st, &l, reason);
+}
+
 static int stage_tail(struct ghost_stream *s, struct ghost_staged *st,
 		      char *reason)
 {
+	bool locks = st->hdr.features & GHOST_IMAGE_FEAT_LOCKS;
+
 	for (;;) {
 		struct ghost_end end;
 		struct sec sec;
@@ -821,7 +848,13 @@ static int stage_tail(struct ghost_stream *s, struct ghost_staged *st,
 
 		if (err)
 			return err;
-		if (sec.h.type == GHOST_SEC_FILE) {
+		if (sec.h.type == GHOST_SEC_LOCK && locks) {
+			err = stage_lock(s, st, &sec, reason);
+			if (err)
+				return err;
+			continue;
+		}
+		if (sec.h.type == GHOST_SEC_FILE && !st->nr_locks) {
 			err = stage_file(s, st, &sec, reason);
 			if (err)
 				return err;
@@ -918,6 +951,7 @@ void ghost_staged_free(struct ghost_staged *st)
 		if (st->files[i].file)
 			fput(st->files[i].file);
 	kvfree(st->files);
+	ghost_staged_locks_free(st);
 	if (st->cwd.dentry)
 		path_put(&st->cwd);
 	kfree(st->sig);
@@ -982,6 +1016,8 @@ int ghost_stage(struct ghost_stream *s, struct ghost_staged **out,
 		err = check_layout(st, reason);
 	if (!err)
 		err = check_fd_limit(st, reason);
+	if (!err)
+		err = ghost_check_vma_attrs(st, reason);
 	if (err) {
 		if (!reason[0])
 			ghost_reason(reason, "reading the image failed (error %d)", err);

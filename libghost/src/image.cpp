@@ -24,6 +24,8 @@
 
 #include "ghost_creds.h"
 #include "ghost_format.h"
+#include "ghost_lock.h"
+#include "ghost_vma_attrs.h"
 
 namespace ghost::image {
 
@@ -252,7 +254,9 @@ class Reader {
                 return bad(fmt::format("the {} section at byte {} has unknown flags {:#x}",
                                        name_of(s.h.type), s.at,
                                        v1 ? (s.h.flags | s.h.record_size << 16) : s.h.flags));
-            const auto known = record_size(s.h.type, 1);
+            auto known = record_size(s.h.type, 1);
+            if (!known && !v1) // a type version 2 added
+                known = record_size(s.h.type, 2);
             if (!known && !(s.h.flags & GHOST_SECTION_SKIPPABLE))
                 return bad(fmt::format("section type {} at byte {} is unknown to this reader and "
                                        "not skippable",
@@ -647,6 +651,9 @@ class Reader {
             return what(fmt::format("has unknown protection bits {:#x}", r.prot));
         if (r.flags & ~static_cast<std::uint32_t>(GHOST_VMA_FLAGS))
             return what(fmt::format("has unknown flags {:#x}", r.flags));
+        if (!ghost_vma_attrs_valid(r.flags, img_.header.features))
+            return what(fmt::format("has attributes {:#x} that are not allowed here",
+                                    r.flags & GHOST_VMA_ATTRS));
         if (r.nr_pages > pages)
             return what(fmt::format("carries {} pages but has only {}", r.nr_pages, pages));
         if (!(r.flags & GHOST_VMA_FILE) != !r.path_len)
@@ -742,22 +749,29 @@ class Reader {
         return {};
     }
 
-    // FILE sections, then END.
+    // FILE sections, LOCK sections (GHOST_IMAGE_FEAT_LOCKS), then END.
     Result<void> tail() {
+        const bool locks = img_.header.features & GHOST_IMAGE_FEAT_LOCKS;
         for (;;) {
             auto s = next();
             if (!s)
                 return s.error();
             const auto crc = s->crc;
-            if (s->h.type == GHOST_SEC_FILE) {
+            if (s->h.type == GHOST_SEC_LOCK && locks) {
+                if (auto r = lock(*s); !r)
+                    return r;
+                continue;
+            }
+            if (s->h.type == GHOST_SEC_FILE && img_.locks.empty()) {
                 if (auto r = file(*s); !r)
                     return r;
                 continue;
             }
             if (s->h.type != GHOST_SEC_END)
-                return bad(fmt::format("unexpected section {} at byte {}: expected a file or the "
-                                       "end section",
-                                       name_of(s->h.type), s->at));
+                return bad(
+                    fmt::format("unexpected section {} at byte {}: expected a file, a lock or the "
+                                "end section",
+                                name_of(s->h.type), s->at));
             ghost_end e{};
             if (auto r = size_is(*s, s->rec); !r)
                 return r;
@@ -828,6 +842,26 @@ class Reader {
             last_file_id_ = r.file_id;
         }
         img_.files.push_back(std::move(f));
+        return {};
+    }
+
+    // A lock held through an open file that the image reopens by path.
+    Result<void> lock(const Sec& s) {
+        ghost_lock l{};
+        if (auto r = size_is(s, s.rec); !r)
+            return r;
+        if (auto r = record(s, l); !r)
+            return r;
+        if (const char* why = ghost_lock_malformed(&l))
+            return bad(fmt::format("the lock section at byte {} {}", s.at, why));
+        const auto f = std::find_if(img_.files.begin(), img_.files.end(), [&](const File& e) {
+            return e.rec.file_id == l.file_id && e.rec.kind != GHOST_FILE_DUP;
+        });
+        if (f == img_.files.end() || f->rec.kind != GHOST_FILE_PATH)
+            return bad(fmt::format("the lock section at byte {} names file id {}, which the "
+                                   "image does not reopen by path",
+                                   s.at, l.file_id));
+        img_.locks.push_back(l);
         return {};
     }
 
@@ -902,6 +936,8 @@ std::string_view section_name(std::uint32_t type) {
         return "end";
     case GHOST_SEC_CREDS:
         return "creds";
+    case GHOST_SEC_LOCK:
+        return "lock";
     default:
         return "unknown";
     }
@@ -1084,6 +1120,8 @@ Result<void> write(Writer& w, const Image& img,
     }
     for (const auto& f : img.files)
         w.record(GHOST_SEC_FILE, f.rec, std::as_bytes(std::span(f.path)));
+    for (const auto& l : img.locks)
+        w.record(GHOST_SEC_LOCK, l);
     w.end();
     return w.status();
 }

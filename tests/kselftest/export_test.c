@@ -354,9 +354,10 @@ TEST(image_is_version_2)
 	ASSERT_LT(0, x.n) TH_LOG("image_walk: %d", x.n);
 	h = x.img;
 	EXPECT_EQ(2, h->version);
-	EXPECT_EQ(GHOST_IMAGE_FEAT_FILE_ID | GHOST_IMAGE_FEAT_VDSO_ID | GHOST_IMAGE_FEAT_CREDS,
-		  h->features);
-	EXPECT_EQ(GHOST_IMAGE_FEAT_FILE_ID | GHOST_IMAGE_FEAT_CREDS, h->required_features);
+	EXPECT_EQ(GHOST_IMAGE_FEAT_FILE_ID | GHOST_IMAGE_FEAT_VDSO_ID |
+		  GHOST_IMAGE_FEAT_VMA_ATTRS | GHOST_IMAGE_FEAT_CREDS, h->features);
+	EXPECT_EQ(GHOST_IMAGE_FEAT_FILE_ID | GHOST_IMAGE_FEAT_VMA_ATTRS |
+		  GHOST_IMAGE_FEAT_CREDS, h->required_features);
 	for (int i = 0; i < x.n; i++) {
 		const struct ghost_section *s = x.secs[i].hdr;
 

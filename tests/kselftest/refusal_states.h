@@ -21,6 +21,7 @@
 #include <linux/io_uring.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
+#include <sys/file.h>
 #include <sys/inotify.h>
 #include <sys/ipc.h>
 #include <sys/mman.h>
@@ -425,6 +426,47 @@ static int set_aio_ring(struct state *s)
 		return -1;
 	s->addr = ctx;		/* the ring's address */
 	return 0;
+}
+
+/*
+ * A guard page (Linux 6.13+; skipped where madvise() does not know it, as
+ * on 6.1) in the middle of a private mapping whose other pages exist.
+ */
+static int set_guard_pages(struct state *s)
+{
+	char *p = mmap(NULL, 3 * 4096, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	if (p == MAP_FAILED)
+		return -1;
+	memset(p, 1, 3 * 4096);
+	if (madvise(p + 4096, 4096, 102 /* MADV_GUARD_INSTALL */))
+		return -1;
+	s->addr = (unsigned long)p + 4096;
+	return 0;
+}
+
+/*
+ * A read lease on this program's own file (no leftover file; a read lease
+ * needs no writer, which an executable never has).
+ */
+static int set_lease(struct state *s)
+{
+	s->fd = open("/proc/self/exe", O_RDONLY);
+	if (s->fd < 0)
+		return -1;
+	return fcntl(s->fd, F_SETLEASE, F_RDLCK) ? -1 : 0;
+}
+
+/* A lock on a pipe, which the importer would supply (inherited). */
+static int set_pipe_flock(struct state *s)
+{
+	int p[2];
+
+	if (pipe(p))
+		return -1;
+	s->fd = p[0];
+	return flock(p[0], LOCK_EX) ? -1 : 0;
 }
 
 #endif /* GHOST_REFUSAL_STATES_H */

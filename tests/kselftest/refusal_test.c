@@ -58,6 +58,9 @@ enum row_id {
 	R_dead_proc_file,
 	R_opath_symlink,
 	R_aio_ring,
+	R_guard_pages,
+	R_lease,
+	R_pipe_flock,
 	NROWS
 };
 
@@ -145,6 +148,12 @@ static const struct row rows[NROWS] = {
 	  "fd %F is an O_PATH descriptor of a symbolic link: not supported" },
 	[R_aio_ring] = { "aio_ring", set_aio_ring, NONE, EOPNOTSUPP,
 	  "AIO ring (io_setup) at %A is not supported" },
+	[R_guard_pages] = { "guard_pages", set_guard_pages, NONE, EOPNOTSUPP,
+	  "guard pages (MADV_GUARD_INSTALL) at %A are not supported" },
+	[R_lease] = { "lease", set_lease, NONE, EOPNOTSUPP,
+	  "fd %F holds a lease (F_SETLEASE): leases are not supported" },
+	[R_pipe_flock] = { "pipe_flock", set_pipe_flock, NONE, EOPNOTSUPP,
+	  "fd %F holds a flock lock on an inherited file: not supported" },
 };
 
 /* What the child reports once its state is set: 0, or -1 to skip. */
@@ -310,6 +319,9 @@ ROW(deleted_fifo);
 ROW(dead_proc_file);
 ROW(opath_symlink);
 ROW(aio_ring);
+ROW(guard_pages);
+ROW(lease);
+ROW(pipe_flock);
 
 FIXTURE_SETUP(refusal)
 {

@@ -395,6 +395,8 @@ img::Image as_version1(img::Image m) {
                     f.rec.pos = static_cast<u64>(e.rec.fd);
     for (auto& f : m.files)
         f.rec.file_id = 0;
+    for (auto& v : m.vmas) // no mapping attributes either
+        v.rec.flags &= ~static_cast<u32>(GHOST_VMA_ATTRS);
     return m;
 }
 

@@ -582,6 +582,26 @@ struct RejectCase {
     const char* words;           // in the error message
 };
 
+// The synthetic image with a POSIX write lock on bytes 10-29 of fd 3.
+img::Image locked(img::Image m) {
+    m.header.features |= GHOST_IMAGE_FEAT_LOCKS;
+    m.header.required_features |= GHOST_IMAGE_FEAT_LOCKS;
+    ghost_lock l{};
+    l.file_id = m.files.back().rec.file_id;
+    l.kind = GHOST_LOCK_POSIX;
+    l.type = F_WRLCK;
+    l.start = 10;
+    l.len = 20;
+    m.locks.push_back(l);
+    return m;
+}
+
+Bytes lock_changed(const std::function<void(img::Image&)>& f) {
+    auto m = locked(synthetic());
+    f(m);
+    return encode(m);
+}
+
 Bytes changed(const std::function<void(img::Image&)>& f) {
     auto m = synthetic();
     f(m);
@@ -959,8 +979,28 @@ const RejectCase kRejects[] = {
      "overlaps"},
     {"VmaProt", [] { return changed([](auto& m) { m.vmas[0].rec.prot |= 8; }); },
      "protection bits 0xd"},
-    {"VmaFlags", [] { return changed([](auto& m) { m.vmas[0].rec.flags |= 0x80; }); },
-     "unknown flags 0x84"},
+    {"VmaFlags", [] { return changed([](auto& m) { m.vmas[0].rec.flags |= 1u << 19; }); },
+     "unknown flags 0x80004"},
+    // Mapping attributes need their feature bit, and only kernel-made sets.
+    {"VmaAttrsWithoutFeature",
+     [] { return changed([](auto& m) { m.vmas[0].rec.flags |= GHOST_VMA_DONTDUMP; }); },
+     "has attributes 0x800 that are not allowed here"},
+    {"VmaLockOnFaultWithoutLock",
+     [] {
+         return changed([](auto& m) {
+             m.header.features |= GHOST_IMAGE_FEAT_VMA_ATTRS;
+             m.vmas[0].rec.flags |= GHOST_VMA_LOCKONFAULT;
+         });
+     },
+     "has attributes 0x200 that are not allowed here"},
+    {"VmaWipeOnForkOnAFile",
+     [] {
+         return changed([](auto& m) {
+             m.header.features |= GHOST_IMAGE_FEAT_VMA_ATTRS;
+             m.vmas[0].rec.flags |= GHOST_VMA_WIPEONFORK;
+         });
+     },
+     "has attributes 0x1000 that are not allowed here"},
     {"VmaMorePagesThanSize", [] { return changed([](auto& m) { m.vmas[1].rec.nr_pages = 2; }); },
      "carries 2 pages but has only 1"},
     {"FileVmaWithoutPath",
@@ -1274,6 +1314,30 @@ const RejectCase kRejects[] = {
          return build(m, ps);
      },
      "unexpected section vma"},
+    // locks
+    {"LockWithoutFeature",
+     [] {
+         return lock_changed([](auto& m) {
+             m.header.features &= ~GHOST_IMAGE_FEAT_LOCKS;
+             m.header.required_features &= ~GHOST_IMAGE_FEAT_LOCKS;
+         });
+     },
+     "unexpected section lock"},
+    {"LockUnknownKind", [] { return lock_changed([](auto& m) { m.locks[0].kind = 4; }); },
+     "unknown kind"},
+    {"LockUnknownType", [] { return lock_changed([](auto& m) { m.locks[0].type = 2; }); },
+     "unknown type"},
+    {"LockResv", [] { return lock_changed([](auto& m) { m.locks[0].resv[1] = 1; }); }, "reserved"},
+    {"LockFlockRange",
+     [] { return lock_changed([](auto& m) { m.locks[0].kind = GHOST_LOCK_FLOCK; }); },
+     "flock lock with a byte range"},
+    {"LockRangeOverflow",
+     [] { return lock_changed([](auto& m) { m.locks[0].start = 1ULL << 63; }); },
+     "beyond the largest file offset"},
+    {"LockOnInheritedFile", [] { return lock_changed([](auto& m) { m.locks[0].file_id = 1; }); },
+     "does not reopen by path"},
+    {"LockOnUnknownFile", [] { return lock_changed([](auto& m) { m.locks[0].file_id = 9; }); },
+     "does not reopen by path"},
 };
 
 void PrintTo(const RejectCase& c, std::ostream* os) {
@@ -1303,6 +1367,17 @@ void expect_synthetic(const Bytes& b, std::uint32_t skipped) {
     EXPECT_EQ(r->skipped, skipped);
     EXPECT_FALSE(r->exact);
     EXPECT_EQ(encode(*r), encode(synthetic()));
+}
+
+TEST(ImageRead, LockRecordsRoundTrip) {
+    const auto m = locked(synthetic());
+    const auto bytes = encode(m);
+    auto r = img::read(bytes);
+    ASSERT_TRUE(r) << r.error().what();
+    ASSERT_EQ(1u, r->locks.size());
+    EXPECT_EQ(0, std::memcmp(&m.locks[0], &r->locks[0], sizeof(ghost_lock)));
+    EXPECT_TRUE(r->exact);
+    EXPECT_EQ(bytes, encode(*r));
 }
 
 TEST(ImageGrowth, SkippableSectionsOfUnknownTypesAreIgnoredAnywhere) {

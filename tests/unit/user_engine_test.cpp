@@ -6,11 +6,14 @@
 #include <gtest/gtest.h>
 
 #include <fcntl.h>
+#include <linux/capability.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -305,6 +308,64 @@ TEST(UserEngine, RefusesAMultiThreadedProcess) {
     kill_wait(pid);
 }
 
+// Root without CAP_SYS_RESOURCE (as in many containers) exporting another
+// user's process: prlimit(2) on it is refused, /proc/PID/limits is not. The
+// image must hold the target's own limits.
+TEST(UserEngine, RootWithoutCapSysResourceReadsAnotherUsersLimits) {
+    if (::geteuid() != 0)
+        GTEST_SKIP() << "needs root";
+    Lines lines;
+    const pid_t pid = ::fork();
+    if (pid == 0) {
+        const rlimit nofile{100, 200};
+        if (::setrlimit(RLIMIT_NOFILE, &nofile) || ::setresgid(65534, 65534, 65534) ||
+            ::setresuid(65534, 65534, 65534))
+            ::_exit(4);
+        worker(lines.wr());
+    }
+    ASSERT_NE(lines.next().pid, 0);
+    const pid_t exporter = ::fork();
+    if (exporter == 0) {
+        __user_cap_header_struct hdr{_LINUX_CAPABILITY_VERSION_3, 0};
+        __user_cap_data_struct caps[2]{};
+        if (::syscall(SYS_capget, &hdr, caps))
+            ::_exit(10);
+        for (auto& c : caps) {
+            c.effective &= c.permitted;
+            c.inheritable = 0;
+        }
+        caps[CAP_SYS_RESOURCE / 32].effective &= ~(1U << (CAP_SYS_RESOURCE % 32));
+        caps[CAP_SYS_RESOURCE / 32].permitted &= ~(1U << (CAP_SYS_RESOURCE % 32));
+        if (::syscall(SYS_capset, &hdr, caps))
+            ::_exit(11);
+        rlimit rl{};
+        if (::prlimit(pid, RLIMIT_NOFILE, nullptr, &rl) == 0 || errno != EPERM)
+            ::_exit(12); // the situation of the test is not made
+        auto g = user_engine()->create(ghost::Backend::memory());
+        if (!g)
+            ::_exit(13);
+        auto st = (*g)->export_process(pid, ghost::Fate::Run);
+        if (!st) {
+            std::fprintf(stderr, "export: %s\n", st.error().what().c_str());
+            ::_exit(14);
+        }
+        auto view = (*g)->view();
+        if (!view)
+            ::_exit(15);
+        auto img = ghost::image::read(view->bytes());
+        if (!img)
+            ::_exit(15);
+        const auto& l = img->rlimits.rlim[RLIMIT_NOFILE];
+        ::_exit(l.cur == 100 && l.max == 200 ? 0 : 16);
+    }
+    int status = 0;
+    ASSERT_EQ(::waitpid(exporter, &status, 0), exporter);
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "exporter status " << status;
+    lines.drain();
+    EXPECT_EQ(lines.next().pid, pid); // left running
+    kill_wait(pid);
+}
+
 TEST(UserEngine, RefusesToExportItselfOrNothing) {
     auto g = user_engine()->create(ghost::Backend::memory());
     auto self = (*g)->export_process(::getpid(), ghost::Fate::Run);
@@ -399,6 +460,8 @@ TEST_F(BadImport, ForeignVdsoOfAVersion1ImageIsRefusedBySize) {
     img_.header.version = 1;
     img_.header.features = img_.header.required_features = 0;
     img_.mm.vdso_size = img_.mm.vdso_crc32c = 0;
+    img_.creds.reset(); // no CREDS in version 1
+    img_.groups.clear();
     bool found = false;
     for (auto& f : img_.files) // version 1 names the shared descriptor in pos
         if (f.rec.kind == GHOST_FILE_DUP)
@@ -407,6 +470,8 @@ TEST_F(BadImport, ForeignVdsoOfAVersion1ImageIsRefusedBySize) {
                     f.rec.pos = static_cast<std::uint64_t>(e.rec.fd);
     for (auto& f : img_.files)
         f.rec.file_id = 0;
+    for (auto& v : img_.vmas) // nor mapping attributes
+        v.rec.flags &= ~static_cast<std::uint32_t>(GHOST_VMA_ATTRS);
     for (auto& v : img_.vmas)
         if (v.rec.flags & GHOST_VMA_VDSO) {
             v.rec.end -= 4096; // another kernel's, smaller vDSO

@@ -41,15 +41,40 @@ std::string prot_string(const ghost_vma& v) {
 
 std::vector<std::string> vma_flag_names(std::uint32_t f) {
     static constexpr std::pair<std::uint32_t, const char*> names[] = {
-        {GHOST_VMA_SHARED, "shared"}, {GHOST_VMA_GROWSDOWN, "growsdown"}, {GHOST_VMA_FILE, "file"},
-        {GHOST_VMA_HEAP, "heap"},     {GHOST_VMA_STACK, "stack"},         {GHOST_VMA_VDSO, "vdso"},
+        {GHOST_VMA_SHARED, "shared"},
+        {GHOST_VMA_GROWSDOWN, "growsdown"},
+        {GHOST_VMA_FILE, "file"},
+        {GHOST_VMA_HEAP, "heap"},
+        {GHOST_VMA_STACK, "stack"},
+        {GHOST_VMA_VDSO, "vdso"},
         {GHOST_VMA_VVAR, "vvar"},
+        {GHOST_VMA_MAYWRITE, "maywrite"},
+        {GHOST_VMA_LOCKED, "locked"},
+        {GHOST_VMA_LOCKONFAULT, "lockonfault"},
+        {GHOST_VMA_NORESERVE, "noreserve"},
+        {GHOST_VMA_DONTDUMP, "dontdump"},
+        {GHOST_VMA_WIPEONFORK, "wipeonfork"},
+        {GHOST_VMA_DONTFORK, "dontfork"},
+        {GHOST_VMA_MERGEABLE, "mergeable"},
+        {GHOST_VMA_HUGEPAGE, "hugepage"},
+        {GHOST_VMA_NOHUGEPAGE, "nohugepage"},
+        {GHOST_VMA_SEQ_READ, "seqread"},
+        {GHOST_VMA_RAND_READ, "randread"},
     };
     std::vector<std::string> out;
     for (const auto& [bit, name] : names)
         if (f & bit)
             out.emplace_back(name);
     return out;
+}
+
+// " [locked, dontdump]": the attributes of a mapping but may-write.
+std::string attr_names(std::uint32_t flags) {
+    std::string s;
+    for (const auto& n :
+         vma_flag_names(flags & GHOST_VMA_ATTRS & ~static_cast<std::uint32_t>(GHOST_VMA_MAYWRITE)))
+        s += (s.empty() ? " [" : ", ") + n;
+    return s.empty() ? s : s + "]";
 }
 
 std::string mapping_name(const ghost::image::Vma& v) {
@@ -199,6 +224,27 @@ std::string command_line(const ghost::image::Image& img, const StackPages& stack
     return out;
 }
 
+std::string_view lock_kind(std::uint32_t kind) {
+    switch (kind) {
+    case GHOST_LOCK_POSIX:
+        return "POSIX";
+    case GHOST_LOCK_OFD:
+        return "OFD";
+    case GHOST_LOCK_FLOCK:
+        return "flock";
+    default:
+        return "unknown";
+    }
+}
+
+// The first descriptor of the open file a lock is held through.
+int lock_fd(const ghost::image::Image& img, const ghost_lock& l) {
+    for (const auto& f : img.files)
+        if (f.rec.file_id == l.file_id)
+            return f.rec.fd;
+    return -1;
+}
+
 json to_json(const ghost::image::Image& img, const std::string& cmdline, bool compressed,
              bool regs) {
     json vmas = json::array();
@@ -229,6 +275,14 @@ json to_json(const ghost::image::Image& img, const std::string& cmdline, bool co
                          {"file_id", f.rec.file_id},
                          {"shares_fd", shared_fd(img, f)},
                          {"mode", f.rec.mode}});
+    json locks = json::array();
+    for (const auto& l : img.locks)
+        locks.push_back({{"file_id", l.file_id},
+                         {"fd", lock_fd(img, l)},
+                         {"kind", lock_kind(l.kind)},
+                         {"type", l.type == F_WRLCK ? "write" : "read"},
+                         {"start", l.start},
+                         {"len", l.len}});
     json sig_handlers = json::array();
     for (const auto& [sig, h] : handlers(img.signals))
         sig_handlers.push_back({{"signal", sig},
@@ -250,6 +304,7 @@ json to_json(const ghost::image::Image& img, const std::string& cmdline, bool co
               {"pages", img.pages()},
               {"vmas", std::move(vmas)},
               {"files", std::move(files)},
+              {"locks", std::move(locks)},
               {"signals",
                {{"blocked", img.signals.blocked},
                 {"pending", img.signals.pending},
@@ -291,6 +346,10 @@ std::string feature_list(std::uint64_t features) {
         add("vDSO id");
     if (features & GHOST_IMAGE_FEAT_CREDS)
         add("credentials");
+    if (features & GHOST_IMAGE_FEAT_VMA_ATTRS)
+        add("mapping attributes");
+    if (features & GHOST_IMAGE_FEAT_LOCKS)
+        add("locks");
     for (int b = 0; b < 64; b++)
         if ((features >> b & 1) && !((1ULL << b) & GHOST_IMAGE_FEATURES))
             add(fmt::format("feature {}", b));
@@ -332,7 +391,8 @@ void print_summary(const std::string& name, const ghost::image::Image& img,
     for (const auto& v : img.vmas)
         fmt::print("  {:016x} {:016x} {:<4} {:>10} {:>10}  {}\n", v.rec.start, v.rec.end,
                    prot_string(v.rec), human_bytes(v.rec.end - v.rec.start),
-                   human_bytes(v.rec.nr_pages * img.header.page_size), mapping_name(v));
+                   human_bytes(v.rec.nr_pages * img.header.page_size),
+                   mapping_name(v) + attr_names(v.rec.flags));
 
     fmt::print("files      {} descriptors\n", img.files.size());
     if (!img.files.empty()) {
@@ -344,6 +404,14 @@ void print_summary(const std::string& name, const ghost::image::Image& img,
                                                     : fmt::format("{}", f.rec.pos),
                        f.path, (f.rec.fd_flags & FD_CLOEXEC) ? " (cloexec)" : "");
     }
+    if (!img.locks.empty())
+        fmt::print("locks      {}\n", img.locks.size());
+    for (const auto& l : img.locks)
+        fmt::print("  fd {} {} {} {}\n", lock_fd(img, l), lock_kind(l.kind),
+                   l.type == F_WRLCK ? "write" : "read",
+                   l.kind == GHOST_LOCK_FLOCK ? std::string("whole file")
+                   : l.len ? fmt::format("bytes {}-{}", l.start, l.start + l.len - 1)
+                           : fmt::format("bytes {}-EOF", l.start));
     fmt::print("signals    blocked: {}; pending: {}\n", sigset_string(img.signals.blocked),
                sigset_string(img.signals.pending));
     for (const auto& [sig, h] : handlers(img.signals))

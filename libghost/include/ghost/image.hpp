@@ -83,6 +83,7 @@ struct Image {
     ghost_mm mm{};
     std::vector<Vma> vmas;
     std::vector<File> files;
+    std::vector<ghost_lock> locks; // after the files they name (GHOST_IMAGE_FEAT_LOCKS)
     std::uint32_t crc32c = 0;
     std::uint64_t bytes = 0; // whole image, END included
     // Sections of unknown types flagged GHOST_SECTION_SKIPPABLE, read past.

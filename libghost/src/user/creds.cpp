@@ -6,6 +6,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <sstream>
 #include <string>
@@ -88,18 +89,21 @@ Result<void> assume_image_creds(const image::Image& img) {
     if (ghost_creds_same(&want, img.groups.data(), &me, my_groups.data()))
         return {};
     // The restorer sets the image's limits with prlimit once the caller
-    // runs as the image, maybe without CAP_SYS_RESOURCE: a hard limit it
-    // must raise is raised now (the caller may, check_limits said so).
+    // runs as the image, maybe without CAP_SYS_RESOURCE: a limit it would
+    // have to raise (hard, or soft: locked memory is mapped before the
+    // limits are set) is raised now, while the caller may (check_limits).
     for (int i = 0; i < GHOST_NRLIMITS; i++) {
         rlimit cur{};
         const auto res = static_cast<__rlimit_resource>(i);
-        if (::getrlimit(res, &cur) == 0 && img.rlimits.rlim[i].max > cur.rlim_max) {
-            cur.rlim_max = img.rlimits.rlim[i].max;
-            if (::setrlimit(res, &cur) != 0)
-                return Error::from_errno(errno, fmt::format("cannot raise hard limit {} to the "
-                                                            "image's: {}",
-                                                            i, errno_text(errno)));
-        }
+        const auto& want_rl = img.rlimits.rlim[i];
+        if (::getrlimit(res, &cur) != 0 ||
+            (want_rl.max <= cur.rlim_max && want_rl.cur <= cur.rlim_cur))
+            continue;
+        cur.rlim_max = std::max<rlim_t>(cur.rlim_max, want_rl.max);
+        cur.rlim_cur = std::max<rlim_t>(cur.rlim_cur, want_rl.cur);
+        if (::setrlimit(res, &cur) != 0)
+            return Error::from_errno(errno, fmt::format("cannot raise limit {} to the image's: {}",
+                                                        i, errno_text(errno)));
     }
     if (ghost_assume_creds(&want, img.groups.data(), reason, sizeof(reason)) != 0)
         return Error::from_errno(errno, reason);

@@ -36,8 +36,10 @@
 #include "ghost_policy.h"
 #include "sys.hpp"
 #include "user/creds.hpp"
+#include "user/locks.hpp"
 #include "user/proc.hpp"
 #include "user/tracee.hpp"
+#include "user/vma_attrs.hpp"
 
 namespace ghost::user {
 
@@ -221,7 +223,8 @@ Result<std::uint32_t> classify(const MapEntry& m, const ghost_mm& mm) {
 }
 
 // The runs of pages the mapping carries: those that exist (present or
-// swapped); in a file mapping only the private copies.
+// swapped); in a file mapping only the private copies. A guard page
+// (shown as swapped, with its own bit) is refused.
 Result<void> find_runs(int pagemap, image::Vma& v, std::vector<std::uint64_t>& pm) {
     const bool anon_only = v.rec.flags & GHOST_VMA_FILE;
     std::uint64_t addr = v.rec.start;
@@ -236,6 +239,10 @@ Result<void> find_runs(int pagemap, image::Vma& v, std::vector<std::uint64_t>& p
                                                  errno_text(got < 0 ? errno : EIO)));
         for (std::size_t i = 0; i < n; i++, addr += kPage) {
             const std::uint64_t e = pm[i];
+            if (pagemap_guard(e)) {
+                Reason reason{};
+                return refused(ghost_policy_guard(addr, reason, sizeof(reason)), reason);
+            }
             const bool exists =
                 (e & kPmSwapped) || ((e & kPmPresent) && !(anon_only && (e & kPmFile)));
             if (!exists)
@@ -271,6 +278,8 @@ Result<std::vector<image::Vma>> capture_maps(pid_t pid, const ghost_mm& mm) {
         r.start = m.start;
         r.end = m.end;
         r.flags = *flags;
+        if (!(r.flags & (GHOST_VMA_VDSO | GHOST_VMA_VVAR)))
+            r.flags |= vma_attrs(m);
         r.pgoff = (r.flags & GHOST_VMA_FILE) ? m.offset / kPage : m.start / kPage;
         r.prot = (m.perms[0] == 'r' ? PROT_READ : 0) | (m.perms[1] == 'w' ? PROT_WRITE : 0) |
                  (m.perms[2] == 'x' ? PROT_EXEC : 0);
@@ -552,6 +561,9 @@ Result<ExportStats> export_process(pid_t pid, Fate fate, int out) {
     auto files = capture_files(pid);
     if (!files)
         return fail(files.error());
+    auto locks = capture_locks(pid, *files);
+    if (!locks)
+        return fail(locks.error());
     auto cwd = read_link(fmt::format("/proc/{}/cwd", pid));
     const bool rooted = cwd && !cwd->empty() && (*cwd)[0] == '/';
     const bool deleted = rooted && cwd->ends_with(" (deleted)");
@@ -574,11 +586,13 @@ Result<ExportStats> export_process(pid_t pid, Fate fate, int out) {
     h.time_ns = static_cast<std::uint64_t>(now.tv_sec) * 1000000000ULL +
                 static_cast<std::uint64_t>(now.tv_nsec);
     h.pid = pid;
-    // As ghost.ko: file ids change what a DUP record means, and credentials
-    // who the process runs as, so a reader must know them; the vDSO record
-    // only adds a check.
-    h.features = GHOST_IMAGE_FEAT_FILE_ID | GHOST_IMAGE_FEAT_CREDS;
-    h.required_features = GHOST_IMAGE_FEAT_FILE_ID | GHOST_IMAGE_FEAT_CREDS;
+    // As ghost.ko: file ids change what a DUP record means, credentials who
+    // the process runs as, and mapping attributes must be restored, so a
+    // reader must know them; the vDSO record only adds a check. A reader
+    // that skipped LOCK records would restore it without its locks.
+    h.features = GHOST_IMAGE_FEAT_FILE_ID | GHOST_IMAGE_FEAT_VMA_ATTRS | GHOST_IMAGE_FEAT_CREDS |
+                 (locks->empty() ? 0 : GHOST_IMAGE_FEAT_LOCKS);
+    h.required_features = h.features;
     static_assert(sizeof(ghost_regs) == sizeof(Regs));
     const Regs saved = restarted(*regs0, false);
     std::memcpy(&img.regs, &saved, sizeof(saved));
@@ -590,16 +604,18 @@ Result<ExportStats> export_process(pid_t pid, Fate fate, int out) {
         std::memcpy(&img.xstate.xfeatures, img.xsave.data() + kXcr0Off, 8);
     img.umask = static_cast<std::uint32_t>(parse_u64(status_field(*status, "Umask"), 8));
     img.cwd = *cwd;
-    for (int i = 0; i < GHOST_NRLIMITS; i++) {
-        rlimit rl{};
-        if (::prlimit(pid, static_cast<__rlimit_resource>(i), nullptr, &rl) != 0)
-            return fail(Error::from_errno(
-                errno, fmt::format("prlimit of pid {}: {}", pid, errno_text(errno))));
-        img.rlimits.rlim[i].cur = rl.rlim_cur;
-        img.rlimits.rlim[i].max = rl.rlim_max;
+    // From /proc, not prlimit(2): that needs CAP_SYS_RESOURCE for another
+    // user's process, which root in a container often lacks.
+    auto limits = read_limits(pid);
+    if (!limits)
+        return fail(limits.error());
+    for (std::size_t i = 0; i < GHOST_NRLIMITS && i < limits->size(); i++) {
+        img.rlimits.rlim[i].cur = (*limits)[i].cur;
+        img.rlimits.rlim[i].max = (*limits)[i].max;
     }
     img.vmas = std::move(*maps);
     img.files = std::move(*files);
+    img.locks = std::move(*locks);
     for (const auto& v : img.vmas)
         if (v.rec.flags & GHOST_VMA_VDSO)
             img.mm.vdso = v.rec.start;

@@ -36,10 +36,13 @@
 #include <fmt/format.h>
 
 #include "ghost_policy.h"
+#include "ghost_vma_attrs.h"
 #include "sys.hpp"
 #include "user/creds.hpp"
+#include "user/locks.hpp"
 #include "user/proc.hpp"
 #include "user/tracee.hpp"
+#include "user/vma_attrs.hpp"
 #include "zstd_stream.hpp"
 
 namespace ghost::user {
@@ -55,7 +58,7 @@ constexpr std::uint64_t kUnblockable = (1ULL << (SIGKILL - 1)) | (1ULL << (SIGST
 
 // Offsets in the scratch data page.
 constexpr std::uint64_t kMmMapOff = 0, kAuxvOff = 256, kActOff = 1024, kCommOff = 3072,
-                        kAltOff = 3104;
+                        kAltOff = 3104, kLockOff = 3136;
 
 struct PrctlMmMap { // struct prctl_mm_map
     std::uint64_t start_code, end_code, start_data, end_data, start_brk, brk, start_stack;
@@ -157,13 +160,21 @@ Result<void> open_everything(Plan& p) {
             p.vma_fd.push_back(-1);
             continue;
         }
-        const int mode =
-            ((v.rec.flags & GHOST_VMA_SHARED) && (v.rec.prot & PROT_WRITE)) ? O_RDWR : O_RDONLY;
+        // A shared mapping that may be made writable needs its file so.
+        const bool rw = (v.rec.flags & GHOST_VMA_SHARED) &&
+                        ((v.rec.flags & GHOST_VMA_MAYWRITE) || (v.rec.prot & PROT_WRITE));
+        const int mode = rw ? O_RDWR : O_RDONLY;
         auto [it, fresh] = opened.try_emplace({v.path, mode}, -1);
         if (fresh) {
-            auto fd =
-                keep_high(p, ::open(v.path.c_str(), mode | O_CLOEXEC),
-                          fmt::format("cannot open {}, mapped at {:#x}", v.path, v.rec.start));
+            const int fd0 = ::open(v.path.c_str(), mode | O_CLOEXEC);
+            if (fd0 < 0 && rw && (v.rec.flags & GHOST_VMA_MAYWRITE)) {
+                char why[GHOST_REASON_LEN];
+                std::snprintf(why, sizeof(why), GHOST_MAYWRITE_REASON, v.path.c_str(),
+                              static_cast<unsigned long long>(v.rec.start), -errno);
+                return Error::from_errno(errno, why);
+            }
+            auto fd = keep_high(
+                p, fd0, fmt::format("cannot open {}, mapped at {:#x}", v.path, v.rec.start));
             if (!fd)
                 return fd.error();
             it->second = *fd;
@@ -318,6 +329,7 @@ class Rebuild {
     Result<void> map_image();
     Result<void> set_mm();
     Result<void> set_files();
+    Result<void> set_locks();
     Result<void> set_task();
     Result<void> set_signals();
     Result<void> poke(std::uint64_t off, std::span<const std::byte> b) {
@@ -494,6 +506,8 @@ Result<void> Rebuild::map_image() {
             flags |= MAP_ANONYMOUS;
         if (r.flags & GHOST_VMA_GROWSDOWN)
             flags |= MAP_GROWSDOWN;
+        if (r.flags & GHOST_VMA_NORESERVE)
+            flags |= MAP_NORESERVE;
         const int fd = p_.vma_fd[i];
         auto at = call(fmt::format("mapping {:#x}-{:#x}", r.start, r.end).c_str(), SYS_mmap,
                        r.start, r.end - r.start, prot, flags, static_cast<std::uint64_t>(fd),
@@ -511,6 +525,13 @@ Result<void> Rebuild::map_image() {
         if (prot != r.prot)
             if (auto m = call("mprotect", SYS_mprotect, r.start, r.end - r.start, r.prot); !m)
                 return m.error();
+        if (r.flags & GHOST_VMA_ATTRS)
+            if (auto a = apply_vma_attrs(
+                    [&](const char* what, long nr, std::uint64_t a1, std::uint64_t a2,
+                        std::uint64_t a3) { return call(what, nr, a1, a2, a3); },
+                    r);
+                !a)
+                return a;
     }
     if (layout_.move_vdso)
         if (auto r = call(fmt::format("mapping the vDSO at {:#x}", layout_.new_vvar).c_str(),
@@ -581,15 +602,46 @@ Result<void> Rebuild::set_files() {
         return r.error();
     if (auto r = call("umask", SYS_umask, img_.umask); !r)
         return r.error();
-    if (auto r = call("closing the restorer's descriptors", SYS_close_range, p_.fd_base, ~0U, 0);
-        !r)
-        return r.error();
+    // The files it opened go first: POSIX locks are taken after the last
+    // close of their files and before the rest (a restart waits for them).
+    for (const auto& fd : p_.owned)
+        if (auto r = call("closing the restorer's files", SYS_close, fd.get()); !r)
+            return r.error();
     for (int i = 0; i < GHOST_NRLIMITS; i++) {
         const rlimit rl{img_.rlimits.rlim[i].cur, img_.rlimits.rlim[i].max};
         if (::prlimit(t_.pid(), static_cast<__rlimit_resource>(i), &rl, nullptr) != 0)
             return Error::from_errno(errno,
                                      fmt::format("setting limit {}: {}", i, errno_text(errno)));
     }
+    return {};
+}
+
+// POSIX locks belong to the process and any close of the file drops them:
+// taken here, after the last close of a file the image names
+// (take_early_locks() tested them); then the restorer's last descriptors
+// go, which tells a waiting restart that the process is restored.
+Result<void> Rebuild::set_locks() {
+    for (const auto& l : img_.locks) {
+        if (l.kind != GHOST_LOCK_POSIX)
+            continue;
+        const struct flock fl = posix_request(l);
+        if (auto w = poke(kLockOff, std::as_bytes(std::span(&fl, 1))); !w)
+            return w;
+        auto r = t_.call(SYS_fcntl, static_cast<std::uint64_t>(lock_fd(img_, l)), F_SETLK,
+                         data(kLockOff));
+        if (!r)
+            return r.error();
+        if (*r == -EAGAIN || *r == -EACCES)
+            return lock_conflict(img_, l);
+        if (is_err(*r))
+            return Error::from_errno(static_cast<int>(-*r),
+                                     fmt::format("taking the POSIX lock of fd {} again: {}",
+                                                 lock_fd(img_, l),
+                                                 errno_text(static_cast<int>(-*r))));
+    }
+    if (auto r = call("closing the restorer's descriptors", SYS_close_range, p_.fd_base, ~0U, 0);
+        !r)
+        return r.error();
     return {};
 }
 
@@ -667,8 +719,9 @@ Result<void> Rebuild::set_signals() {
 Result<void> Rebuild::commit() {
     if (auto r = t_.kill_on_exit(); !r)
         return r;
-    for (auto step : {&Rebuild::unmap_caller, &Rebuild::map_image, &Rebuild::set_mm,
-                      &Rebuild::set_files, &Rebuild::set_task, &Rebuild::set_signals})
+    for (auto step :
+         {&Rebuild::unmap_caller, &Rebuild::map_image, &Rebuild::set_mm, &Rebuild::set_files,
+          &Rebuild::set_locks, &Rebuild::set_task, &Rebuild::set_signals})
         if (auto r = (this->*step)(); !r)
             return r;
     if (auto r = t_.set_xstate(xsave_); !r)
@@ -743,6 +796,10 @@ Error restore_self(std::span<const std::byte> bytes, const image::Image& img) {
         return r.error();
     if (auto r = check_mm(img.mm); !r)
         return r.error();
+    if (auto r = check_memlock(img); !r)
+        return r.error();
+    if (auto r = check_advice(img); !r)
+        return r.error();
     // The image's files are opened as the image's credentials (creds.cpp).
     if (auto r = assume_image_creds(img); !r)
         return r.error();
@@ -751,6 +808,8 @@ Error restore_self(std::span<const std::byte> bytes, const image::Image& img) {
     p.bytes = bytes;
     p.self = ::getpid();
     if (auto r = open_everything(p); !r)
+        return r.error();
+    if (auto r = take_early_locks(img, p.file_fd); !r)
         return r.error();
 
     // Two pipes: the tracer's pid, then its report, come on rep; go tells

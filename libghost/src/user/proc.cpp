@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <linux/kcmp.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -131,6 +132,11 @@ Result<std::vector<MapEntry>> read_maps(pid_t pid, bool with_flags) {
                 out.back().vmflags = std::string(trim(line.substr(8)));
             continue;
         }
+        if (line.starts_with("Rss:")) {
+            if (!out.empty())
+                out.back().rss_kb = parse_u64(trim(line.substr(4)));
+            continue;
+        }
         // smaps detail lines are "Key:   value"; a mapping line starts
         // with a hex range.
         const auto colon = line.find(':');
@@ -172,6 +178,43 @@ Result<std::vector<std::string>> read_stat(pid_t pid) {
         f.push_back(tok);
     f.insert(f.begin(), std::string()); // 1-based, as proc(5)
     return f;
+}
+
+// proc_pid_limits() prints one row per RLIMIT_*, in their order, as
+// "%-25s %-20s %-20s %-10s" (name, soft, hard, units); a value is a number
+// or "unlimited".
+Result<std::vector<Rlimit>> read_limits(pid_t pid) {
+    const auto path = fmt::format("/proc/{}/limits", pid);
+    auto text = read_text(path);
+    if (!text)
+        return text.error();
+    const auto value = [](std::string_view row, std::size_t at, std::uint64_t& out) {
+        if (row.size() <= at)
+            return false;
+        row = row.substr(at, std::min<std::size_t>(20, row.size() - at));
+        while (!row.empty() && row.back() == ' ')
+            row.remove_suffix(1);
+        if (row == "unlimited") {
+            out = RLIM_INFINITY;
+            return true;
+        }
+        const auto [end, ec] = std::from_chars(row.data(), row.data() + row.size(), out);
+        return ec == std::errc() && end == row.data() + row.size() && !row.empty();
+    };
+    std::vector<Rlimit> out;
+    std::istringstream in(*text);
+    std::string row;
+    std::getline(in, row); // the heading
+    while (std::getline(in, row)) {
+        Rlimit r;
+        if (!value(row, 26, r.cur) || !value(row, 47, r.max))
+            return Error::from_errno(EIO, fmt::format("cannot parse {}: \"{}\"", path, row));
+        out.push_back(r);
+    }
+    if (out.size() < RLIM_NLIMITS)
+        return Error::from_errno(EIO, fmt::format("{} has {} limits, not {}", path, out.size(),
+                                                  static_cast<int>(RLIM_NLIMITS)));
+    return out;
 }
 
 Result<std::vector<int>> list_fds(pid_t pid) {

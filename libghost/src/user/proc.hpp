@@ -19,8 +19,9 @@ struct MapEntry {
     char perms[5] = {}; // "rwxp" / "r--s"
     std::uint64_t offset = 0;
     std::uint64_t inode = 0;
-    std::string name;    // path, "[heap]", "[vdso]", "" for anonymous
-    std::string vmflags; // smaps "VmFlags:" mnemonics, space-separated (with_flags)
+    std::string name;         // path, "[heap]", "[vdso]", "" for anonymous
+    std::string vmflags;      // smaps "VmFlags:" mnemonics, space-separated (with_flags)
+    std::uint64_t rss_kb = 0; // smaps "Rss:" (with_flags)
 
     bool readable() const { return perms[0] == 'r'; }
     bool shared() const { return perms[3] == 's'; }
@@ -42,6 +43,14 @@ std::string status_field(std::string_view status, std::string_view key);
 
 // /proc/PID/stat fields, numbered as proc(5) numbers them (1 = pid).
 Result<std::vector<std::string>> read_stat(pid_t pid);
+
+// The resource limits of pid from /proc/PID/limits (readable by anyone,
+// where prlimit(2) on another user's process needs CAP_SYS_RESOURCE),
+// indexed by RLIMIT_*; RLIM_INFINITY for "unlimited".
+struct Rlimit {
+    std::uint64_t cur = 0, max = 0;
+};
+Result<std::vector<Rlimit>> read_limits(pid_t pid);
 
 // Signals pending for the process (SigPnd | ShdPnd of its status text),
 // bit N-1 = signal N.

@@ -1,0 +1,136 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Mapping attributes (GHOST_VMA_ATTRS): mlock, MAP_NORESERVE, the madvise
+ * flags and the maximum protection of a shared file mapping, read from
+ * vm_flags at export and given back at import.
+ *
+ * A module cannot call madvise() or mlock() (do_madvise(), mlock_fixup()
+ * and khugepaged's entry points are not exported), and setting vm_flags of
+ * a mapped VMA by hand would neither split nor merge VMAs as they do, nor
+ * account or populate locked memory. So the import creates each VMA with
+ * its attributes: vm_mmap() ORs mm->def_flags into a new mapping's flags
+ * (as mlockall(MCL_FUTURE) uses it), and do_mmap()'s own work follows
+ * from them — RLIMIT_MEMLOCK checked, locked_vm accounted, a VM_LOCKED
+ * mapping populated (lock-on-fault: not), khugepaged told of a
+ * VM_HUGEPAGE one, VMAs merged only with neighbours of the same flags.
+ * MAP_NORESERVE is an mmap flag; KSM registers the mm through the exported
+ * ksm_madvise(). The importer is single-threaded, so nothing else maps
+ * while def_flags holds the image's attributes.
+ */
+#include <linux/capability.h>
+#include <linux/ksm.h>
+#include <linux/mm.h>
+#include <linux/mman.h>
+#include <linux/sched/signal.h>
+#include <linux/ghost.h>
+#include <ghost_vma_attrs.h>
+
+#include "capture.h"
+#include "import.h"
+
+static const struct {
+	unsigned long vm;
+	u32 ghost;
+} attrs[] = {
+	{ VM_MAYWRITE, GHOST_VMA_MAYWRITE },
+	{ VM_LOCKED, GHOST_VMA_LOCKED },
+	{ VM_LOCKONFAULT, GHOST_VMA_LOCKONFAULT },
+	{ VM_NORESERVE, GHOST_VMA_NORESERVE },
+	{ VM_DONTDUMP, GHOST_VMA_DONTDUMP },
+	{ VM_WIPEONFORK, GHOST_VMA_WIPEONFORK },
+	{ VM_DONTCOPY, GHOST_VMA_DONTFORK },
+	{ VM_MERGEABLE, GHOST_VMA_MERGEABLE },
+	{ VM_HUGEPAGE, GHOST_VMA_HUGEPAGE },
+	{ VM_NOHUGEPAGE, GHOST_VMA_NOHUGEPAGE },
+	{ VM_SEQ_READ, GHOST_VMA_SEQ_READ },
+	{ VM_RAND_READ, GHOST_VMA_RAND_READ },
+};
+
+/* Given by mm->def_flags at import; the rest are mmap's own. */
+#define DEF_FLAGS (VM_LOCKED | VM_LOCKONFAULT | VM_DONTDUMP | VM_WIPEONFORK | \
+		   VM_DONTCOPY | VM_MERGEABLE | VM_HUGEPAGE | VM_NOHUGEPAGE | \
+		   VM_SEQ_READ | VM_RAND_READ)
+
+/* The GHOST_VMA_ATTRS of @vma (none for the vDSO, which is remapped). */
+u32 ghost_vma_attrs(struct vm_area_struct *vma, u32 flags)
+{
+	u32 out = 0;
+	size_t i;
+
+	mmap_assert_locked(vma->vm_mm);
+	if (flags & (GHOST_VMA_VDSO | GHOST_VMA_VVAR))
+		return 0;
+	for (i = 0; i < ARRAY_SIZE(attrs); i++)
+		if (vma->vm_flags & attrs[i].vm)
+			out |= attrs[i].ghost;
+	return out;
+}
+
+static unsigned long vm_flags_of(u32 flags)
+{
+	unsigned long out = 0;
+	size_t i;
+
+	for (i = 0; i < ARRAY_SIZE(attrs); i++)
+		if (flags & attrs[i].ghost)
+			out |= attrs[i].vm;
+	return out & DEF_FLAGS;
+}
+
+/*
+ * Before the point of no return: the locked mappings fit the caller's
+ * RLIMIT_MEMLOCK (the limit vm_mmap() will check, as mlock() would), unless
+ * it has CAP_IPC_LOCK. Its own locked memory is unmapped by then.
+ */
+int ghost_check_vma_attrs(const struct ghost_staged *st, char *reason)
+{
+	unsigned long limit = rlimit(RLIMIT_MEMLOCK);
+	u64 locked = 0;
+	unsigned int i;
+
+	for (i = 0; i < st->nr_vmas; i++)
+		if (st->vmas[i].v.flags & GHOST_VMA_LOCKED)
+			locked += st->vmas[i].v.end - st->vmas[i].v.start;
+	if (!locked || locked <= limit || capable(CAP_IPC_LOCK))
+		return 0;
+	ghost_reason(reason, GHOST_MEMLOCK_REASON, locked >> 10,
+		     (unsigned long long)(limit >> 10));
+	return -EPERM;
+}
+
+/* vm_mmap() of one image VMA with its attributes; see the top of the file. */
+unsigned long ghost_vm_mmap(struct file *file, const struct ghost_vma *v,
+			    unsigned long flags)
+{
+	struct mm_struct *mm = current->mm;
+	unsigned long def = vm_flags_of(v->flags), old, addr;
+
+	if (v->flags & GHOST_VMA_NORESERVE)
+		flags |= MAP_NORESERVE;
+	mmap_write_lock(mm);
+	old = mm->def_flags;
+	mm->def_flags = (old & ~DEF_FLAGS) | def;
+	mmap_write_unlock(mm);
+
+	addr = vm_mmap(file, v->start, v->end - v->start, v->prot, flags,
+		       file ? v->pgoff << PAGE_SHIFT : 0);
+
+	mmap_write_lock(mm);
+	mm->def_flags = old;
+	/* ksm_madvise() registers the mm with KSM; the flag is there already. */
+	if (!IS_ERR_VALUE(addr) && (v->flags & GHOST_VMA_MERGEABLE)) {
+		struct vm_area_struct *vma = find_vma(mm, addr);
+		unsigned long f;
+		int err = -EFAULT;
+
+		if (vma && vma->vm_start <= addr) {
+			f = vma->vm_flags & ~VM_MERGEABLE;
+			err = ksm_madvise(vma, vma->vm_start, vma->vm_end,
+					  MADV_MERGEABLE, &f);
+		}
+		if (err)
+			addr = err;
+	}
+	mmap_write_unlock(mm);
+	return addr;
+}
