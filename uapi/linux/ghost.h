@@ -464,8 +464,9 @@ struct ghost_fs {
  * Who the process was (GHOST_SEC_CREDS, followed by @ngroups __u32
  * supplementary group ids). An importer restores exactly these, and only
  * when its caller may assume them: it has CAP_SETUID and CAP_SETGID (root),
- * or every id is one of its own real/effective/saved ids and every group
- * one of its groups; the capability sets must be subsets of the caller's.
+ * or every id is one of its own real/effective/saved ids and the groups are
+ * its groups; the capability sets must be subsets of the caller's (the
+ * whole rule: common/ghost_creds.h, Documentation/image-format.md).
  * Otherwise the import is refused before the point of no return. An image
  * without this section (versions before it) is restored with the caller's
  * credentials.
