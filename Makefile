@@ -56,7 +56,7 @@ CHECKPATCH = perl $(BUILD)/kernel-scripts/checkpatch.pl --no-tree --strict --ter
 lint:
 	$(CHECKPATCH) -f $(filter-out %.mod.c kmod/compat.h,$(wildcard kmod/*.c kmod/*.h)) \
 		uapi/linux/ghost.h common/ghost_policy.h common/ghost_format.h common/ghost_vma_attrs.h \
-		common/ghost_lock.h
+		common/ghost_lock.h common/ghost_creds.h
 	$(CHECKPATCH) --ignore LINUX_VERSION_CODE,CONSTANT_COMPARISON -f kmod/compat.h
 
 format:

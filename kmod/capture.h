@@ -44,6 +44,8 @@ int ghost_write_image(struct ghost_stream *s, struct task_struct *task,
 int ghost_check_attrs(struct task_struct *task, char *reason);
 int ghost_write_attrs(struct ghost_stream *s, struct task_struct *task,
 		      struct mm_struct *mm);
+/* creds.c */
+int ghost_write_creds(struct ghost_stream *s, struct task_struct *task);
 
 /* capture_mm.c */
 int ghost_check_mm(struct mm_struct *mm, char *reason);

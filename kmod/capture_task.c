@@ -65,17 +65,19 @@ int ghost_check_task(struct task_struct *task, struct mm_struct *mm,
 }
 
 /*
- * File ids change what a DUP record means, so a reader must know them, and
- * so must it the mapping attributes (capture_mm.c), which it must restore;
- * the vDSO record only adds a check, which a reader may lack. A reader that
- * skipped LOCK records would restore a process without its locks, and one
- * that does not know the ATTRS section would drop what it holds.
+ * File ids change what a DUP record means, and credentials who the process
+ * runs as, so a reader must know them, and so must it the mapping attributes
+ * (capture_mm.c), which it must restore; the vDSO record only adds a check,
+ * which a reader may lack. A reader that skipped LOCK records would restore
+ * a process without its locks, and one that does not know the ATTRS section
+ * would drop what it holds.
  */
 static int write_header(struct ghost_stream *s, struct task_struct *task,
 			bool vdso, bool locks)
 {
 	u64 required = GHOST_IMAGE_FEAT_FILE_ID | GHOST_IMAGE_FEAT_VMA_ATTRS |
-		       GHOST_IMAGE_FEAT_ATTRS | (locks ? GHOST_IMAGE_FEAT_LOCKS : 0);
+		       GHOST_IMAGE_FEAT_CREDS | GHOST_IMAGE_FEAT_ATTRS |
+		       (locks ? GHOST_IMAGE_FEAT_LOCKS : 0);
 	struct ghost_image_header h = {
 		.magic = GHOST_IMAGE_MAGIC,
 		.version = GHOST_IMAGE_VERSION,
@@ -232,6 +234,8 @@ int ghost_write_image(struct ghost_stream *s, struct task_struct *task,
 		err = write_header(s, task, vdso_size, locks);
 	if (!err)
 		err = write_task(s, task);
+	if (!err)
+		err = ghost_write_creds(s, task);
 	if (!err)
 		err = ghost_write_attrs(s, task, mm);
 	if (!err)

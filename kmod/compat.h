@@ -6,6 +6,7 @@
 #ifndef GHOST_COMPAT_H
 #define GHOST_COMPAT_H
 
+#include <linux/capability.h>
 #include <linux/version.h>
 #include <linux/device.h>
 #include <linux/fs.h>
@@ -81,5 +82,25 @@ static inline struct pid *ghost_pidfd_pid(const struct file *f)
  * callers that handle both.
  */
 #define ghost_pte_offset_map(pmd, addr) pte_offset_map(pmd, addr)
+
+/* kernel_cap_t: two u32 words before 6.3, one u64 since */
+static inline u64 ghost_cap_u64(kernel_cap_t c)
+{
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 3, 0)
+	return c.val;
+#else
+	return c.cap[0] | (u64)c.cap[1] << 32;
+#endif
+}
+
+static inline void ghost_cap_set_u64(kernel_cap_t *c, u64 v)
+{
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 3, 0)
+	c->val = v;
+#else
+	c->cap[0] = (u32)v;
+	c->cap[1] = (u32)(v >> 32);
+#endif
+}
 
 #endif /* GHOST_COMPAT_H */

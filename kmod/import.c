@@ -97,7 +97,9 @@ static void own_staged(struct ghost_staged *st)
 
 static int check_owner(const struct ghost_staged *st, char *reason)
 {
-	if (st->owner == task_tgid(current) && st->cred == current_cred() &&
+	/* Its credentials may only have become the image's (creds.c). */
+	if (st->owner == task_tgid(current) &&
+	    (st->cred == current_cred() || ghost_creds_switched(st)) &&
 	    st->owner_mm == current->mm &&
 	    st->fp_size == current->thread.fpu.fpstate->size)
 		return 0;
@@ -118,7 +120,10 @@ static int check_caller(const struct ghost_staged *st, char *reason)
 	const struct staged_vma *vvar = ghost_staged_vma(st, GHOST_VMA_VVAR);
 	unsigned long have = (unsigned long)current->mm->context.vdso;
 	unsigned short gs;
+	int err = ghost_creds_check_now(st, reason);
 
+	if (err)
+		return err;
 	if (vdso && (have != vdso->v.start ||
 		     (vvar && current_vvar() != vvar->v.start))) {
 		ghost_reason(reason,
@@ -166,10 +171,10 @@ int ghost_import(struct ghost *g, struct ghost_import *im, struct file *self,
 	im->bytes = 0;
 	im->vvar_start = 0;
 	im->vdso_start = 0;
+	im->creds_len = 0;
 	im->attrs = 0;		/* out fields: ignored on input */
 	im->membarrier = 0;
-	if ((im->flags & ~GHOST_IMPORT_FLAGS) ||
-	    !ghost_all_zero(im->resv, ARRAY_SIZE(im->resv)))
+	if (im->flags & ~GHOST_IMPORT_FLAGS)
 		return -EINVAL;
 
 	mutex_lock(&g->lock);
@@ -213,6 +218,8 @@ int ghost_import(struct ghost *g, struct ghost_import *im, struct file *self,
 	err = ghost_check_vdso(st, im->reason);
 	if (!err)
 		err = ghost_check_attrs_import(st, im->reason);
+	if (!err && (im->flags & GHOST_IMPORT_PREPARE))
+		err = ghost_creds_copy_out(st, im);
 	if (!err && !(im->flags & GHOST_IMPORT_PREPARE))
 		err = check_caller(st, im->reason);
 	if (!err && !(im->flags & GHOST_IMPORT_PREPARE))

@@ -53,6 +53,8 @@ struct ghost_staged {
 	struct ghost_task task;
 	struct ghost_attrs attrs;	/* when has_attrs, else zero */
 	bool has_attrs;
+	struct ghost_creds *creds;	/* CREDS record + groups, NULL if none */
+	struct cred *img_cred;		/* @creds, for opening files (creds.c) */
 	struct ghost_regs regs;
 	struct fpstate *fp;		/* current's fpstate with the image's xstate */
 	u32 pkru;
@@ -82,6 +84,17 @@ void ghost_staged_free(struct ghost_staged *st);
 const struct staged_vma *ghost_staged_vma(const struct ghost_staged *st,
 					  u32 flag);
 
+/* creds.c */
+struct ghost_import;
+int ghost_creds_stage(struct ghost_staged *st, struct ghost_creds *c,
+		      char *reason);
+const struct cred *ghost_creds_override(const struct ghost_staged *st);
+void ghost_creds_revert(const struct cred *old);
+int ghost_creds_copy_out(const struct ghost_staged *st,
+			 struct ghost_import *im);
+int ghost_creds_check_now(const struct ghost_staged *st, char *reason);
+bool ghost_creds_switched(const struct ghost_staged *st);
+void ghost_creds_free(struct ghost_staged *st);
 /* vma_attrs.c */
 int ghost_check_vma_attrs(const struct ghost_staged *st, char *reason);
 unsigned long ghost_vm_mmap(struct file *file, const struct ghost_vma *v,

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * Reading an image for import, before the point of no return: every section
- * is read and checked, files are reopened with the caller's credentials,
+ * is read and checked, files are reopened with the image's credentials (the
+ * caller's for an image without them),
  * page data is kept in kernel pages, the FPU state is converted (which is
  * its validation), and the checksum is verified. Any failure here leaves the
  * caller exactly as it was.
@@ -319,14 +320,55 @@ static int stage_attrs(struct ghost_stream *s, struct ghost_staged *st,
 }
 
 /*
- * The sections between TASK and REGS: ATTRS when the header says so (it
- * may follow a CREDS section). On return @sec is the REGS header's.
+ * CREDS, in an image with GHOST_IMAGE_FEAT_CREDS only; @sec was read
+ * (creds.c checks what it holds).
+ */
+static int stage_creds(struct ghost_stream *s, struct ghost_staged *st,
+		       const struct sec *sec, char *reason)
+{
+	struct ghost_creds c, *all;
+	size_t glen;
+	int err;
+
+	if (!(st->hdr.features & GHOST_IMAGE_FEAT_CREDS))
+		return bad(reason, "a credentials section at byte %llu without the CREDS feature",
+			   sec->at);
+	if (st->creds)
+		return bad(reason, "a second credentials section at byte %llu", sec->at);
+	err = read_record(s, sec, &c, sizeof(c), reason);
+	if (err)
+		return err;
+	if (c.ngroups > GHOST_NGROUPS_MAX)
+		return bad(reason, "the credentials section is malformed");
+	glen = c.ngroups * sizeof(u32);
+	all = kvmalloc(sizeof(c) + glen, GFP_KERNEL);
+	if (!all)
+		return -ENOMEM;
+	*all = c;
+	err = read_tail(s, sec, all + 1, glen, reason);
+	if (err) {
+		kvfree(all);
+		return err;
+	}
+	return ghost_creds_stage(st, all, reason);
+}
+
+/*
+ * The sections between TASK and REGS: CREDS, then ATTRS, each when the
+ * header says so. On return @sec is the REGS header's.
  */
 static int stage_task_extras(struct ghost_stream *s, struct ghost_staged *st,
 			     struct sec *sec, char *reason)
 {
 	int err = next_section(s, st, sec, reason);
 
+	if (!err && sec->h.type == GHOST_SEC_CREDS) {
+		err = stage_creds(s, st, sec, reason);
+		if (!err)
+			err = next_section(s, st, sec, reason);
+	}
+	if (!err && !st->creds && (st->hdr.features & GHOST_IMAGE_FEAT_CREDS))
+		return bad(reason, "the CREDS feature, but no credentials section after the task");
 	if (!err && sec->h.type == GHOST_SEC_ATTRS) {
 		err = stage_attrs(s, st, sec, reason);
 		if (!err)
@@ -977,6 +1019,7 @@ void ghost_staged_free(struct ghost_staged *st)
 		path_put(&st->cwd);
 	kfree(st->sig);
 	kvfree(st->fp);
+	ghost_creds_free(st);
 	put_pid(st->owner);
 	if (st->cred)
 		put_cred(st->cred);
@@ -1000,6 +1043,7 @@ int ghost_stage(struct ghost_stream *s, struct ghost_staged **out,
 		char *reason)
 {
 	struct ghost_staged *st = kzalloc(sizeof(*st), GFP_KERNEL);
+	const struct cred *old;
 	struct sec sec;
 	unsigned int i;
 	int err;
@@ -1017,16 +1061,21 @@ int ghost_stage(struct ghost_stream *s, struct ghost_staged **out,
 		err = stage_xstate(s, st, reason);
 	if (!err)
 		err = stage_signals(s, st, reason);
+	/* Files are opened as the image's credentials; limits the caller's. */
+	old = ghost_creds_override(st);
 	if (!err)
 		err = stage_fs(s, st, reason);
+	ghost_creds_revert(old);
 	if (!err)
 		err = stage_rlimits(s, st, reason);
+	old = ghost_creds_override(st);
 	if (!err)
 		err = stage_mm(s, st, reason);
 	for (i = 0; !err && i < st->mm.nr_vmas; i++)
 		err = stage_vma(s, st, i, reason);
 	if (!err)
 		err = stage_tail(s, st, reason);
+	ghost_creds_revert(old);
 	if (!err)
 		err = check_layout(st, reason);
 	if (!err)

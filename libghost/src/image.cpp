@@ -23,9 +23,10 @@
 
 #include <fmt/format.h>
 
+#include "ghost_creds.h"
 #include "ghost_format.h"
-#include "ghost_vma_attrs.h"
 #include "ghost_lock.h"
+#include "ghost_vma_attrs.h"
 
 namespace ghost::image {
 
@@ -167,6 +168,8 @@ class Reader {
         Result<void> r = header();
         if (r)
             r = task();
+        if (r)
+            r = creds();
         if (r)
             r = attrs();
         if (r)
@@ -403,6 +406,30 @@ class Reader {
         if (t.rseq && t.rseq_len != 32)
             return bad(fmt::format("{}: rseq_len is {} (byte {}), not 32", where, t.rseq_len,
                                    FIELD(*s, ghost_task, rseq_len)));
+        return {};
+    }
+
+    // In images with GHOST_IMAGE_FEAT_CREDS, right after the task.
+    Result<void> creds() {
+        if (!(img_.header.features & GHOST_IMAGE_FEAT_CREDS))
+            return {};
+        ghost_creds c{};
+        auto s = expect(GHOST_SEC_CREDS);
+        if (!s)
+            return s.error();
+        if (auto r = record(*s, c); !r)
+            return r;
+        char why[GHOST_REASON_LEN];
+        if (ghost_creds_valid(&c, why, sizeof(why)))
+            return bad(fmt::format("{} at byte {}", why, s->at));
+        if (auto r = size_is(*s, s->rec + std::uint64_t{c.ngroups} * 4); !r)
+            return r;
+        img_.groups.resize(c.ngroups);
+        if (auto r = s_.read(std::as_writable_bytes(std::span(img_.groups))); !r)
+            return r;
+        if (auto r = pad(*s); !r)
+            return r;
+        img_.creds = c;
         return {};
     }
 
@@ -963,6 +990,8 @@ std::string_view section_name(std::uint32_t type) {
         return "file";
     case GHOST_SEC_END:
         return "end";
+    case GHOST_SEC_CREDS:
+        return "creds";
     case GHOST_SEC_LOCK:
         return "lock";
     case GHOST_SEC_ATTRS:
@@ -1133,6 +1162,8 @@ Result<void> write(Writer& w, const Image& img,
                    const std::function<Result<void>(Writer&, const Vma&)>& pages) {
     w.header(img.header);
     w.record(GHOST_SEC_TASK, img.task);
+    if (img.creds)
+        w.record(GHOST_SEC_CREDS, *img.creds, std::as_bytes(std::span(img.groups)));
     if (img.attrs)
         w.record(GHOST_SEC_ATTRS, *img.attrs);
     w.record(GHOST_SEC_REGS, img.regs);

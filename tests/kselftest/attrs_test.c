@@ -72,6 +72,23 @@ static void look(struct seen *s)
 	s->registrations = membarrier(CMD_GET_REGISTRATIONS);
 }
 
+
+/*
+ * Drops CAP_SYS_NICE (root has it): a worker without it, whose image then
+ * holds no capability to lower its nice value, and a restarter without it.
+ */
+static void drop_sys_nice(void)
+{
+	struct __user_cap_header_struct h = { _LINUX_CAPABILITY_VERSION_3, 0 };
+	struct __user_cap_data_struct d[2];
+
+	if (syscall(SYS_capget, &h, d) == 0) {
+		d[0].effective &= ~(1u << CAP_SYS_NICE);
+		d[0].permitted &= ~(1u << CAP_SYS_NICE);
+		d[0].inheritable &= ~(1u << CAP_SYS_NICE);
+		syscall(SYS_capset, &h, d);
+	}
+}
 static void child(enum lead lead, int cmd, int rep)
 {
 	struct seen s;
@@ -94,6 +111,7 @@ static void child(enum lead lead, int cmd, int rep)
 	membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED_SYNC_CORE);
 	membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED_RSEQ);
 	setpriority(PRIO_PROCESS, 0, NICE);
+	drop_sys_nice();
 	prctl(PR_SET_TIMERSLACK, SLACK, 0, 0, 0);
 	for (;;) {
 		if (read(cmd, &c, 1) != 1)
@@ -252,19 +270,13 @@ TEST_F(attrs, carried)
 	}
 }
 
-/* Without CAP_SYS_NICE (dropped if root) and RLIMIT_NICE, in @fd's image. */
+/* Restarts @fd's image without CAP_SYS_NICE and RLIMIT_NICE. */
 static int restart_unprivileged(int fd, struct ghost_error *e)
 {
-	struct __user_cap_header_struct h = { _LINUX_CAPABILITY_VERSION_3, 0 };
-	struct __user_cap_data_struct d[2];
 	struct rlimit rl = { 0, 0 };
 	pid_t pid;
 
-	if (syscall(SYS_capget, &h, d) == 0) {
-		d[0].effective &= ~(1u << CAP_SYS_NICE);
-		d[0].permitted &= ~(1u << CAP_SYS_NICE);
-		syscall(SYS_capset, &h, d);
-	}
+	drop_sys_nice();
 	setrlimit(RLIMIT_NICE, &rl);
 	setpriority(PRIO_PROCESS, 0, NICE + 5);
 	return ghost_restart_fd(fd, &pid, e);

@@ -270,12 +270,13 @@ TEST(memory_image_carries_the_pattern)
 	EXPECT_EQ(x.len, e.bytes);
 	EXPECT_LT(0, e.frozen_ns);
 
-	/* Section order: TASK ATTRS REGS XSTATE SIGNALS FS RLIMITS MM first. */
-	ASSERT_LE(9, x.n);
+	/* Section order: TASK CREDS ATTRS REGS XSTATE SIGNALS FS RLIMITS MM first. */
+	ASSERT_LE(10, x.n);
 	EXPECT_EQ(GHOST_SEC_TASK, x.secs[0].hdr->type);
-	EXPECT_EQ(GHOST_SEC_ATTRS, x.secs[1].hdr->type);
+	EXPECT_EQ(GHOST_SEC_CREDS, x.secs[1].hdr->type);
+	EXPECT_EQ(GHOST_SEC_ATTRS, x.secs[2].hdr->type);
 	for (int i = 1; i < 7; i++)
-		EXPECT_EQ((__u32)GHOST_SEC_TASK + i, x.secs[i + 1].hdr->type);
+		EXPECT_EQ((__u32)GHOST_SEC_TASK + i, x.secs[i + 2].hdr->type);
 	EXPECT_EQ(0, kill(pid, 0));	/* RUN: still alive */
 
 	v = image_vma_at(x.secs, x.n, (unsigned long)addr);
@@ -333,6 +334,7 @@ TEST(image_is_version_2)
 		[GHOST_SEC_RLIMITS] = sizeof(struct ghost_rlimits),
 		[GHOST_SEC_MM] = sizeof(struct ghost_mm),
 		[GHOST_SEC_VMA] = sizeof(struct ghost_vma),
+		[GHOST_SEC_CREDS] = sizeof(struct ghost_creds),
 		[GHOST_SEC_PAGES] = sizeof(struct ghost_pages),
 		[GHOST_SEC_FILE] = sizeof(struct ghost_file),
 		[GHOST_SEC_END] = sizeof(struct ghost_end),
@@ -355,9 +357,11 @@ TEST(image_is_version_2)
 	h = x.img;
 	EXPECT_EQ(2, h->version);
 	EXPECT_EQ(GHOST_IMAGE_FEAT_FILE_ID | GHOST_IMAGE_FEAT_VDSO_ID |
-		  GHOST_IMAGE_FEAT_VMA_ATTRS | GHOST_IMAGE_FEAT_ATTRS, h->features);
+		  GHOST_IMAGE_FEAT_VMA_ATTRS | GHOST_IMAGE_FEAT_CREDS |
+		  GHOST_IMAGE_FEAT_ATTRS, h->features);
 	EXPECT_EQ(GHOST_IMAGE_FEAT_FILE_ID | GHOST_IMAGE_FEAT_VMA_ATTRS |
-		  GHOST_IMAGE_FEAT_ATTRS, h->required_features);
+		  GHOST_IMAGE_FEAT_CREDS | GHOST_IMAGE_FEAT_ATTRS,
+		  h->required_features);
 	for (int i = 0; i < x.n; i++) {
 		const struct ghost_section *s = x.secs[i].hdr;
 

@@ -101,6 +101,18 @@ static long vmlck(void)
 	return kb;
 }
 
+/* Clears @caps (bits of the first word) from the effective set. */
+static int drop_effective(__u32 caps)
+{
+	struct __user_cap_header_struct h = { _LINUX_CAPABILITY_VERSION_3, 0 };
+	struct __user_cap_data_struct d[2];
+
+	if (syscall(SYS_capget, &h, d))
+		return -1;
+	d[0].effective &= ~caps;
+	return (int)syscall(SYS_capset, &h, d);
+}
+
 static void work_attrs(int fd)
 {
 	long lck0, lck;
@@ -139,6 +151,13 @@ static void work_attrs(int fd)
 	for (i = 0; i < NMAPS; i++)
 		vmflags(maps[i].at, maps[i].before, sizeof(maps[i].before));
 	lck0 = vmlck();
+	/*
+	 * An image runs with its own capabilities (CREDS): without these, as
+	 * the restarters of the refusal tests below, whose refusals are the
+	 * attributes' and not the credentials'.
+	 */
+	if (drop_effective((1u << CAP_IPC_LOCK) | (1u << CAP_DAC_OVERRIDE)))
+		_exit(86);
 	ready(fd, "R", 1);
 	for (i = 3; i < 1024; i++)
 		close(i);
@@ -293,14 +312,9 @@ static int refused_restart(int fd, rlim_t memlock, const char *want)
 	int st;
 
 	if (pid == 0) {
-		struct __user_cap_header_struct h = { _LINUX_CAPABILITY_VERSION_3, 0 };
-		struct __user_cap_data_struct d[2];
 		struct rlimit rl;
 
-		if (syscall(SYS_capget, &h, d))
-			_exit(70);
-		d[0].effective &= ~((1u << CAP_IPC_LOCK) | (1u << CAP_DAC_OVERRIDE));
-		if (syscall(SYS_capset, &h, d))
+		if (drop_effective((1u << CAP_IPC_LOCK) | (1u << CAP_DAC_OVERRIDE)))
 			_exit(70);
 		getrlimit(RLIMIT_MEMLOCK, &rl);
 		rl.rlim_cur = memlock;

@@ -350,6 +350,12 @@ template <class T> Bytes rec_bytes(const T& rec, std::string_view tail = {}) {
 std::vector<Piece> pieces_of(const img::Image& m, const PageStore& ps) {
     std::vector<Piece> out;
     out.push_back({GHOST_SEC_TASK, 0, rec_bytes(m.task)});
+    if (m.creds) {
+        Bytes c = rec_bytes(*m.creds);
+        const auto g = std::as_bytes(std::span(m.groups));
+        c.insert(c.end(), g.begin(), g.end());
+        out.push_back({GHOST_SEC_CREDS, 0, c});
+    }
     if (m.attrs)
         out.push_back({GHOST_SEC_ATTRS, 0, rec_bytes(*m.attrs)});
     out.push_back({GHOST_SEC_REGS, 0, rec_bytes(m.regs)});
@@ -382,6 +388,8 @@ img::Image as_version1(img::Image m) {
     m.header.version = 1;
     m.header.features = m.header.required_features = 0;
     m.mm.vdso_size = m.mm.vdso_crc32c = 0;
+    m.creds.reset();
+    m.groups.clear();
     m.attrs.reset();
     for (auto& f : m.files)
         if (f.rec.kind == GHOST_FILE_DUP)
@@ -485,6 +493,9 @@ struct Gen {
         }
         if (type == GHOST_SEC_VMA && rec(v))
             note_addr(v.end, true);
+        // Who may be assumed is the importer's business (common/ghost_creds.h).
+        if (type == GHOST_SEC_CREDS)
+            machine("the credentials the importer may assume");
     }
     img::Vma& any_vma() { return m.vmas[rng.below(m.vmas.size())]; }
     img::Vma* vma_with_runs() {
@@ -816,6 +827,42 @@ const std::vector<Class>& classes() {
              }
              g.m.cwd = g.path_value(true);
              SAY("cwd '%.40s' (%zu bytes)", g.m.cwd.c_str(), g.m.cwd.size());
+             return true;
+         }},
+        {"creds",
+         [](Gen& g) {
+             if (!g.m.creds)
+                 return false;
+             auto& c = *g.m.creds;
+             switch (g.rng.below(6)) {
+             case 0: // valid: whether it is refused is the importer's rule
+                 c.euid = c.fsuid = g.rng.pick<u32>({0, 1000, 65534});
+                 g.machine("the credentials the importer may assume");
+                 SAY("euid and fsuid %u", c.euid);
+                 break;
+             case 1:
+                 c.cap_effective |= 1ULL << 63;
+                 SAY("effective capability 63, not permitted");
+                 break;
+             case 2:
+                 c.ngroups += 1 + static_cast<u32>(g.rng.below(3));
+                 SAY("ngroups %u, %zu groups follow", c.ngroups, g.m.groups.size());
+                 break;
+             case 3:
+                 c.securebits = g.rng.pick<u32>({0x100, 0x80000000});
+                 SAY("securebits %#x", c.securebits);
+                 break;
+             case 4:
+                 c.uid = ~0U;
+                 SAY("uid -1");
+                 break;
+             default: // valid
+                 g.m.groups.push_back(g.rng.pick<u32>({0, 12345, 65533}));
+                 c.ngroups++;
+                 g.machine("the credentials the importer may assume");
+                 SAY("one more group, %u", g.m.groups.back());
+                 break;
+             }
              return true;
          }},
         {"rlimits",

@@ -486,6 +486,22 @@ TEST_P(ImageAccepts, Case) {
     EXPECT_TRUE(r) << r.error().what();
 }
 
+// A CREDS section (another user, two groups, some capabilities).
+void with_creds(img::Image& m) {
+    m.header.features |= GHOST_IMAGE_FEAT_CREDS;
+    m.header.required_features |= GHOST_IMAGE_FEAT_CREDS;
+    ghost_creds c{};
+    c.uid = c.euid = c.suid = c.fsuid = 65534;
+    c.gid = c.egid = c.sgid = c.fsgid = 65534;
+    c.cap_permitted = c.cap_inheritable = c.cap_ambient = 1ULL << 10;
+    c.cap_effective = 1ULL << 10;
+    c.cap_bset = (1ULL << 41) - 1;
+    c.ngroups = 2;
+    c.loginuid = 0xffffffff;
+    m.creds = c;
+    m.groups = {65533, 12345};
+}
+
 const AcceptCase kAccepts[] = {
     {"MxcsrHighBitsWhenNoSseStateIsUsed",
      [](img::Image& m) {
@@ -552,6 +568,7 @@ const AcceptCase kAccepts[] = {
          m.files[0].rec.path_len = 8;
      }},
     {"UmaskHighBitsAreIgnored", [](img::Image& m) { m.umask = 0xffffffff; }},
+    {"CredentialsWithGroups", [](img::Image& m) { with_creds(m); }},
 };
 
 INSTANTIATE_TEST_SUITE_P(Limits, ImageAccepts, testing::ValuesIn(kAccepts),
@@ -768,6 +785,34 @@ const RejectCase kRejects[] = {
          });
      },
      "non-zero padding after the fs section"},
+    // creds
+    {"CredsPad", [] { return changed([](auto& m) { with_creds(m), m.creds->__pad = 1; }); },
+     "the credentials section is malformed at byte 160"},
+    {"CredsEffectiveBeyondPermitted",
+     [] { return changed([](auto& m) { with_creds(m), m.creds->cap_effective = 3ULL << 10; }); },
+     "the credentials section is malformed"},
+    {"CredsAmbientNotInheritable",
+     [] { return changed([](auto& m) { with_creds(m), m.creds->cap_inheritable = 0; }); },
+     "the credentials section is malformed"},
+    {"CredsInvalidUid", [] { return changed([](auto& m) { with_creds(m), m.creds->euid = ~0U; }); },
+     "the credentials section is malformed"},
+    {"CredsUnknownSecurebits",
+     [] { return changed([](auto& m) { with_creds(m), m.creds->securebits = 0x100; }); },
+     "the credentials section is malformed"},
+    {"CredsGroupsCountWrong",
+     [] { return changed([](auto& m) { with_creds(m), m.creds->ngroups = 3; }); },
+     "the creds section at byte 160 has"},
+    {"CredsMissing",
+     [] { return changed([](auto& m) { m.header.features |= GHOST_IMAGE_FEAT_CREDS; }); },
+     "expected section creds at byte 160"},
+    {"CredsWithoutFeature",
+     [] {
+         return changed([](auto& m) {
+             with_creds(m);
+             m.header.features = m.header.required_features = GHOST_IMAGE_FEAT_FILE_ID;
+         });
+     },
+     "expected section regs at byte 160, found section creds"},
     // task
     {"TaskPad", [] { return changed([](auto& m) { m.task.__pad = 1; }); },
      "task section at byte 64 has non-zero reserved"},

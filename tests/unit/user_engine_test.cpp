@@ -460,6 +460,8 @@ TEST_F(BadImport, ForeignVdsoOfAVersion1ImageIsRefusedBySize) {
     img_.header.version = 1;
     img_.header.features = img_.header.required_features = 0;
     img_.mm.vdso_size = img_.mm.vdso_crc32c = 0;
+    img_.creds.reset(); // no CREDS in version 1
+    img_.groups.clear();
     img_.attrs.reset(); // version 1 has no ATTRS section
     bool found = false;
     for (auto& f : img_.files) // version 1 names the shared descriptor in pos

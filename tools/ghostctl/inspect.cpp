@@ -15,6 +15,7 @@
 #include <vector>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
 #include "commands.hpp"
@@ -329,6 +330,19 @@ json to_json(const ghost::image::Image& img, const std::string& cmdline, bool co
                   {"flags", img.signals.altstack_flags}}},
                 {"handlers", std::move(sig_handlers)}}},
               {"crc32c", img.crc32c}};
+    if (img.creds) {
+        const auto& c = *img.creds;
+        j["creds"] = {{"uid", {c.uid, c.euid, c.suid, c.fsuid}},
+                      {"gid", {c.gid, c.egid, c.sgid, c.fsgid}},
+                      {"groups", img.groups},
+                      {"cap_inheritable", c.cap_inheritable},
+                      {"cap_permitted", c.cap_permitted},
+                      {"cap_effective", c.cap_effective},
+                      {"cap_bset", c.cap_bset},
+                      {"cap_ambient", c.cap_ambient},
+                      {"securebits", c.securebits},
+                      {"loginuid", c.loginuid}};
+    }
     if (img.attrs) {
         const auto& a = *img.attrs;
         j["attrs"] = {{"flags", attrs_list(a.flags)},
@@ -354,6 +368,8 @@ std::string feature_list(std::uint64_t features) {
         add("file ids");
     if (features & GHOST_IMAGE_FEAT_VDSO_ID)
         add("vDSO id");
+    if (features & GHOST_IMAGE_FEAT_CREDS)
+        add("credentials");
     if (features & GHOST_IMAGE_FEAT_VMA_ATTRS)
         add("mapping attributes");
     if (features & GHOST_IMAGE_FEAT_LOCKS)
@@ -377,6 +393,19 @@ void print_summary(const std::string& name, const ghost::image::Image& img,
     fmt::print("process    {}  cwd {}  umask {:04o}\n", comm, img.cwd, img.umask);
     if (!cmdline.empty())
         fmt::print("command    {}\n", cmdline);
+    if (img.creds) {
+        const auto& c = *img.creds;
+        fmt::print("creds      uid {}/{}/{}/{}  gid {}/{}/{}/{}  groups {}  loginuid {}\n", c.uid,
+                   c.euid, c.suid, c.fsuid, c.gid, c.egid, c.sgid, c.fsgid,
+                   img.groups.empty() ? "-" : fmt::format("{}", fmt::join(img.groups, ",")),
+                   static_cast<std::int32_t>(c.loginuid));
+        fmt::print("  caps     permitted {:#x} effective {:#x} inheritable {:#x} bounding {:#x} "
+                   "ambient {:#x} securebits {:#x}\n",
+                   c.cap_permitted, c.cap_effective, c.cap_inheritable, c.cap_bset, c.cap_ambient,
+                   c.securebits);
+    } else {
+        fmt::print("creds      none recorded: restores as the restarting user\n");
+    }
     if (img.attrs) {
         const auto& a = *img.attrs;
         const std::string f = attrs_list(a.flags);

@@ -201,12 +201,17 @@ struct ghost_export {
  * @bytes:      out: image bytes read
  * @vvar_start: out (PREPARE): where the image had [vvar], 0 if nowhere
  * @vdso_start: out (PREPARE): where the image had [vdso], 0 if nowhere
+ * @creds:      in (PREPARE): address of @creds_size bytes where the image's
+ *              credentials go, a struct ghost_creds and its groups (as in
+ *              a CREDS section); 0 if the caller does not take them
+ * @creds_size: in: bytes at @creds
+ * @creds_len:  out (PREPARE): bytes written at @creds, 0 if the image has
+ *              no CREDS section
  * @attrs:      out (PREPARE): GHOST_ATTRS_SESSION_LEADER or _GROUP_LEADER:
  *              what the caller must make itself before the import
  *              (setsid(), setpgid(0, 0)), which no module can do
  * @membarrier: out (PREPARE): GHOST_MEMBARRIER_* registrations the caller
  *              must make before the import (membarrier(2) REGISTER_*)
- * @resv:       must be 0
  * @reason:     out: on failure, a NUL-terminated sentence saying why
  *
  * Rebuilds the calling process from the image, in place, like execve(): on
@@ -229,6 +234,14 @@ struct ghost_export {
  * credentials, memory and FPU state size it had then: any other importer,
  * or the same one changed, gets EPERM (the staged image is dropped).
  *
+ * An image with a CREDS section runs as the credentials it records. PREPARE
+ * refuses it (EPERM) unless the caller may assume them (the rule is in
+ * image-format.md), opens its files with them, and hands them out at
+ * @creds; a module cannot switch a process to another user (the kernel
+ * exports no way to charge it to that user), so the caller does, between
+ * the two calls, and the final call refuses (EPERM) a caller that does not
+ * run exactly as the image. A caller that already does needs neither.
+ *
  * The importer must be a 64-bit, single-threaded process that shares
  * neither its memory (vfork, CLONE_VM), its descriptor table (CLONE_FILES)
  * nor its fs struct with another task (EBUSY otherwise).
@@ -239,13 +252,17 @@ struct ghost_import {
 	__u64 bytes;
 	__u64 vvar_start;
 	__u64 vdso_start;
+	__u64 creds;
+	__u32 creds_size;
+	__u32 creds_len;
+	char reason[GHOST_REASON_LEN];
+	/* from GHOST_IMPORT_SIZE_VER1 on: */
 	__u32 attrs;
 	__u32 membarrier;
-	__u64 resv[1];
-	char reason[GHOST_REASON_LEN];
 };
 
 #define GHOST_IMPORT_SIZE_VER0 176
+#define GHOST_IMPORT_SIZE_VER1 184
 
 #define GHOST_IOC_IMPORT _IOWR(GHOST_IOC_MAGIC, 0x04, struct ghost_import)
 
@@ -473,8 +490,9 @@ struct ghost_fs {
  * Who the process was (GHOST_SEC_CREDS, followed by @ngroups __u32
  * supplementary group ids). An importer restores exactly these, and only
  * when its caller may assume them: it has CAP_SETUID and CAP_SETGID (root),
- * or every id is one of its own real/effective/saved ids and every group
- * one of its groups; the capability sets must be subsets of the caller's.
+ * or every id is one of its own real/effective/saved ids and the groups are
+ * its groups; the capability sets must be subsets of the caller's (the
+ * whole rule: common/ghost_creds.h, Documentation/image-format.md).
  * Otherwise the import is refused before the point of no return. An image
  * without this section (versions before it) is restored with the caller's
  * credentials.

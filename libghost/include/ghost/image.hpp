@@ -69,6 +69,10 @@ struct File {
 struct Image {
     ghost_image_header header{};
     ghost_task task{};
+    // Who the process was (a CREDS section; none in images before it, which
+    // restore with the importer's credentials) and its supplementary groups.
+    std::optional<ghost_creds> creds;
+    std::vector<std::uint32_t> groups;
     // Process attributes (GHOST_IMAGE_FEAT_ATTRS); none in older images.
     std::optional<ghost_attrs> attrs;
     ghost_regs regs{};

@@ -35,6 +35,7 @@
 #include "ghost/image.hpp"
 #include "ghost_policy.h"
 #include "sys.hpp"
+#include "user/creds.hpp"
 #include "user/locks.hpp"
 #include "user/attrs.hpp"
 #include "user/proc.hpp"
@@ -115,6 +116,7 @@ struct Asked {
     bool itimer_armed = false;
     std::uint64_t brk = 0;
     ghost_attrs attrs{}; // what prctl and membarrier say (attrs.cpp)
+    std::uint32_t securebits = 0;
 };
 
 Result<Asked> ask(Tracee& t) {
@@ -153,6 +155,15 @@ Result<Asked> ask(Tracee& t) {
         auto r = t.call(SYS_getitimer, which, s + kItimerOff + which * sizeof(itimerval));
         if (!r)
             res = r.error();
+    }
+    if (res) {
+        auto r = t.call(SYS_prctl, PR_GET_SECUREBITS);
+        if (!r)
+            res = r.error();
+        else if (is_err(*r))
+            res = syscall_failed(pid, "prctl(PR_GET_SECUREBITS)", *r);
+        else
+            a.securebits = static_cast<std::uint32_t>(*r);
     }
     if (res) {
         auto r = t.call(SYS_brk, 0);
@@ -571,6 +582,8 @@ Result<ExportStats> export_process(pid_t pid, Fate fate, int out) {
         return fail(refused(err, reason));
     if (auto r = fill_task(t, *asked, img); !r)
         return fail(r.error());
+    if (auto r = fill_creds(pid, *status, asked->securebits, img); !r)
+        return fail(r.error());
     img.attrs = asked->attrs;
     if (auto r = read_attrs(pid, *status, *img.attrs); !r)
         return fail(r.error());
@@ -586,11 +599,13 @@ Result<ExportStats> export_process(pid_t pid, Fate fate, int out) {
     h.time_ns = static_cast<std::uint64_t>(now.tv_sec) * 1000000000ULL +
                 static_cast<std::uint64_t>(now.tv_nsec);
     h.pid = pid;
-    // As ghost.ko: file ids change what a DUP record means, and mapping
-    // attributes and process attributes must be restored, so a reader must
-    // know them; the vDSO record only adds a check. A reader that skipped
-    // LOCK records would restore it without its locks.
-    h.features = GHOST_IMAGE_FEAT_FILE_ID | GHOST_IMAGE_FEAT_VMA_ATTRS | GHOST_IMAGE_FEAT_ATTRS |
+    // As ghost.ko: file ids change what a DUP record means, credentials who
+    // the process runs as, and mapping and process attributes must be
+    // restored, so a reader must know them; the vDSO record only adds a
+    // check. A reader that skipped LOCK records would restore it without its
+    // locks.
+    h.features = GHOST_IMAGE_FEAT_FILE_ID | GHOST_IMAGE_FEAT_VMA_ATTRS | GHOST_IMAGE_FEAT_CREDS |
+                 GHOST_IMAGE_FEAT_ATTRS |
                  (locks->empty() ? 0 : GHOST_IMAGE_FEAT_LOCKS);
     h.required_features = h.features;
     static_assert(sizeof(ghost_regs) == sizeof(Regs));

@@ -38,6 +38,7 @@
 #include "ghost_policy.h"
 #include "ghost_vma_attrs.h"
 #include "sys.hpp"
+#include "user/creds.hpp"
 #include "user/locks.hpp"
 #include "user/attrs.hpp"
 #include "user/proc.hpp"
@@ -801,6 +802,9 @@ Error restore_self(std::span<const std::byte> bytes, const image::Image& img) {
     if (auto r = check_memlock(img); !r)
         return r.error();
     if (auto r = check_advice(img); !r)
+        return r.error();
+    // The image's files are opened as the image's credentials (creds.cpp).
+    if (auto r = assume_image_creds(img); !r)
         return r.error();
     Plan p;
     p.img = &img;

@@ -19,6 +19,7 @@
 
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/auxv.h>
 #include <sys/ioctl.h>
@@ -27,6 +28,8 @@
 
 #include <linux/ghost.h>
 #include <linux/membarrier.h>
+
+#include "ghost/c/assume_creds.h"
 
 #ifndef ARCH_MAP_VDSO_64
 #define ARCH_MAP_VDSO_64 0x2003
@@ -106,27 +109,49 @@ static inline int ghost_become_image(struct ghost_import *im)
 /*
  * Restores the image behind ghost descriptor @g into this process. Returns
  * only on failure: -1 with errno set and im->reason filled when the module
- * gave one. The caller is then unchanged, but for its vDSO, which may have
- * moved.
+ * gave one. An image with credentials the caller may not assume is refused
+ * with the caller unchanged; one it may is restored as them: the caller
+ * switches to them (ghost_assume_creds()) just before the last call. A
+ * failure after PREPARE leaves the caller alive, but its vDSO may have
+ * moved and its credentials may be the image's.
  */
 static inline int ghost_restore_self(int g, struct ghost_import *im)
 {
+	const size_t creds_max = sizeof(struct ghost_creds) +
+				 GHOST_NGROUPS_MAX * sizeof(__u32);
+	struct ghost_creds *creds = (struct ghost_creds *)malloc(creds_max);
+	int err;
+
+	if (!creds)
+		return -1;
 	memset(im, 0, sizeof(*im));
 	im->size = sizeof(*im);
 	im->flags = GHOST_IMPORT_PREPARE;
+	im->creds = (__u64)(unsigned long)creds;
+	im->creds_size = creds_max;
 	if (ioctl(g, GHOST_IOC_IMPORT, im))
-		return -1;
+		goto fail;
 	if (ghost_become_image(im))
-		return -1;
+		goto fail;
 	if (im->vdso_start && im->vdso_start != getauxval(AT_SYSINFO_EHDR) &&
 	    ghost_move_vdso(im->vvar_start)) {
 		snprintf(im->reason, sizeof(im->reason),
 			 "cannot move the vDSO to %#llx: %s",
 			 (unsigned long long)im->vvar_start, strerror(errno));
-		return -1;
+		goto fail;
 	}
+	if (im->creds_len &&
+	    ghost_assume_creds(creds, (const __u32 *)(creds + 1), im->reason,
+			       sizeof(im->reason)))
+		goto fail;
 	im->flags = 0;
+	im->creds = 0;
+	im->creds_size = 0;
 	ioctl(g, GHOST_IOC_IMPORT, im);
+fail:
+	err = errno;
+	free(creds);
+	errno = err;
 	return -1;	/* a successful import does not return here */
 }
 

@@ -1,0 +1,32 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+// Credentials in the user engine: the CREDS section of an export, and on
+// import the rule (common/ghost_creds.h) and the switch
+// (ghost/c/assume_creds.h). Not installed.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <string_view>
+#include <vector>
+
+#include "ghost/image.hpp"
+#include "ghost/result.hpp"
+
+namespace ghost::user {
+
+// The CREDS record of pid from its /proc/PID/status text (Uid, Gid, Groups,
+// Cap* lines) and /proc/PID/loginuid; securebits as the process said them
+// (prctl(PR_GET_SECUREBITS) run inside it).
+Result<void> fill_creds(pid_t pid, std::string_view status, std::uint32_t securebits,
+                        image::Image& img);
+
+// In the importer, before anything is touched: refuses an image whose
+// credentials the caller may not assume (the shared rule), else raises
+// the caller's hard limits to the image's where they are higher (the
+// restorer sets the limits later, without the privilege the caller may
+// lose), and switches the caller to the image's credentials. Nothing for
+// an image without credentials.
+Result<void> assume_image_creds(const image::Image& img);
+
+} // namespace ghost::user
