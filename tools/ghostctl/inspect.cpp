@@ -19,6 +19,7 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.hpp"
+#include "ghost_lock.h"
 #include "ghost/fd.hpp"
 #include "ghost/image.hpp"
 #include "ghost/process.hpp"
@@ -224,19 +225,6 @@ std::string command_line(const ghost::image::Image& img, const StackPages& stack
     return out;
 }
 
-std::string_view lock_kind(std::uint32_t kind) {
-    switch (kind) {
-    case GHOST_LOCK_POSIX:
-        return "POSIX";
-    case GHOST_LOCK_OFD:
-        return "OFD";
-    case GHOST_LOCK_FLOCK:
-        return "flock";
-    default:
-        return "unknown";
-    }
-}
-
 // The first descriptor of the open file a lock is held through.
 int lock_fd(const ghost::image::Image& img, const ghost_lock& l) {
     for (const auto& f : img.files)
@@ -295,7 +283,7 @@ json to_json(const ghost::image::Image& img, const std::string& cmdline, bool co
     for (const auto& l : img.locks)
         locks.push_back({{"file_id", l.file_id},
                          {"fd", lock_fd(img, l)},
-                         {"kind", lock_kind(l.kind)},
+                         {"kind", ghost_lock_kind_name(l.kind)},
                          {"type", l.type == F_WRLCK ? "write" : "read"},
                          {"start", l.start},
                          {"len", l.len}});
@@ -440,7 +428,7 @@ void print_summary(const std::string& name, const ghost::image::Image& img,
     if (!img.locks.empty())
         fmt::print("locks      {}\n", img.locks.size());
     for (const auto& l : img.locks)
-        fmt::print("  fd {} {} {} {}\n", lock_fd(img, l), lock_kind(l.kind),
+        fmt::print("  fd {} {} {} {}\n", lock_fd(img, l), ghost_lock_kind_name(l.kind),
                    l.type == F_WRLCK ? "write" : "read",
                    l.kind == GHOST_LOCK_FLOCK ? std::string("whole file")
                    : l.len ? fmt::format("bytes {}-{}", l.start, l.start + l.len - 1)
