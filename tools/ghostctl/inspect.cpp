@@ -19,10 +19,10 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.hpp"
-#include "ghost_lock.h"
 #include "ghost/fd.hpp"
 #include "ghost/image.hpp"
 #include "ghost/process.hpp"
+#include "ghost_lock.h"
 #include "progress.hpp"
 
 namespace ghostctl {
@@ -397,9 +397,9 @@ void print_summary(const std::string& name, const ghost::image::Image& img,
     if (img.attrs) {
         const auto& a = *img.attrs;
         const std::string f = attrs_list(a.flags);
-        fmt::print("attributes nice {}  oom_score_adj {}  timer slack {} ns  membarrier {:#x}{}{}\n",
-                   a.nice, a.oom_score_adj, a.timerslack_ns, a.membarrier, f.empty() ? "" : "  ",
-                   f);
+        fmt::print(
+            "attributes nice {}  oom_score_adj {}  timer slack {} ns  membarrier {:#x}{}{}\n",
+            a.nice, a.oom_score_adj, a.timerslack_ns, a.membarrier, f.empty() ? "" : "  ", f);
     }
 
     std::uint64_t mapped = 0;
