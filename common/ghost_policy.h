@@ -145,31 +145,20 @@ struct ghost_attrs_facts {
 static inline int ghost_policy_attrs(const struct ghost_attrs_facts *a,
 				     char *reason, size_t len)
 {
-	if (a->seccomp == 1) {
-		snprintf(reason, len,
-			 "pid %d is in seccomp strict mode, which a restart would drop: not supported",
-			 a->pid);
-		return -EOPNOTSUPP;
-	}
-	if (a->seccomp) {
-		snprintf(reason, len,
-			 "pid %d has a seccomp filter, which a restart would drop: not supported",
-			 a->pid);
-		return -EOPNOTSUPP;
-	}
-	if (a->other_time_ns) {
-		snprintf(reason, len,
-			 "pid %d is in another time namespace than the exporter: not supported",
-			 a->pid);
-		return -EOPNOTSUPP;
-	}
-	if (a->time_ns_for_children) {
-		snprintf(reason, len,
-			 "pid %d made a time namespace for its children (unshare(CLONE_NEWTIME)): not supported",
-			 a->pid);
-		return -EOPNOTSUPP;
-	}
-	return 0;
+	const char *what;
+
+	if (a->seccomp == 1)
+		what = "is in seccomp strict mode, which a restart would drop";
+	else if (a->seccomp)
+		what = "has a seccomp filter, which a restart would drop";
+	else if (a->other_time_ns)
+		what = "is in another time namespace than the exporter";
+	else if (a->time_ns_for_children)
+		what = "made a time namespace for its children (unshare(CLONE_NEWTIME))";
+	else
+		return 0;
+	snprintf(reason, len, "pid %d %s: not supported", a->pid, what);
+	return -EOPNOTSUPP;
 }
 
 /* @deleted: the directory was removed (" (deleted)" in its path). */
