@@ -54,6 +54,25 @@ static void creds_record(const struct cred *cred, struct user_namespace *ns,
 		groups[i] = from_kgid_munged(ns, gi->gid[i]);
 }
 
+/* @cred as a record, its groups in a new array at *@groups (kvfree it). */
+static int record_alloc(const struct cred *cred, kuid_t loginuid,
+			struct ghost_creds *c, u32 **groups)
+{
+	*groups = kvmalloc_array(max(cred->group_info->ngroups, 1),
+				 sizeof(**groups), GFP_KERNEL);
+	if (!*groups)
+		return -ENOMEM;
+	creds_record(cred, current_user_ns(), loginuid, c, *groups);
+	return 0;
+}
+
+/* The caller's own credentials, as a record, its groups in *@groups. */
+static int caller_record(struct ghost_creds *c, u32 **groups)
+{
+	return record_alloc(current_cred(), audit_get_loginuid(current), c,
+			    groups);
+}
+
 int ghost_write_creds(struct ghost_stream *s, struct task_struct *task)
 {
 	const struct cred *cred = get_task_cred(task);
@@ -61,33 +80,14 @@ int ghost_write_creds(struct ghost_stream *s, struct task_struct *task)
 	u32 *groups;
 	int err;
 
-	groups = kvmalloc_array(max(cred->group_info->ngroups, 1), sizeof(*groups),
-				GFP_KERNEL);
-	if (!groups) {
-		put_cred(cred);
-		return -ENOMEM;
-	}
-	creds_record(cred, current_user_ns(), audit_get_loginuid(task), &c,
-		     groups);
+	err = record_alloc(cred, audit_get_loginuid(task), &c, &groups);
 	put_cred(cred);
+	if (err)
+		return err;
 	err = ghost_section_write(s, GHOST_SEC_CREDS, &c, sizeof(c), groups,
 				  c.ngroups * sizeof(*groups));
 	kvfree(groups);
 	return err;
-}
-
-/* The caller's own credentials, as a record, its groups in *@groups. */
-static int caller_record(struct ghost_creds *c, u32 **groups)
-{
-	const struct cred *cred = current_cred();
-
-	*groups = kvmalloc_array(max(cred->group_info->ngroups, 1),
-				 sizeof(**groups), GFP_KERNEL);
-	if (!*groups)
-		return -ENOMEM;
-	creds_record(cred, current_user_ns(), audit_get_loginuid(current), c,
-		     *groups);
-	return 0;
 }
 
 /* The image's credentials as a struct cred for override_creds(). */
