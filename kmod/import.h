@@ -78,6 +78,7 @@ struct ghost_staged {
 };
 
 /* stage.c */
+__printf(2, 3) int ghost_bad(char *reason, const char *fmt, ...);
 int ghost_stage(struct ghost_stream *s, struct ghost_staged **out,
 		char *reason);
 void ghost_staged_free(struct ghost_staged *st);

@@ -97,16 +97,6 @@ static int conflict(const struct staged_lock *sl, char *reason)
 	return -EAGAIN;
 }
 
-static __printf(2, 3) int bad(char *reason, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(reason, GHOST_REASON_LEN, fmt, ap);
-	va_end(ap);
-	return -EBADMSG;
-}
-
 int ghost_stage_lock(struct ghost_staged *st, const struct ghost_lock *l,
 		     char *reason)
 {
@@ -118,21 +108,21 @@ int ghost_stage_lock(struct ghost_staged *st, const struct ghost_lock *l,
 	int err;
 
 	if (why)
-		return bad(reason, "the lock section of file id %llu %s",
-			   l->file_id, why);
+		return ghost_bad(reason, "the lock section of file id %llu %s",
+				 l->file_id, why);
 	for (i = 0; i < st->nr_files && !sf; i++)
 		if (st->files[i].f.file_id == l->file_id &&
 		    st->files[i].f.kind != GHOST_FILE_DUP)
 			sf = &st->files[i];
 	if (!sf || sf->f.kind != GHOST_FILE_PATH || !sf->file)
-		return bad(reason,
-			   "a lock names file id %llu, which the image does not reopen by path",
-			   l->file_id);
+		return ghost_bad(reason,
+				 "a lock names file id %llu, which the image does not reopen by path",
+				 l->file_id);
 	need = l->type == GHOST_LOCK_WRLCK ? FMODE_WRITE : FMODE_READ;
 	if (l->kind != GHOST_LOCK_FLOCK && !(sf->file->f_mode & need))
-		return bad(reason, "the %s lock of fd %d needs the file open for %s",
-			   ghost_lock_kind_name(l->kind), sf->f.fd,
-			   need == FMODE_WRITE ? "writing" : "reading");
+		return ghost_bad(reason, "the %s lock of fd %d needs the file open for %s",
+				 ghost_lock_kind_name(l->kind), sf->f.fd,
+				 need == FMODE_WRITE ? "writing" : "reading");
 
 	err = ghost_array_reserve((void **)&st->locks, &st->locks_cap,
 				  st->nr_locks, st->nr_locks + 1,

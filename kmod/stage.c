@@ -31,7 +31,8 @@
 #include "ghost_vma_attrs.h"
 #include "import.h"
 
-static __printf(2, 3) int bad(char *reason, const char *fmt, ...)
+/* A malformed image: @reason says how. */
+int ghost_bad(char *reason, const char *fmt, ...)
 {
 	va_list ap;
 
@@ -44,7 +45,7 @@ static __printf(2, 3) int bad(char *reason, const char *fmt, ...)
 static int short_read(struct ghost_stream *s, int err, char *reason)
 {
 	if (err == -ENODATA)
-		return bad(reason, "the image ends early, at byte %llu", s->off);
+		return ghost_bad(reason, "the image ends early, at byte %llu", s->off);
 	return err;
 }
 
@@ -100,15 +101,15 @@ static int next_section(struct ghost_stream *s, const struct ghost_staged *st,
 			return err;
 		if ((sec->h.flags & ~GHOST_SECTION_FLAGS) ||
 		    (v1 && (sec->h.flags || sec->h.record_size)))
-			return bad(reason, "section at byte %llu has unknown flags %#x",
-				   sec->at, sec->h.flags);
+			return ghost_bad(reason, "section at byte %llu has unknown flags %#x",
+					 sec->at, sec->h.flags);
 		known = ghost_record_min_size(sec->h.type, st->hdr.version);
 		if (known)
 			break;
 		if (!(sec->h.flags & GHOST_SECTION_SKIPPABLE))
-			return bad(reason,
-				   "section type %u at byte %llu is unknown to this reader and not skippable",
-				   sec->h.type, sec->at);
+			return ghost_bad(reason,
+					 "section type %u at byte %llu is unknown to this reader and not skippable",
+					 sec->h.type, sec->at);
 		err = skip_bytes(s, sec->h.size, reason);
 		if (!err)
 			err = skip_bytes(s, ALIGN(sec->h.size % 8, 8) - sec->h.size % 8,
@@ -118,8 +119,8 @@ static int next_section(struct ghost_stream *s, const struct ghost_staged *st,
 	}
 	sec->rec = v1 ? known : sec->h.record_size;
 	if (sec->rec < known || sec->h.size < sec->rec)
-		return bad(reason, "section %u at byte %llu has a %u-byte record",
-			   sec->h.type, sec->at, sec->rec);
+		return ghost_bad(reason, "section %u at byte %llu has a %u-byte record",
+				 sec->h.type, sec->at, sec->rec);
 	return 0;
 }
 
@@ -128,7 +129,7 @@ static int skip_pad(struct ghost_stream *s, u64 size, char *reason)
 	int err = ghost_stream_skip_zeros(s, ALIGN(size, 8) - size);
 
 	if (err == -EBADMSG)
-		return bad(reason, "non-zero padding before byte %llu", s->off);
+		return ghost_bad(reason, "non-zero padding before byte %llu", s->off);
 	return err ? short_read(s, err, reason) : 0;
 }
 
@@ -149,9 +150,9 @@ static int read_record(struct ghost_stream *s, const struct sec *sec,
 		return err;
 	err = ghost_stream_skip_zeros(s, sec->rec - size);
 	if (err == -EBADMSG)
-		return bad(reason,
-			   "the %u-byte record of section %u at byte %llu has non-zero bytes beyond the %zu this reader knows",
-			   sec->rec, sec->h.type, sec->at, size);
+		return ghost_bad(reason,
+				 "the %u-byte record of section %u at byte %llu has non-zero bytes beyond the %zu this reader knows",
+				 sec->rec, sec->h.type, sec->at, size);
 	return err ? short_read(s, err, reason) : 0;
 }
 
@@ -169,8 +170,8 @@ static int read_head(struct ghost_stream *s, const struct ghost_staged *st,
 	if (err)
 		return err;
 	if (sec->h.type != type)
-		return bad(reason, "expected section %u at byte %llu, found %u",
-			   type, sec->at, sec->h.type);
+		return ghost_bad(reason, "expected section %u at byte %llu, found %u",
+				 type, sec->at, sec->h.type);
 	return read_record(s, sec, buf, size, reason);
 }
 
@@ -180,8 +181,8 @@ static int read_tail(struct ghost_stream *s, const struct sec *sec,
 	int err;
 
 	if (sec->h.size != sec->rec + tail_len)
-		return bad(reason, "section %u has size %llu, expected %zu",
-			   sec->h.type, sec->h.size, sec->rec + tail_len);
+		return ghost_bad(reason, "section %u has size %llu, expected %zu",
+				 sec->h.type, sec->h.size, sec->rec + tail_len);
 	if (tail_len) {
 		err = read_exact(s, tail, tail_len, reason);
 		if (err)
@@ -212,14 +213,14 @@ static int read_path(struct ghost_stream *s, const struct sec *sec, u32 len,
 
 	BUILD_BUG_ON(GHOST_PATH_MAX != PATH_MAX);
 	if (len == 0 || len >= GHOST_PATH_MAX)
-		return bad(reason, "a path in section %u has length %u", sec->h.type, len);
+		return ghost_bad(reason, "a path in section %u has length %u", sec->h.type, len);
 	p = kmalloc(len + 1, GFP_KERNEL);
 	if (!p)
 		return -ENOMEM;
 	err = read_tail(s, sec, p, len, reason);
 	p[len] = 0;
 	if (!err && (strlen(p) != len || (absolute && p[0] != '/')))
-		err = bad(reason, "a path in section %u is not absolute", sec->h.type);
+		err = ghost_bad(reason, "a path in section %u is not absolute", sec->h.type);
 	if (err) {
 		kfree(p);
 		return err;
@@ -248,10 +249,11 @@ static int stage_header(struct ghost_stream *s, struct ghost_staged *st,
 	if (err)
 		return err;
 	if (h->magic != GHOST_IMAGE_MAGIC)
-		return bad(reason, "not a ghost image (bad magic)");
+		return ghost_bad(reason, "not a ghost image (bad magic)");
 	if (h->version < GHOST_IMAGE_MIN_VERSION || h->version > GHOST_IMAGE_VERSION)
-		return bad(reason, "image format version %u is not supported (reads %u to %u)",
-			   h->version, GHOST_IMAGE_MIN_VERSION, GHOST_IMAGE_VERSION);
+		return ghost_bad(reason,
+				 "image format version %u is not supported (reads %u to %u)",
+				 h->version, GHOST_IMAGE_MIN_VERSION, GHOST_IMAGE_VERSION);
 	if ((h->version == 1 ? h->header_size != sizeof(*h) :
 	     (h->header_size < sizeof(*h) || h->header_size > GHOST_IMAGE_HEADER_MAX ||
 	      h->header_size % 8)) ||
@@ -259,16 +261,16 @@ static int stage_header(struct ghost_stream *s, struct ghost_staged *st,
 	    h->__pad || !ghost_all_zero(h->resv, ARRAY_SIZE(h->resv)) ||
 	    (h->version == 1 && (h->features || h->required_features)) ||
 	    (h->required_features & ~h->features))
-		return bad(reason, "the image header is malformed or for another machine");
+		return ghost_bad(reason, "the image header is malformed or for another machine");
 	if (h->required_features & ~GHOST_IMAGE_FEATURES)
-		return bad(reason,
-			   "the image requires feature bit %lu, which this reader does not know",
-			   __ffs64(h->required_features & ~GHOST_IMAGE_FEATURES));
+		return ghost_bad(reason,
+				 "the image requires feature bit %lu, which this reader does not know",
+				 __ffs64(h->required_features & ~GHOST_IMAGE_FEATURES));
 	err = ghost_stream_skip_zeros(s, h->header_size - sizeof(*h));
 	if (err == -EBADMSG)
-		return bad(reason,
-			   "the image header has non-zero bytes beyond the %zu this reader knows",
-			   sizeof(*h));
+		return ghost_bad(reason,
+				 "the image header has non-zero bytes beyond the %zu this reader knows",
+				 sizeof(*h));
 	return err ? short_read(s, err, reason) : 0;
 }
 
@@ -286,7 +288,7 @@ static int stage_task(struct ghost_stream *s, struct ghost_staged *st,
 	    !user_addr(t->robust_list) ||
 	    (t->robust_list && t->robust_list_len != GHOST_ROBUST_LIST_LEN) ||
 	    (t->rseq && t->rseq_len != GHOST_RSEQ_LEN))
-		return bad(reason, "the task section is malformed");
+		return ghost_bad(reason, "the task section is malformed");
 	t->comm[sizeof(t->comm) - 1] = 0;
 	return 0;
 }
@@ -302,8 +304,8 @@ static int stage_attrs(struct ghost_stream *s, struct ghost_staged *st,
 	int err;
 
 	if (!(st->hdr.features & GHOST_IMAGE_FEAT_ATTRS))
-		return bad(reason, "an attrs section at byte %llu without the ATTRS feature",
-			   sec->at);
+		return ghost_bad(reason, "an attrs section at byte %llu without the ATTRS feature",
+				 sec->at);
 	err = read_record(s, sec, a, sizeof(*a), reason);
 	if (!err)
 		err = read_tail(s, sec, NULL, 0, reason);
@@ -314,7 +316,7 @@ static int stage_attrs(struct ghost_stream *s, struct ghost_staged *st,
 	    a->oom_score_adj < -1000 || a->oom_score_adj > 1000 ||
 	    a->nice < -20 || a->nice > 19 ||
 	    !ghost_all_zero(a->resv, ARRAY_SIZE(a->resv)))
-		return bad(reason, "the attrs section is malformed");
+		return ghost_bad(reason, "the attrs section is malformed");
 	st->has_attrs = true;
 	return 0;
 }
@@ -331,15 +333,16 @@ static int stage_creds(struct ghost_stream *s, struct ghost_staged *st,
 	int err;
 
 	if (!(st->hdr.features & GHOST_IMAGE_FEAT_CREDS))
-		return bad(reason, "a credentials section at byte %llu without the CREDS feature",
-			   sec->at);
+		return ghost_bad(reason,
+				 "a credentials section at byte %llu without the CREDS feature",
+				 sec->at);
 	if (st->creds)
-		return bad(reason, "a second credentials section at byte %llu", sec->at);
+		return ghost_bad(reason, "a second credentials section at byte %llu", sec->at);
 	err = read_record(s, sec, &c, sizeof(c), reason);
 	if (err)
 		return err;
 	if (c.ngroups > GHOST_NGROUPS_MAX)
-		return bad(reason, "the credentials section is malformed");
+		return ghost_bad(reason, "the credentials section is malformed");
 	glen = c.ngroups * sizeof(u32);
 	all = kvmalloc(sizeof(c) + glen, GFP_KERNEL);
 	if (!all)
@@ -368,14 +371,15 @@ static int stage_task_extras(struct ghost_stream *s, struct ghost_staged *st,
 			err = next_section(s, st, sec, reason);
 	}
 	if (!err && !st->creds && (st->hdr.features & GHOST_IMAGE_FEAT_CREDS))
-		return bad(reason, "the CREDS feature, but no credentials section after the task");
+		return ghost_bad(reason,
+				 "the CREDS feature, but no credentials section after the task");
 	if (!err && sec->h.type == GHOST_SEC_ATTRS) {
 		err = stage_attrs(s, st, sec, reason);
 		if (!err)
 			err = next_section(s, st, sec, reason);
 	}
 	if (!err && !st->has_attrs && (st->hdr.features & GHOST_IMAGE_FEAT_ATTRS))
-		return bad(reason, "the ATTRS feature, but no attrs section after the task");
+		return ghost_bad(reason, "the ATTRS feature, but no attrs section after the task");
 	return err;
 }
 
@@ -386,8 +390,8 @@ static int stage_regs(struct ghost_stream *s, struct ghost_staged *st,
 	int err;
 
 	if (sec->h.type != GHOST_SEC_REGS)
-		return bad(reason, "expected section %u at byte %llu, found %u",
-			   GHOST_SEC_REGS, sec->at, sec->h.type);
+		return ghost_bad(reason, "expected section %u at byte %llu, found %u",
+				 GHOST_SEC_REGS, sec->at, sec->h.type);
 	err = read_record(s, sec, r, sizeof(*r), reason);
 	if (!err)
 		err = read_tail(s, sec, NULL, 0, reason);
@@ -396,7 +400,7 @@ static int stage_regs(struct ghost_stream *s, struct ghost_staged *st,
 	if (r->cs != __USER_CS || r->ss != __USER_DS || r->fs || r->gs ||
 	    !user_addr(r->ip) || !user_addr(r->fs_base) ||
 	    !user_addr(r->gs_base))
-		return bad(reason, "the registers are not those of a 64-bit user process");
+		return ghost_bad(reason, "the registers are not those of a 64-bit user process");
 	return 0;
 }
 
@@ -423,7 +427,7 @@ static int stage_xstate(struct ghost_stream *s, struct ghost_staged *st,
 	if (err)
 		return err;
 	if (x.__pad || x.size < GHOST_XSTATE_MIN || x.size > GHOST_XSTATE_MAX)
-		return bad(reason, "the FPU section is malformed");
+		return ghost_bad(reason, "the FPU section is malformed");
 	len = max_t(size_t, x.size, cur->user_size);
 	buf = kvzalloc(len, GFP_KERNEL);
 	if (!buf)
@@ -434,12 +438,13 @@ static int stage_xstate(struct ghost_stream *s, struct ghost_staged *st,
 
 	xfeatures = *(u64 *)(buf + 512);
 	if (xfeatures & ~cur->user_xfeatures) {
-		err = bad(reason, "the image uses FPU features this CPU lacks (%#llx)",
-			  xfeatures & ~cur->user_xfeatures);
+		err = ghost_bad(reason, "the image uses FPU features this CPU lacks (%#llx)",
+				xfeatures & ~cur->user_xfeatures);
 		goto out;
 	}
 	if (xfeatures & cur->xfd) {
-		err = bad(reason, "the image uses dynamically enabled FPU features: not supported");
+		err = ghost_bad(reason,
+				"the image uses dynamically enabled FPU features: not supported");
 		goto out;
 	}
 
@@ -457,7 +462,7 @@ static int stage_xstate(struct ghost_stream *s, struct ghost_staged *st,
 	err = fpu_copy_uabi_to_guest_fpstate(&gf, buf, cur->user_xfeatures,
 					     &st->pkru);
 	if (err)
-		err = bad(reason, "the FPU state in the image is invalid");
+		err = ghost_bad(reason, "the FPU state in the image is invalid");
 out:
 	kvfree(buf);
 	return err;
@@ -487,12 +492,12 @@ static int stage_signals(struct ghost_stream *s, struct ghost_staged *st,
 
 		if ((a->flags & ~GHOST_SA_FLAGS) || !user_addr(a->restorer) ||
 		    ((sig == SIGKILL || sig == SIGSTOP) && a->handler != 0))
-			return bad(reason, "the action of signal %d is invalid", sig);
+			return ghost_bad(reason, "the action of signal %d is invalid", sig);
 	}
 	if (sg->__pad || (sg->pending & ~GHOST_SIG_PENDING_MASK) ||
 	    (sg->altstack_flags & ~GHOST_SS_FLAGS) ||
 	    !user_addr(sg->altstack_sp))
-		return bad(reason, "the signal section is malformed");
+		return ghost_bad(reason, "the signal section is malformed");
 	return 0;
 }
 
@@ -537,7 +542,7 @@ static int stage_rlimits(struct ghost_stream *s, struct ghost_staged *st,
 		u64 cur = st->rlim.rlim[i].cur, max = st->rlim.rlim[i].max;
 
 		if (cur > max)
-			return bad(reason, "limit %d: soft limit above hard limit", i);
+			return ghost_bad(reason, "limit %d: soft limit above hard limit", i);
 		/* An image never raises privileges: no higher hard limit. */
 		if (max > current->signal->rlim[i].rlim_max &&
 		    !capable(CAP_SYS_RESOURCE)) {
@@ -546,7 +551,7 @@ static int stage_rlimits(struct ghost_stream *s, struct ghost_staged *st,
 			return -EPERM;
 		}
 		if (i == RLIMIT_NOFILE && max > GHOST_MAX_FD)
-			return bad(reason, "the file limit in the image is too large");
+			return ghost_bad(reason, "the file limit in the image is too large");
 	}
 	return 0;
 }
@@ -564,7 +569,7 @@ static int stage_mm(struct ghost_stream *s, struct ghost_staged *st,
 	if (!(st->hdr.features & GHOST_IMAGE_FEAT_VDSO_ID) ?
 	    (m->vdso_size || m->vdso_crc32c) :
 	    (!m->vdso_size || (m->vdso_size & ~PAGE_MASK)))
-		return bad(reason, "the vDSO record does not fit the image's feature bits");
+		return ghost_bad(reason, "the vDSO record does not fit the image's feature bits");
 	if (!m->nr_vmas || m->nr_vmas > GHOST_MAX_VMAS || m->auxv_words < 2 ||
 	    m->auxv_words > min_t(size_t, GHOST_AUXV_WORDS,
 				  ARRAY_SIZE(current->mm->saved_auxv)) ||
@@ -574,7 +579,7 @@ static int stage_mm(struct ghost_stream *s, struct ghost_staged *st,
 	    !user_addr(m->arg_end) || !user_addr(m->env_end) ||
 	    !user_addr(m->start_stack) || !user_addr(m->end_code) ||
 	    !user_addr(m->end_data) || m->auxv[m->auxv_words - 2] != AT_NULL)
-		return bad(reason, "the memory layout section is malformed");
+		return ghost_bad(reason, "the memory layout section is malformed");
 	st->vmas = kvcalloc(m->nr_vmas, sizeof(*st->vmas), GFP_KERNEL);
 	return st->vmas ? 0 : -ENOMEM;
 }
@@ -674,11 +679,12 @@ static int stage_pages(struct ghost_stream *s, const struct ghost_staged *st,
 	if (p.__pad || p.data_offset < sec.rec || !run_fits(sv, &p, *carried) ||
 	    sec.h.size != p.data_offset + p.nr_pages * PAGE_SIZE ||
 	    ((sec.at + sizeof(sec.h) + p.data_offset) & ~PAGE_MASK))
-		return bad(reason, "the page run at byte %llu is malformed", sec.at);
+		return ghost_bad(reason, "the page run at byte %llu is malformed", sec.at);
 	err = ghost_stream_skip_zeros(s, p.data_offset - sec.rec);
 	if (err)
-		return err == -EBADMSG ? bad(reason, "non-zero padding in page run") :
-					 short_read(s, err, reason);
+		return err == -EBADMSG ?
+		       ghost_bad(reason, "non-zero padding in page run") :
+		       short_read(s, err, reason);
 	*carried += p.nr_pages;
 	return stage_run(s, sv, &p, reason);
 }
@@ -735,7 +741,7 @@ static int stage_vma(struct ghost_stream *s, struct ghost_staged *st,
 	    /* as mmap() sees it: the offset in bytes, plus the length, fits */
 	    ((v->flags & GHOST_VMA_FILE) &&
 	     v->pgoff > ((u64)MAX_LFS_FILESIZE - (v->end - v->start)) >> PAGE_SHIFT))
-		return bad(reason, "the mapping at %#llx is malformed", v->start);
+		return ghost_bad(reason, "the mapping at %#llx is malformed", v->start);
 
 	if (v->flags & GHOST_VMA_FILE) {
 		/* A shared mapping that may be made writable needs it open so. */
@@ -801,8 +807,8 @@ static int stage_dup(struct ghost_staged *st, struct staged_file *sf,
 		sf->file = t->file ? get_file(t->file) : fget(t->f.fd);
 		return sf->file ? 0 : -EBADF;
 	}
-	return bad(reason, "fd %d shares the file of fd %llu, which the image lacks",
-		   f->fd, f->pos);
+	return ghost_bad(reason, "fd %d shares the file of fd %llu, which the image lacks",
+			 f->fd, f->pos);
 }
 
 static int stage_file(struct ghost_stream *s, struct ghost_staged *st,
@@ -832,7 +838,7 @@ static int stage_file(struct ghost_stream *s, struct ghost_staged *st,
 	    (!f->file_id ||
 	     (f->kind == GHOST_FILE_DUP ? f->pos != 0 : f->file_id <= st->last_file_id))) {
 		kfree(path);
-		return bad(reason, "the file id of fd %d is invalid", f->fd);
+		return ghost_bad(reason, "the file id of fd %d is invalid", f->fd);
 	}
 	if (f->kind != GHOST_FILE_DUP)
 		st->last_file_id = f->file_id;
@@ -842,7 +848,7 @@ static int stage_file(struct ghost_stream *s, struct ghost_staged *st,
 	    (f->kind != GHOST_FILE_PATH && f->kind != GHOST_FILE_INHERIT &&
 	     f->kind != GHOST_FILE_DUP)) {
 		kfree(path);
-		return bad(reason, "the file section of fd %d is malformed", f->fd);
+		return ghost_bad(reason, "the file section of fd %d is malformed", f->fd);
 	}
 
 	if (f->kind == GHOST_FILE_DUP) {
@@ -877,12 +883,12 @@ static int stage_file(struct ghost_stream *s, struct ghost_staged *st,
 	sf->file = file;
 	err = 0;
 	if ((file_inode(file)->i_mode & S_IFMT) != f->mode)
-		err = bad(reason, "%s (fd %d) is no longer the same kind of file",
-			  path, f->fd);
+		err = ghost_bad(reason, "%s (fd %d) is no longer the same kind of file",
+				path, f->fd);
 	else if (S_ISREG(f->mode) && !(f->flags & O_PATH) &&
 		 vfs_llseek(file, f->pos, SEEK_SET) != f->pos)
-		err = bad(reason, "cannot seek %s (fd %d) to %llu", path, f->fd,
-			  f->pos);
+		err = ghost_bad(reason, "cannot seek %s (fd %d) to %llu", path, f->fd,
+				f->pos);
 	kfree(path);
 	return err;
 }
@@ -924,15 +930,15 @@ static int stage_tail(struct ghost_stream *s, struct ghost_staged *st,
 			continue;
 		}
 		if (sec.h.type != GHOST_SEC_END || sec.h.size != sec.rec)
-			return bad(reason, "unexpected section %u at byte %llu",
-				   sec.h.type, sec.at);
+			return ghost_bad(reason, "unexpected section %u at byte %llu",
+					 sec.h.type, sec.at);
 		err = read_record(s, &sec, &end, sizeof(end), reason);
 		if (err)
 			return err;
 		if (end.bytes != sec.at || end.__pad)
-			return bad(reason, "the end section is malformed");
+			return ghost_bad(reason, "the end section is malformed");
 		if (end.crc32c != sec.crc)
-			return bad(reason, "checksum mismatch: the image is corrupted");
+			return ghost_bad(reason, "checksum mismatch: the image is corrupted");
 		st->bytes = s->off;
 		return 0;
 	}
@@ -968,7 +974,7 @@ static int check_layout(struct ghost_staged *st, char *reason)
 			    inside[j] < st->vmas[i].v.end)
 				break;
 		if (i == st->nr_vmas && inside[j])
-			return bad(reason, "the memory layout points outside the mappings");
+			return ghost_bad(reason, "the memory layout points outside the mappings");
 	}
 	/* The recorded vDSO is the [vdso] mapping at mm.vdso. */
 	for (i = 0; m->vdso_size && i < st->nr_vmas; i++) {
@@ -979,7 +985,7 @@ static int check_layout(struct ghost_staged *st, char *reason)
 			return 0;
 	}
 	if (m->vdso_size)
-		return bad(reason, "the image records a vDSO that is not among its mappings");
+		return ghost_bad(reason, "the image records a vDSO that is not among its mappings");
 	return 0;
 }
 
