@@ -35,9 +35,9 @@
 #include "ghost/image.hpp"
 #include "ghost_policy.h"
 #include "sys.hpp"
+#include "user/attrs.hpp"
 #include "user/creds.hpp"
 #include "user/locks.hpp"
-#include "user/attrs.hpp"
 #include "user/proc.hpp"
 #include "user/tracee.hpp"
 #include "user/vma_attrs.hpp"
@@ -340,7 +340,9 @@ Result<std::uint32_t> classify_fd(int fd, const struct stat& st, const std::stri
     return static_cast<std::uint32_t>(r);
 }
 
-Result<std::vector<image::File>> capture_files(pid_t pid) {
+// fdinfo[i] gets the /proc/PID/fdinfo text of the i-th file, which
+// capture_locks() reads its locks from.
+Result<std::vector<image::File>> capture_files(pid_t pid, std::vector<std::string>& fdinfo) {
     auto fds = list_fds(pid);
     if (!fds)
         return fds.error();
@@ -388,6 +390,7 @@ Result<std::vector<image::File>> capture_files(pid_t pid) {
             f.rec.pos = parse_u64(status_field(*info, "pos"));
         }
         out.push_back(std::move(f));
+        fdinfo.push_back(std::move(*info));
     }
     return out;
 }
@@ -568,10 +571,11 @@ Result<ExportStats> export_process(pid_t pid, Fate fate, int out) {
     auto maps = capture_maps(pid, img.mm);
     if (!maps)
         return fail(maps.error());
-    auto files = capture_files(pid);
+    std::vector<std::string> fdinfo;
+    auto files = capture_files(pid, fdinfo);
     if (!files)
         return fail(files.error());
-    auto locks = capture_locks(pid, *files);
+    auto locks = capture_locks(pid, *files, fdinfo);
     if (!locks)
         return fail(locks.error());
     auto cwd = read_link(fmt::format("/proc/{}/cwd", pid));
@@ -605,8 +609,7 @@ Result<ExportStats> export_process(pid_t pid, Fate fate, int out) {
     // check. A reader that skipped LOCK records would restore it without its
     // locks.
     h.features = GHOST_IMAGE_FEAT_FILE_ID | GHOST_IMAGE_FEAT_VMA_ATTRS | GHOST_IMAGE_FEAT_CREDS |
-                 GHOST_IMAGE_FEAT_ATTRS |
-                 (locks->empty() ? 0 : GHOST_IMAGE_FEAT_LOCKS);
+                 GHOST_IMAGE_FEAT_ATTRS | (locks->empty() ? 0 : GHOST_IMAGE_FEAT_LOCKS);
     h.required_features = h.features;
     static_assert(sizeof(ghost_regs) == sizeof(Regs));
     const Regs saved = restarted(*regs0, false);

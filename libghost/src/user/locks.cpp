@@ -72,19 +72,19 @@ const image::File* file_of(const image::Image& img, std::uint64_t id) {
 
 } // namespace
 
-Result<std::vector<ghost_lock>> capture_locks(pid_t pid, const std::vector<image::File>& files) {
+Result<std::vector<ghost_lock>> capture_locks(pid_t pid, const std::vector<image::File>& files,
+                                              const std::vector<std::string>& fdinfo) {
     std::vector<ghost_lock> out;
-    for (const auto& f : files) {
+    for (std::size_t i = 0; i < files.size() && i < fdinfo.size(); i++) {
+        const auto& f = files[i];
         if (f.rec.kind == GHOST_FILE_DUP)
             continue; // fdinfo of a dup shows the same locks
-        auto info = read_text(fmt::format("/proc/{}/fdinfo/{}", pid, f.rec.fd));
-        if (!info)
-            return info.error();
+        const std::string& info = fdinfo[i];
         std::vector<ghost_lock> mine;
         ghost_lock_facts facts{};
         facts.fd = static_cast<unsigned>(f.rec.fd);
         facts.file_kind = static_cast<int>(f.rec.kind);
-        std::istringstream lines(*info);
+        std::istringstream lines(info);
         for (std::string line; std::getline(lines, line);) {
             if (!line.starts_with("lock:"))
                 continue;

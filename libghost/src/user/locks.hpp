@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <sys/types.h>
 
+#include <string>
 #include <vector>
 
 #include "ghost/image.hpp"
@@ -14,8 +15,10 @@ namespace ghost::user {
 
 // The locks held through the open files of the held process pid, in the
 // order ghost.ko writes them (each open file's fdinfo: flock, POSIX and
-// OFD, leases), or ghost_policy_lock()'s refusal.
-Result<std::vector<ghost_lock>> capture_locks(pid_t pid, const std::vector<image::File>& files);
+// OFD, leases), or ghost_policy_lock()'s refusal. fdinfo[i]: the
+// /proc/PID/fdinfo text of files[i], as capture_files() read it.
+Result<std::vector<ghost_lock>> capture_locks(pid_t pid, const std::vector<image::File>& files,
+                                              const std::vector<std::string>& fdinfo);
 
 // In the caller, before the point of no return. file_fd[i]: the reopened
 // files[i] (or -1). OFD and flock locks are taken on the open files (they
