@@ -38,7 +38,7 @@ int ghost_check_task(struct task_struct *task, struct mm_struct *mm,
 		     char *reason);
 int ghost_write_image(struct ghost_stream *s, struct task_struct *task,
 		      struct mm_struct *mm, const struct ghost_cpu *cpu,
-		      char *reason);
+		      int locks, char *reason);
 
 /* attrs.c */
 int ghost_check_attrs(struct task_struct *task, char *reason);

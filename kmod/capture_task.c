@@ -26,7 +26,11 @@ static u64 pending_mask(struct task_struct *task)
 	       task->signal->shared_pending.signal.sig[0];
 }
 
-/* The refusals of ghost_policy_task(), from the parked @task's state. */
+/*
+ * The refusals of ghost_policy_task(), from the parked @task's state; else
+ * the number of file locks the image will carry (its header says whether
+ * LOCK records follow).
+ */
 int ghost_check_task(struct task_struct *task, struct mm_struct *mm,
 		     char *reason)
 {
@@ -60,8 +64,7 @@ int ghost_check_task(struct task_struct *task, struct mm_struct *mm,
 	err = ghost_check_mm(mm, reason);
 	if (err)
 		return err;
-	err = ghost_check_files(task, reason);
-	return err < 0 ? err : 0;
+	return ghost_check_files(task, reason);
 }
 
 /*
@@ -218,15 +221,11 @@ static int write_end(struct ghost_stream *s)
 
 int ghost_write_image(struct ghost_stream *s, struct task_struct *task,
 		      struct mm_struct *mm, const struct ghost_cpu *cpu,
-		      char *reason)
+		      int locks, char *reason)
 {
 	u32 vdso_size, vdso_crc;
-	int err, locks;
+	int err;
 
-	/* The header says whether LOCK records follow: count them first. */
-	locks = ghost_check_files(task, reason);
-	if (locks < 0)
-		return locks;
 	mmap_read_lock(mm);
 	err = ghost_vdso_id(mm, &vdso_size, &vdso_crc);
 	mmap_read_unlock(mm);

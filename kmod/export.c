@@ -257,6 +257,7 @@ long ghost_export(struct ghost *g, struct ghost_export *e)
 	struct ghost_stream s;
 	struct ghost_res *res;
 	long err;
+	int locks;
 
 	memset(e->reason, 0, sizeof(e->reason));
 	e->bytes = 0;
@@ -315,9 +316,11 @@ long ghost_export(struct ghost *g, struct ghost_export *e)
 		goto out_release;
 
 	/* Refusals that need the target still come before any byte is written. */
-	err = ghost_check_task(task, mm, e->reason);
-	if (err)
+	locks = ghost_check_task(task, mm, e->reason);
+	if (locks < 0) {
+		err = locks;
 		goto out_release;
+	}
 
 	/* A staged image may share the pages this export rewrites. */
 	ghost_staged_free(g->staged);
@@ -325,7 +328,7 @@ long ghost_export(struct ghost *g, struct ghost_export *e)
 	if (res->ops->truncate)
 		res->ops->truncate(res);
 	ghost_stream_init(&s, res);
-	err = ghost_write_image(&s, task, mm, &f->cpu, e->reason);
+	err = ghost_write_image(&s, task, mm, &f->cpu, locks, e->reason);
 	e->bytes = s.off;
 	if (err)
 		goto out_release;
