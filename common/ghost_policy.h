@@ -328,7 +328,24 @@ struct ghost_fd_facts {
 	 */
 	bool dead_proc;
 	const char *path;	/* d_path(), readlink of /proc/PID/fd/N; or NULL */
+	int pid;		/* the process's pid, as the exporter's /proc names it */
 };
+
+/*
+ * Is @path a file of /proc/@pid/, the process's own (its /proc/self)? A
+ * restart could not open it again: the pid is gone after a checkpoint that
+ * kills, and names the original, not the copy, after one that does not.
+ */
+static inline bool ghost_policy_own_proc(const char *path, int pid)
+{
+	char dir[24];
+	int n;
+
+	if (!path || pid <= 0)
+		return false;
+	n = snprintf(dir, sizeof(dir), "/proc/%d/", pid);
+	return n > 0 && !strncmp(path, dir, (size_t)n);
+}
 
 static inline bool ghost_policy_is_pty(unsigned int major, unsigned int minor)
 {
@@ -348,8 +365,9 @@ static inline bool ghost_policy_is_pty(unsigned int major, unsigned int minor)
  *    importer must hold one of the same kind at the same number;
  *  - everything else (sockets, pseudo-terminals, eventfd, epoll, O_PATH
  *    descriptors of symbolic links, ...) is refused, and so are a deleted
- *    device node or FIFO (the importer could not hold the same one) and a
- *    file of a process that no longer exists.
+ *    device node or FIFO (the importer could not hold the same one), a
+ *    file of a process that no longer exists and one of the process's own
+ *    /proc directory.
  */
 static inline int ghost_policy_fd(const struct ghost_fd_facts *f, char *reason,
 				  size_t len)
@@ -358,6 +376,12 @@ static inline int ghost_policy_fd(const struct ghost_fd_facts *f, char *reason,
 		snprintf(reason, len,
 			 "fd %u is %s of a process that no longer exists", f->fd,
 			 f->path ? f->path : "a /proc file");
+		return -EOPNOTSUPP;
+	}
+	if (ghost_policy_own_proc(f->path, f->pid)) {
+		snprintf(reason, len,
+			 "fd %u is %s of the process itself, which a restart could not open again: not supported",
+			 f->fd, f->path);
 		return -EOPNOTSUPP;
 	}
 	if (S_ISLNK(f->mode)) {

@@ -99,7 +99,8 @@ static bool dead_proc_file(const struct path *path)
 }
 
 /* enum ghost_file_kind of @f, or a negative errno with a reason. */
-static int classify(const struct ghost_fd_entry *e, char *buf, char *reason)
+static int classify(const struct ghost_fd_entry *e, pid_t pid, char *buf,
+		    char *reason)
 {
 	struct inode *inode = file_inode(e->file);
 	const char *path = d_path(&e->file->f_path, buf, PATH_MAX);
@@ -111,6 +112,7 @@ static int classify(const struct ghost_fd_entry *e, char *buf, char *reason)
 			   !(e->file->f_path.mnt->mnt_flags & MNT_INTERNAL),
 		.dead_proc = dead_proc_file(&e->file->f_path),
 		.path = IS_ERR(path) ? NULL : path,
+		.pid = pid,
 	};
 
 	if (S_ISCHR(inode->i_mode)) {
@@ -182,7 +184,7 @@ static int scan_fds(struct task_struct *task, struct ghost_stream *s,
 			continue;
 		}
 		l.v[i].file_id = ++ids;
-		kind = classify(&l.v[i], buf, reason);
+		kind = classify(&l.v[i], task_pid_vnr(task), buf, reason);
 		l.v[i].kind = kind;
 		if (kind < 0)
 			err = kind;

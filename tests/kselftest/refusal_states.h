@@ -405,6 +405,13 @@ static int set_dead_proc_file(struct state *s)
 	return s->fd < 0 ? -1 : 0;
 }
 
+/* A file of its own /proc directory, held open (as /proc/self/status). */
+static int set_own_proc_file(struct state *s)
+{
+	s->fd = open("/proc/self/status", O_RDONLY);
+	return s->fd < 0 ? -1 : 0;
+}
+
 static int set_opath_symlink(struct state *s)
 {
 	char path[] = "/tmp/ghost-refusal-link-XXXXXX";

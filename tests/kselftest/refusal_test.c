@@ -56,6 +56,7 @@ enum row_id {
 	R_deleted_devnode,
 	R_deleted_fifo,
 	R_dead_proc_file,
+	R_own_proc_file,
 	R_opath_symlink,
 	R_aio_ring,
 	R_guard_pages,
@@ -149,6 +150,8 @@ static const struct row rows[NROWS] = {
 	  "fd %F is a deleted FIFO: not supported" },
 	[R_dead_proc_file] = { "dead_proc_file", set_dead_proc_file, NONE, EOPNOTSUPP,
 	  "fd %F is /proc/%O/status of a process that no longer exists" },
+	[R_own_proc_file] = { "own_proc_file", set_own_proc_file, NONE, EOPNOTSUPP,
+	  "fd %F is /proc/%P/status of the process itself, which a restart could not open again: not supported" },
 	[R_opath_symlink] = { "opath_symlink", set_opath_symlink, NONE, EOPNOTSUPP,
 	  "fd %F is an O_PATH descriptor of a symbolic link: not supported" },
 	[R_aio_ring] = { "aio_ring", set_aio_ring, NONE, EOPNOTSUPP,
@@ -338,6 +341,7 @@ ROW(zombie_child);
 ROW(deleted_devnode);
 ROW(deleted_fifo);
 ROW(dead_proc_file);
+ROW(own_proc_file);
 ROW(opath_symlink);
 ROW(aio_ring);
 ROW(guard_pages);

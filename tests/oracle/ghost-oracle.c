@@ -626,7 +626,25 @@ static int ghost_checkpoint(struct instance *in, const char *img, int leave_stop
 	if (leave_stopped)
 		argv[n++] = "--leave-stopped";
 	argv[n] = NULL;
-	rc = run(argv, -1, log, 300, &secs);
+	/*
+	 * Workloads that check themselves through /proc/self (cmdline) hold
+	 * such a file for an instant, and ghost refuses to checkpoint a process
+	 * holding one (it leaves it running): try again a moment later.
+	 */
+	for (int tries = 0;; tries++) {
+		char *s;
+		int own;
+
+		rc = run(argv, -1, log, 300, &secs);
+		if (!rc || tries == 50)
+			break;
+		s = slurp(log);
+		own = s && strstr(s, "of the process itself");
+		free(s);
+		if (!own)
+			break;
+		msleep(7);
+	}
 	bprintf(&in->times, "%s checkpoint %.2f s, ", ck_engine ? ck_engine : "ghost", secs);
 	if (rc) {
 		char *s = slurp(log);

@@ -321,9 +321,11 @@ bool dead_proc_file(const struct stat& st, const std::string& link) {
 
 // The facts of a descriptor for ghost_policy_fd(): its type and device
 // from stat(2) of /proc/PID/fd/N, its path from readlink.
-Result<std::uint32_t> classify_fd(int fd, const struct stat& st, const std::string& link) {
+Result<std::uint32_t> classify_fd(pid_t pid, int fd, const struct stat& st,
+                                  const std::string& link) {
     ghost_fd_facts f{};
     f.fd = static_cast<unsigned>(fd);
+    f.pid = pid;
     f.mode = st.st_mode & S_IFMT;
     if (S_ISCHR(st.st_mode)) {
         f.major = major(st.st_rdev);
@@ -383,7 +385,7 @@ Result<std::vector<image::File>> capture_files(pid_t pid, std::vector<std::strin
             f.rec.file_id = same->rec.file_id;
         } else {
             f.rec.file_id = ++ids;
-            auto kind = classify_fd(fd, st, *link);
+            auto kind = classify_fd(pid, fd, st, *link);
             if (!kind)
                 return kind.error();
             f.rec.kind = *kind;
