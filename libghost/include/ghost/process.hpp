@@ -50,6 +50,10 @@ struct RestartOptions {
     // of the caller: {image fd, caller's fd} (criu restore --inherit-fd).
     // Without an entry, image fd N is the caller's fd N.
     std::vector<std::pair<int, int>> inherit_fds;
+    // The restored process stops (SIGSTOP) before it runs one instruction
+    // of the image; the caller continues it (SIGCONT) or kills it. migd keeps
+    // a migrated copy so until the source has killed the original.
+    bool stopped = false;
 };
 
 // Rebuilds the image read from in (raw or zstd-compressed; file, pipe or
