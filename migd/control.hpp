@@ -8,10 +8,13 @@
 
 #include <nlohmann/json.hpp>
 
+#include "config.hpp"
+
 namespace migd {
 
 struct Context {
-    std::string device; // ghost.ko device node used for engine queries
+    std::string device;             // ghost.ko device node used for engine queries
+    const Config* config = nullptr; // migd.toml as loaded (main() owns it)
 };
 
 // Answers one request line. Never throws: malformed input gives an error reply.

@@ -1,0 +1,82 @@
+// SPDX-License-Identifier: GPL-2.0
+// migd's peer listener: accepts TCP connections, authenticates each with
+// mutual TLS on a worker thread of its own, keeps only the hosts of the
+// config's [[peer]] list, and hands each authenticated channel to the
+// protocol's handler. Every refused connection is logged (spdlog) with the
+// peer's address and the reason.
+#pragma once
+
+#include <atomic>
+#include <functional>
+#include <list>
+#include <memory>
+#include <mutex>
+#include <thread>
+
+#include "channel.hpp"
+#include "config.hpp"
+#include "ghost/fd.hpp"
+#include "ghost/result.hpp"
+
+namespace migd {
+
+// Runs on the connection's worker thread; owns the channel. A channel
+// returned to nobody (destroyed without finish()) ends without close_notify.
+using PeerHandler = std::function<void(std::unique_ptr<Channel>)>;
+
+// The TLS context for a config's [tls] files; its certificate must name the
+// config's host. An error when [tls] is absent (peer operations disabled).
+ghost::Result<std::shared_ptr<TlsContext>> load_tls(const Config& cfg);
+
+class Listener {
+  public:
+    // Listens on cfg.listen:cfg.port; see the other overload.
+    static ghost::Result<std::unique_ptr<Listener>>
+    start(const Config& cfg, std::shared_ptr<TlsContext> tls, PeerHandler handler);
+    // Serves an already listening socket (tests: port 0). At most
+    // cfg.max_transfers + 4 connections at once (handshakes and handlers
+    // together); more are closed at once and logged. The handshake must end
+    // within cfg.io_timeout_ms.
+    static ghost::Result<std::unique_ptr<Listener>> start(const Config& cfg,
+                                                          std::shared_ptr<TlsContext> tls,
+                                                          PeerHandler handler,
+                                                          ghost::UniqueFd listening);
+    ~Listener();
+    Listener(const Listener&) = delete;
+    Listener& operator=(const Listener&) = delete;
+
+    // The port it listens on.
+    std::uint16_t port() const { return port_; }
+    // Connections in a handshake or a handler now.
+    unsigned active() const { return active_.load(); }
+    // Stops accepting, shuts the open connections down (their handlers see
+    // an error on their next read or write), joins every thread. Idempotent.
+    void stop();
+
+  private:
+    struct Worker {
+        std::thread thread;
+        ghost::UniqueFd socket; // a duplicate: stop() shuts the connection down
+        std::atomic<bool> done{false};
+    };
+
+    Listener(const Config& cfg, std::shared_ptr<TlsContext> tls, PeerHandler handler,
+             ghost::UniqueFd listening);
+    void accept_loop();
+    void serve(Worker& w, ghost::UniqueFd tcp, std::string address);
+    void reap(bool all);
+
+    Config cfg_;
+    std::shared_ptr<TlsContext> tls_;
+    PeerHandler handler_;
+    ghost::UniqueFd listening_;
+    ghost::UniqueFd wake_; // eventfd: stop() wakes the accept loop
+    std::uint16_t port_ = 0;
+    std::atomic<unsigned> active_{0};
+    std::mutex mu_;
+    std::list<Worker> workers_;
+    std::thread acceptor_;
+    bool stopped_ = false;
+};
+
+} // namespace migd
