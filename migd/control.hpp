@@ -13,8 +13,9 @@
 namespace migd {
 
 struct Context {
-    std::string device;             // ghost.ko device node used for engine queries
-    const Config* config = nullptr; // migd.toml as loaded (main() owns it)
+    std::string device; // ghost.ko device node used for engine queries
+    // migd.toml as loaded (main() owns it); nullptr in tests without one.
+    const Config* config = nullptr;
 };
 
 // Answers one request line. Never throws: malformed input gives an error reply.
