@@ -26,6 +26,7 @@
 #include <openssl/x509v3.h>
 
 #include "channel.hpp"
+#include "ktls.hpp"
 #include "net.hpp"
 
 namespace migd {
@@ -163,6 +164,7 @@ class TlsChannel final : public Channel {
     TlsChannel(UniqueFd fd, SSL* ssl, std::string peer, milliseconds timeout)
         : fd_(std::move(fd)), ssl_(ssl), peer_(std::move(peer)) {
         set_timeout(timeout);
+        buffer_writes();
     }
     ~TlsChannel() override { SSL_free(ssl_); }
 
@@ -190,7 +192,7 @@ class TlsChannel final : public Channel {
                 return io_error(rc, "write");
             data = data.subspan(put);
         }
-        return {};
+        return flush();
     }
 
     Result<void> finish() override {
@@ -198,6 +200,8 @@ class TlsChannel final : public Channel {
         const int rc = SSL_shutdown(ssl_); // 0: our close_notify sent, the peer's not yet read
         if (rc < 0)
             return io_error(rc, "close_notify");
+        if (auto r = flush(); !r)
+            return r;
         if (::shutdown(fd_.get(), SHUT_WR) != 0 && errno != ENOTCONN) {
             const int e = errno;
             return Error::from_errno(e, fmt::format("shutdown: {}", std::strerror(e)));
@@ -207,12 +211,44 @@ class TlsChannel final : public Channel {
 
     const std::string& peer() const override { return peer_; }
     int fd() const override { return fd_.get(); }
+    SSL* ssl() const { return ssl_; }
     void set_timeout(milliseconds t) override {
         timeout_ = t;
         net::set_socket_timeout(fd_.get(), t);
     }
 
   private:
+    // OpenSSL writes each record (16 KiB at most) with its own write(2): a
+    // buffer under it sends many records per system call. Not with kernel
+    // TLS, whose records the kernel makes.
+    void buffer_writes() {
+        BIO* sock = SSL_get_wbio(ssl_);
+        if (BIO_get_ktls_send(sock) > 0)
+            return;
+        BIO* buf = BIO_new(BIO_f_buffer());
+        if (!buf || BIO_set_write_buffer_size(buf, write_buffer) != 1 || !BIO_up_ref(sock)) {
+            BIO_free(buf);
+            return;
+        }
+        SSL_set0_wbio(ssl_, BIO_push(buf, sock));
+    }
+
+    Result<void> flush() {
+        errno = 0;
+        if (BIO_flush(SSL_get_wbio(ssl_)) == 1)
+            return {};
+        const int saved = errno;
+        ERR_clear_error();
+        if (saved == EAGAIN || saved == EWOULDBLOCK)
+            return Error::from_errno(
+                ETIMEDOUT, fmt::format("TLS write timed out: {} read nothing for {} ms",
+                                       peer_.empty() ? "the peer" : peer_, timeout_.count()));
+        return Error::from_errno(saved ? saved : EIO,
+                                 fmt::format("TLS write: {}", std::strerror(saved ? saved : EIO)));
+    }
+
+    static constexpr int write_buffer = 256 * 1024;
+
     Error io_error(int rc, const char* what) {
         const int saved = errno;
         const int kind = SSL_get_error(ssl_, rc);
@@ -272,6 +308,7 @@ class TlsCtx final : public TlsContext {
     TlsCtx(SSL_CTX* ctx, std::string name) : ctx_(ctx), name_(std::move(name)) {}
 
     const std::string& own_name() const override { return name_; }
+    SSL_CTX* ctx() const { return ctx_.get(); }
 
     Result<std::unique_ptr<Channel>> connect(std::string_view address, std::uint16_t port,
                                              std::string_view expected_peer,
@@ -374,6 +411,46 @@ Error file_error(const std::string& what, const std::string& path, std::string w
 }
 
 } // namespace
+
+void set_ktls(TlsContext& ctx, bool on) {
+    if (auto* c = dynamic_cast<TlsCtx*>(&ctx)) {
+        if (on)
+            SSL_CTX_set_options(c->ctx(), SSL_OP_ENABLE_KTLS);
+        else
+            SSL_CTX_clear_options(c->ctx(), SSL_OP_ENABLE_KTLS);
+    }
+}
+
+KtlsState ktls_state(const Channel& ch) {
+    KtlsState st;
+#ifndef OPENSSL_NO_KTLS
+    if (const auto* t = dynamic_cast<const TlsChannel*>(&ch)) {
+        st.send = BIO_get_ktls_send(SSL_get_wbio(t->ssl())) > 0;
+        st.receive = BIO_get_ktls_recv(SSL_get_rbio(t->ssl())) > 0;
+    }
+#else
+    (void)ch;
+#endif
+    return st;
+}
+
+bool openssl_has_ktls() {
+#ifndef OPENSSL_NO_KTLS
+    return true;
+#else
+    return false;
+#endif
+}
+
+bool kernel_has_tls_ulp() {
+    std::FILE* f = std::fopen("/proc/sys/net/ipv4/tcp_available_ulp", "r");
+    char buf[256] = {};
+    const bool listed = f && std::fgets(buf, sizeof(buf), f) &&
+                        std::string_view(buf).find("tls") != std::string_view::npos;
+    if (f)
+        std::fclose(f);
+    return listed;
+}
 
 Result<std::shared_ptr<TlsContext>> TlsContext::load(const TlsFiles& files) {
     // A peer that goes away must not kill migd with SIGPIPE: OpenSSL writes
