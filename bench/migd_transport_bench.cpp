@@ -156,15 +156,21 @@ int main(int argc, char** argv) {
     app.add_option("--chunk", o.chunk_kib, "KiB per write and read call (default 1024)");
     app.add_option("--repeat", o.repeat, "runs of each, the best is kept (default 3)");
     app.add_option("--ghost-ca", ghost_ca, "the ghost-ca script");
+    std::string certs;
+    app.add_option("--certs", certs,
+                   "use ca.pem, h1.{pem,key}, h2.{pem,key} of DIR (made by ghost-ca) instead of "
+                   "making them (where openssl is missing, e.g. in the test VM)")
+        ->type_name("DIR");
     CLI11_PARSE(app, argc, argv);
 
-    const auto dir = std::filesystem::temp_directory_path() /
-                     fmt::format("ghost-transport-bench-{}", ::getpid());
+    const auto dir = certs.empty() ? std::filesystem::temp_directory_path() /
+                                         fmt::format("ghost-transport-bench-{}", ::getpid())
+                                   : std::filesystem::path(certs);
     const std::string d = dir.string();
     const std::string mk = fmt::format("'{0}' init '{1}' >/dev/null && '{0}' add-host '{1}' h1 "
                                        ">/dev/null && '{0}' add-host '{1}' h2 >/dev/null",
                                        ghost_ca, d);
-    if (std::system(mk.c_str()) != 0)
+    if (certs.empty() && std::system(mk.c_str()) != 0)
         die("ghost-ca could not make the certificates in " + d);
     auto files = [&](const char* h) {
         return migd::TlsFiles{d + "/ca.pem", fmt::format("{}/{}.pem", d, h),
@@ -172,7 +178,8 @@ int main(int argc, char** argv) {
     };
     auto h1 = migd::TlsContext::load(files("h1"));
     auto h2 = migd::TlsContext::load(files("h2"));
-    std::filesystem::remove_all(dir);
+    if (certs.empty())
+        std::filesystem::remove_all(dir);
     if (!h1 || !h2)
         die((h1 ? h2 : h1).error().what());
 

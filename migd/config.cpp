@@ -308,7 +308,14 @@ ghost::Result<Config> load_config(const std::string& path) {
     }
     std::stringstream ss;
     ss << in.rdbuf();
-    return parse_config(ss.str(), path);
+    auto cfg = parse_config(ss.str(), path);
+    // Relative to the file's directory already; absolute, so that they do
+    // not depend on the daemon's working directory.
+    if (cfg)
+        for (std::string* p : {&cfg->tls_ca, &cfg->tls_cert, &cfg->tls_key})
+            if (!p->empty())
+                *p = std::filesystem::absolute(*p).lexically_normal().string();
+    return cfg;
 }
 
 } // namespace migd

@@ -24,6 +24,7 @@ struct Certs {
 
     static const Certs& get() {
         static Certs c = make();
+        static Remover r{c.dir.parent_path()}; // destroyed before c
         return c;
     }
     migd::TlsFiles host(const std::string& name) const {
@@ -37,6 +38,10 @@ struct Certs {
     }
 
   private:
+    struct Remover {
+        std::filesystem::path p;
+        ~Remover() { std::filesystem::remove_all(p); }
+    };
     static void ca(const std::string& d, std::initializer_list<const char*> hosts) {
         auto r = testing_util::run({GHOST_CA_PATH, "init", d});
         if (r.status != 0)
@@ -59,7 +64,6 @@ struct Certs {
         std::ofstream both(c.other / "both.pem");
         both << std::ifstream(c.dir / "ca.pem").rdbuf()
              << std::ifstream(c.other / "ca.pem").rdbuf();
-        std::atexit([] { std::filesystem::remove_all(get().dir.parent_path()); });
         return c;
     }
 };

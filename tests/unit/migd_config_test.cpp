@@ -177,6 +177,13 @@ TEST(MigdConfig, LoadReadsTheFileAndResolvesAgainstItsDirectory) {
     ASSERT_TRUE(r) << r.error().what();
     EXPECT_EQ(r->tls_ca, (dir / "ca.pem").string());
     EXPECT_EQ(r->source, file);
+    // A relative config path still gives absolute TLS paths.
+    const auto cwd = std::filesystem::current_path();
+    std::filesystem::current_path(dir.parent_path());
+    const auto rel = migd::load_config((dir.filename() / "migd.toml").string());
+    std::filesystem::current_path(cwd);
+    ASSERT_TRUE(rel) << rel.error().what();
+    EXPECT_EQ(rel->tls_key, (dir / "h1.key").string());
     const auto missing = migd::load_config((dir / "nope.toml").string());
     ASSERT_FALSE(missing);
     EXPECT_EQ(missing.error().what(),
