@@ -434,24 +434,6 @@ KtlsState ktls_state(const Channel& ch) {
     return st;
 }
 
-bool openssl_has_ktls() {
-#ifndef OPENSSL_NO_KTLS
-    return true;
-#else
-    return false;
-#endif
-}
-
-bool kernel_has_tls_ulp() {
-    std::FILE* f = std::fopen("/proc/sys/net/ipv4/tcp_available_ulp", "r");
-    char buf[256] = {};
-    const bool listed = f && std::fgets(buf, sizeof(buf), f) &&
-                        std::string_view(buf).find("tls") != std::string_view::npos;
-    if (f)
-        std::fclose(f);
-    return listed;
-}
-
 Result<std::shared_ptr<TlsContext>> TlsContext::load(const TlsFiles& files) {
     // A peer that goes away must not kill migd with SIGPIPE: OpenSSL writes
     // with write(2), which cannot say MSG_NOSIGNAL.
