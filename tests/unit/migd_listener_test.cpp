@@ -153,6 +153,8 @@ TEST(MigdListener, ExcessConnectionsAreRefusedAndStopEndsOpenOnes) {
         std::this_thread::sleep_for(10ms);
     EXPECT_EQ(l->active(), 5u);
     ghost::UniqueFd extra = tcp();
+    const timeval tv{3, 0}; // not closed: fail, do not hang
+    ::setsockopt(extra.get(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
     char b;
     EXPECT_EQ(::recv(extra.get(), &b, 1, 0), 0) << "the sixth connection should be closed";
     cap.log->wait_for("too many connections (5 at once, limit 5");

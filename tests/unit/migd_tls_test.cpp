@@ -112,6 +112,8 @@ ghost::Result<void> raw_client(std::uint16_t port, bool with_cert, int max_versi
     a.sin_port = htons(port);
     a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     ::connect(s.get(), reinterpret_cast<sockaddr*>(&a), sizeof(a));
+    const timeval tv{5, 0}; // a server that wrongly accepts must not hang the test
+    ::setsockopt(s.get(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
     SSL* ssl = SSL_new(c);
     SSL_set_fd(ssl, s.get());
     int rc = SSL_connect(ssl);
@@ -211,6 +213,17 @@ TEST(MigdTls, SilentPeerTimesOut) {
     EXPECT_NE(n.error().what().find("h1 was silent for 300 ms"), std::string::npos);
     EXPECT_GE(took, 250ms);
     EXPECT_LT(took, 3s);
+
+    // A peer that reads nothing: once the socket buffers are full, a write
+    // fails within the timeout instead of blocking for ever.
+    std::vector<std::byte> big(1 << 20);
+    t0 = steady_clock::now();
+    ghost::Result<void> w;
+    for (int i = 0; i < 256 && w; ++i)
+        w = (*ch)->write(big);
+    ASSERT_FALSE(w) << "256 MiB went into a peer that reads nothing";
+    EXPECT_EQ(w.error().code.value(), ETIMEDOUT) << w.error().what();
+    EXPECT_LT(steady_clock::now() - t0, 5s);
 }
 
 std::uint64_t fnv(std::uint64_t h, std::span<const std::byte> d) {
