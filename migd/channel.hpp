@@ -56,10 +56,9 @@ class TlsContext {
     // certificate must name expected_peer. Errors say which step failed and
     // why (refused, timed out, certificate not from the cluster CA, wrong
     // name, ...).
-    virtual ghost::Result<std::unique_ptr<Channel>> connect(std::string_view address,
-                                                            std::uint16_t port,
-                                                            std::string_view expected_peer,
-                                                            std::chrono::milliseconds timeout) = 0;
+    virtual ghost::Result<std::unique_ptr<Channel>>
+    connect(std::string_view address, std::uint16_t port, std::string_view expected_peer,
+            std::chrono::milliseconds timeout) = 0;
 
     // Server side of the handshake on an accepted TCP connection. A client
     // without a certificate of the cluster CA is refused, and the error says
