@@ -59,6 +59,27 @@ json act_here(const Location& l, const std::string& op, const json& extra) {
     return r;
 }
 
+// This host's processes: its local entries, and the copies it holds stopped
+// while their migration is unresolved (say which source they wait for).
+json local_processes(Daemon& d) {
+    json list = json::array();
+    for (const auto& l : d.locations_.all())
+        if (l.state == "local")
+            list.push_back(local_entry_json(l));
+    for (const auto& e : d.journal_.all()) {
+        if (e.value("role", "") != "dest" || e.value("state", "") != "ready")
+            continue;
+        list.push_back({{"gid", e.value("gid", "")},
+                        {"host", d.config().host},
+                        {"pid", e.value("pid", 0)},
+                        {"state", "stopped"},
+                        {"waiting_for", e.value("peer", "")},
+                        {"comm", e.value("comm", "")},
+                        {"uid", e.value("uid", 0u)}});
+    }
+    return list;
+}
+
 } // namespace
 
 json Ops::route(Daemon& d, const std::string& op, const std::string& gid, const json& extra,
@@ -122,20 +143,13 @@ void Ops::peer_where(Daemon& d, Channel& ch, const json& req) {
 }
 
 void Ops::peer_list(Daemon& d, Channel& ch, const json&) {
-    json list = json::array();
-    for (const auto& l : d.locations_.all())
-        if (l.state == "local")
-            list.push_back(local_entry_json(l));
-    (void)send_json(ch, {{"ok", true}, {"host", d.config().host}, {"processes", list}});
+    (void)send_json(ch, {{"ok", true}, {"host", d.config().host}, {"processes", local_processes(d)}});
 }
 
 json Ops::local_ps(Daemon& d, const json&, const Client&) {
     const Config& cfg = d.config();
-    json all = json::array();
+    json all = local_processes(d);
     json unreachable = json::array();
-    for (const auto& l : d.locations_.all())
-        if (l.state == "local")
-            all.push_back(local_entry_json(l));
     for (const auto& p : cfg.peers) {
         auto ch = d.connect(p.name);
         Result<json> r = ch ? Result<json>(json{}) : Result<json>(ch.error());
