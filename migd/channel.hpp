@@ -33,8 +33,9 @@ class Channel {
 };
 
 // A channel over a connected descriptor without TLS: for tests of the
-// protocol only (migd never uses one for a peer).
-std::unique_ptr<Channel> plain_channel(ghost::UniqueFd fd);
+// protocol, and for a host talking to itself (never to a peer). peer is the
+// name peer() reports.
+std::unique_ptr<Channel> plain_channel(ghost::UniqueFd fd, std::string peer = "");
 
 struct TlsFiles {
     std::string ca, cert, key; // PEM

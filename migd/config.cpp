@@ -138,13 +138,6 @@ std::string own_host_name() {
 
 } // namespace
 
-const PeerConfig* Config::peer(std::string_view name) const {
-    for (const auto& p : peers)
-        if (p.name == name)
-            return &p;
-    return nullptr;
-}
-
 ghost::Result<Config> parse_config(std::string_view text, std::string_view origin_view) {
     const std::string origin(origin_view);
     toml::table root;

@@ -48,7 +48,12 @@ struct Config {
     unsigned io_timeout_ms = 10000;     // a peer silent this long is gone
     std::string source; // where this config came from (file path or "defaults")
 
-    const PeerConfig* peer(std::string_view name) const;
+    const PeerConfig* peer(std::string_view name) const {
+        for (const auto& p : peers)
+            if (p.name == name)
+                return &p;
+        return nullptr;
+    }
 };
 
 // Parses migd.toml text; origin names the file in errors ("FILE:LINE: ...").

@@ -30,7 +30,8 @@ nlohmann::json engine_reply(const Context& ctx) {
 
 } // namespace
 
-nlohmann::json handle_request(std::string_view line, const Context& ctx) {
+nlohmann::json handle_request(std::string_view line, const Context& ctx, const Client& who,
+                              const Emit& emit) {
     const auto req = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
     if (req.is_discarded() || !req.is_object())
         return error_reply("malformed request: expected one JSON object per line");
@@ -43,7 +44,25 @@ nlohmann::json handle_request(std::string_view line, const Context& ctx) {
         return {{"ok", true}, {"daemon", "migd"}, {"version", GHOST_VERSION}};
     if (name == "engine")
         return engine_reply(ctx);
-    return error_reply(fmt::format("unknown op \"{}\" (known: ping, engine)", name));
+    static const char* const cluster_ops[] = {"migrate", "dup",   "checkpoint", "images",
+                                              "restart", "ps",    "where",      "kill"};
+    for (const char* op : cluster_ops) {
+        if (name != op)
+            continue;
+        if (!ctx.daemon)
+            return error_reply(fmt::format("\"{}\" needs migd's cluster half, which this "
+                                           "migd does not run",
+                                           name));
+        try {
+            return ctx.daemon->local(req, who, emit);
+        } catch (const std::exception& e) {
+            // A request field of the wrong type (nlohmann throws on it).
+            return error_reply(fmt::format("malformed request: {}", e.what()));
+        }
+    }
+    return error_reply(fmt::format("unknown op \"{}\" (known: ping, engine, migrate, dup, "
+                                   "checkpoint, images, restart, ps, where, kill)",
+                                   name));
 }
 
 } // namespace migd

@@ -8,17 +8,18 @@
 
 #include <nlohmann/json.hpp>
 
-#include "config.hpp"
+#include "daemon.hpp"
 
 namespace migd {
 
 struct Context {
-    std::string device; // ghost.ko device node used for engine queries
-    // migd.toml as loaded (main() owns it); nullptr in tests without one.
-    const Config* config = nullptr;
+    std::string device;      // ghost.ko device node used for engine queries
+    Daemon* daemon = nullptr; // the cluster operations (none: only ping, engine)
 };
 
-// Answers one request line. Never throws: malformed input gives an error reply.
-nlohmann::json handle_request(std::string_view line, const Context& ctx);
+// Answers one request line from client who. Never throws: malformed input
+// gives an error reply. Long operations send progress lines through emit.
+nlohmann::json handle_request(std::string_view line, const Context& ctx, const Client& who = {},
+                              const Emit& emit = {});
 
 } // namespace migd

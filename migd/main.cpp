@@ -15,6 +15,7 @@
 #include <spdlog/spdlog.h>
 
 #include "config.hpp"
+#include "daemon.hpp"
 #include "listener.hpp"
 #include "server.hpp"
 
@@ -68,12 +69,12 @@ int main(int argc, char** argv) {
                  "runtimes, mutual-TLS listener for peer migds",
                  "migd"};
     app.footer("Configuration: migd.toml (see migd(8)). Local protocol: one JSON object per "
-               "line, e.g. {\"op\":\"ping\"}; see Documentation/migd-protocol.md.\nOnly root "
-               "and the daemon's own user may use the local socket; peers need a certificate "
+               "line, e.g. {\"op\":\"ping\"}; see Documentation/migd-protocol.md.\nLocal "
+               "users act only on their own processes (SO_PEERCRED); peers need a certificate "
                "of the cluster CA (ghost-ca(1)). Stops on SIGINT or SIGTERM.");
     app.set_version_flag("--version", std::string(GHOST_VERSION));
 
-    std::string config_path, socket, device, log_level = "info";
+    std::string config_path, socket, device, state_dir, log_level = "info";
     bool check = false;
     app.add_option("--config", config_path,
                    fmt::format("migd.toml to read (default {} if it exists, else built-in "
@@ -84,6 +85,10 @@ int main(int argc, char** argv) {
         ->type_name("PATH");
     app.add_option("--device", device, "ghost.ko device node, overriding [engine] device")
         ->type_name("PATH");
+    app.add_option("--state-dir", state_dir,
+                   "journal and location table, overriding [paths] "
+                   "state_dir")
+        ->type_name("DIR");
     app.add_flag("--check-config", check,
                  "read the config and the TLS files, print a summary and exit (0: valid)");
     app.add_option("--log-level", log_level, "trace, debug, info (default), warn, error")
@@ -110,6 +115,8 @@ int main(int argc, char** argv) {
         cfg.socket = socket;
     if (!device.empty())
         cfg.device = device;
+    if (!state_dir.empty())
+        cfg.state_dir = state_dir;
 
     std::shared_ptr<migd::TlsContext> tls;
     if (!cfg.tls_ca.empty()) {
@@ -135,17 +142,23 @@ int main(int argc, char** argv) {
     ::pthread_sigmask(SIG_BLOCK, &mask, nullptr);
     ::signal(SIGPIPE, SIG_IGN);
 
+    // The cluster operations (daemon.cpp): they read the journal and the
+    // location table in state_dir and finish or roll back what was in
+    // flight before anything is served.
+    migd::Daemon daemon(cfg, tls);
+    if (auto r = daemon.start(); !r) {
+        spdlog::error("{}", r.error().what());
+        return 1;
+    }
     migd::ServerConfig server;
     server.socket_path = cfg.socket;
     server.ctx.device = cfg.device;
-    server.ctx.config = &cfg;
+    server.ctx.daemon = &daemon;
 
     std::unique_ptr<migd::Listener> listener;
     if (tls) {
-        // The peer protocol (migd/peer*.cpp) takes the channel over here.
-        auto handler = [](std::unique_ptr<migd::Channel> ch) {
-            spdlog::info("peer {}: no peer operation is served yet; closing", ch->peer());
-            (void)ch->finish();
+        auto handler = [&daemon](std::unique_ptr<migd::Channel> ch) {
+            daemon.serve_peer(std::move(ch));
         };
         auto l = migd::Listener::start(cfg, tls, handler);
         if (!l) {
@@ -163,6 +176,7 @@ int main(int argc, char** argv) {
     auto r = migd::serve(server);
     if (listener)
         listener->stop();
+    daemon.stop();
     if (!r) {
         spdlog::error("{}", r.error().what());
         return 1;

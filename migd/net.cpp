@@ -1,6 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0
-// TCP under migd's channels, and the plain (unauthenticated) channel that
-// protocol tests use.
+// TCP under migd's channels (the plain channel is plain_channel.cpp).
 #include "net.hpp"
 
 #include <arpa/inet.h>
@@ -163,74 +162,6 @@ ghost::Result<ghost::UniqueFd> tcp_listen(std::string_view address, std::uint16_
     return ghost::Error::from_errno(
         err,
         fmt::format("cannot listen on {}: {}", net::endpoint(address, port), std::strerror(err)));
-}
-
-namespace {
-
-// Without TLS: for protocol tests only. Timeouts by poll, so any stream
-// descriptor (socketpair, pipe) works.
-class PlainChannel final : public Channel {
-  public:
-    explicit PlainChannel(ghost::UniqueFd fd) : fd_(std::move(fd)) {}
-
-    ghost::Result<std::size_t> read(std::span<std::byte> buf) override {
-        if (!net::wait_fd(fd_.get(), POLLIN, net::Clock::now() + timeout_))
-            return timed_out("read");
-        for (;;) {
-            const ssize_t n = ::read(fd_.get(), buf.data(), buf.size());
-            if (n >= 0)
-                return static_cast<std::size_t>(n);
-            if (errno != EINTR)
-                return sys_error("read");
-        }
-    }
-
-    ghost::Result<void> write(std::span<const std::byte> data) override {
-        while (!data.empty()) {
-            if (!net::wait_fd(fd_.get(), POLLOUT, net::Clock::now() + timeout_))
-                return timed_out("write");
-            ssize_t n = ::send(fd_.get(), data.data(), data.size(), MSG_NOSIGNAL);
-            if (n < 0 && errno == ENOTSOCK)
-                n = ::write(fd_.get(), data.data(), data.size());
-            if (n < 0 && errno == EINTR)
-                continue;
-            if (n < 0)
-                return sys_error("write");
-            data = data.subspan(static_cast<std::size_t>(n));
-        }
-        return {};
-    }
-
-    ghost::Result<void> finish() override {
-        if (::shutdown(fd_.get(), SHUT_WR) != 0 && errno != ENOTSOCK)
-            return sys_error("shutdown");
-        return {};
-    }
-
-    const std::string& peer() const override { return peer_; }
-    int fd() const override { return fd_.get(); }
-    void set_timeout(std::chrono::milliseconds t) override { timeout_ = t; }
-
-  private:
-    ghost::Error timed_out(const char* what) const {
-        return ghost::Error::from_errno(
-            ETIMEDOUT,
-            fmt::format("{} timed out: the peer was silent for {} ms", what, timeout_.count()));
-    }
-    static ghost::Error sys_error(const char* what) {
-        const int e = errno;
-        return ghost::Error::from_errno(e, fmt::format("{}: {}", what, std::strerror(e)));
-    }
-
-    ghost::UniqueFd fd_;
-    std::string peer_;
-    std::chrono::milliseconds timeout_{10000};
-};
-
-} // namespace
-
-std::unique_ptr<Channel> plain_channel(ghost::UniqueFd fd) {
-    return std::make_unique<PlainChannel>(std::move(fd));
 }
 
 } // namespace migd

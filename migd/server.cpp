@@ -11,7 +11,12 @@
 
 #include <cerrno>
 #include <cstring>
-#include <map>
+#include <atomic>
+#include <list>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <thread>
 #include <vector>
 
 #include <fmt/format.h>
@@ -55,8 +60,9 @@ ghost::Result<UniqueFd> listen_on(const std::string& path) {
     if (errno == ECONNREFUSED)
         ::unlink(path.c_str());
 
-    // Only the owner may connect; SO_PEERCRED is checked as well.
-    const mode_t old = ::umask(0177);
+    // Anyone may connect: every operation checks the client's uid, as the
+    // kernel reports it (SO_PEERCRED), against the processes it names.
+    const mode_t old = ::umask(0111);
     const int rc = ::bind(fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
     ::umask(old);
     if (rc != 0)
@@ -66,18 +72,58 @@ ghost::Result<UniqueFd> listen_on(const std::string& path) {
     return fd;
 }
 
-bool peer_allowed(int fd) {
+std::optional<Client> peer_of(int fd) {
     ucred cred{};
     socklen_t len = sizeof(cred);
     if (::getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0)
-        return false;
-    return cred.uid == 0 || cred.uid == ::getuid();
+        return std::nullopt;
+    return Client{cred.uid, cred.pid};
 }
 
-void send_line(int fd, const nlohmann::json& j) {
+bool send_line(int fd, const nlohmann::json& j) {
     const std::string s = j.dump() + "\n";
-    // Replies are small; a client that does not read is dropped by the caller.
-    (void)::send(fd, s.data(), s.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+    std::size_t off = 0;
+    while (off < s.size()) {
+        const ssize_t n = ::send(fd, s.data() + off, s.size() - off, MSG_NOSIGNAL);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            return false;
+        off += static_cast<std::size_t>(n);
+    }
+    return true;
+}
+
+// One client: request lines in, reply lines out, until it hangs up. Each
+// client has its own thread, so a long migration never holds up another.
+void serve_client(int fd, const Client& who, const Context& ctx) {
+    std::string buf;
+    std::mutex out;
+    const Emit emit = [&](const nlohmann::json& j) {
+        std::lock_guard lock(out);
+        (void)send_line(fd, j);
+    };
+    for (;;) {
+        char chunk[4096];
+        const ssize_t n = ::recv(fd, chunk, sizeof(chunk), 0);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            return;
+        buf.append(chunk, static_cast<std::size_t>(n));
+        std::size_t nl;
+        while ((nl = buf.find('\n')) != std::string::npos) {
+            auto reply = handle_request(std::string_view(buf).substr(0, nl), ctx, who, emit);
+            buf.erase(0, nl + 1);
+            std::lock_guard lock(out);
+            if (!send_line(fd, reply))
+                return;
+        }
+        if (buf.size() > max_line) {
+            (void)send_line(fd, {{"ok", false}, {"error", "request line too long"}});
+            return;
+        }
+    }
 }
 
 } // namespace
@@ -97,49 +143,57 @@ ghost::Result<void> serve(const ServerConfig& cfg) {
     if (!lfd)
         return lfd.error();
 
-    std::map<int, std::pair<UniqueFd, std::string>> clients; // fd -> (owner, partial line)
+    struct Conn {
+        UniqueFd fd;
+        std::thread thread;
+        std::shared_ptr<std::atomic<bool>> done;
+    };
+    std::list<Conn> conns;
     for (;;) {
-        std::vector<pollfd> pfds{{sig.get(), POLLIN, 0}, {lfd->get(), POLLIN, 0}};
-        for (const auto& [fd, c] : clients)
-            pfds.push_back({fd, POLLIN, 0});
-        if (::poll(pfds.data(), pfds.size(), -1) < 0) {
+        pollfd pfds[2] = {{sig.get(), POLLIN, 0}, {lfd->get(), POLLIN, 0}};
+        if (::poll(pfds, 2, 1000) < 0) {
             if (errno == EINTR)
                 continue;
             return sys_error("poll");
         }
+        // Finished clients' threads are joined as we go.
+        for (auto it = conns.begin(); it != conns.end();) {
+            if (*it->done) {
+                it->thread.join();
+                it = conns.erase(it);
+            } else {
+                ++it;
+            }
+        }
         if (pfds[0].revents)
             break;
-        if (pfds[1].revents & POLLIN) {
-            UniqueFd c(::accept4(lfd->get(), nullptr, nullptr, SOCK_CLOEXEC));
-            if (c && peer_allowed(c.get())) {
-                const int k = c.get();
-                clients.emplace(k, std::make_pair(std::move(c), std::string()));
-            } else if (c) {
-                send_line(c.get(), {{"ok", false}, {"error", "permission denied"}});
-            }
+        if (!(pfds[1].revents & POLLIN))
+            continue;
+        UniqueFd c(::accept4(lfd->get(), nullptr, nullptr, SOCK_CLOEXEC));
+        if (!c)
+            continue;
+        const auto who = peer_of(c.get());
+        if (!who) {
+            (void)send_line(c.get(), {{"ok", false},
+                                      {"error", "cannot read the client's credentials "
+                                                "(SO_PEERCRED)"}});
+            continue;
         }
-        for (std::size_t i = 2; i < pfds.size(); ++i) {
-            if (!pfds[i].revents)
-                continue;
-            auto& [owner, buf] = clients.at(pfds[i].fd);
-            char chunk[4096];
-            const ssize_t n = ::recv(pfds[i].fd, chunk, sizeof(chunk), 0);
-            if (n <= 0) {
-                clients.erase(pfds[i].fd);
-                continue;
-            }
-            buf.append(chunk, static_cast<std::size_t>(n));
-            std::size_t nl;
-            while ((nl = buf.find('\n')) != std::string::npos) {
-                send_line(pfds[i].fd, handle_request(std::string_view(buf).substr(0, nl), cfg.ctx));
-                buf.erase(0, nl + 1);
-            }
-            if (buf.size() > max_line) {
-                send_line(pfds[i].fd, {{"ok", false}, {"error", "request line too long"}});
-                clients.erase(pfds[i].fd);
-            }
-        }
+        Conn& k = conns.emplace_back();
+        k.fd = std::move(c);
+        k.done = std::make_shared<std::atomic<bool>>(false);
+        k.thread = std::thread([fd = k.fd.get(), w = *who, &ctx = cfg.ctx, done = k.done] {
+            serve_client(fd, w, ctx);
+            *done = true;
+        });
     }
+    // Shutting down: clients still connected are cut off; their operations
+    // end with the connection (a migration in flight rolls back or is
+    // finished by the journal at the next start).
+    for (auto& k : conns)
+        ::shutdown(k.fd.get(), SHUT_RDWR);
+    for (auto& k : conns)
+        k.thread.join();
     ::unlink(cfg.socket_path.c_str());
     return {};
 }

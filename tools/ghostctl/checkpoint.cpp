@@ -128,6 +128,14 @@ int exit_status_of(int status) {
 } // namespace
 
 int cmd_checkpoint(const Globals& g, const CheckpointArgs& a) {
+    if (!a.server.empty())
+        return cmd_checkpoint_server(g, a);
+    if (a.pids.size() != 1 || a.output.empty()) {
+        fail("checkpoint to a file takes one PID and -o FILE (several PIDs go to a "
+             "checkpoint server: --server HOST)");
+        return exit_usage;
+    }
+    const pid_t pid = a.pids[0];
     auto engine = open_engine(g);
     if (!engine)
         return exit_failure;
@@ -139,7 +147,7 @@ int cmd_checkpoint(const Globals& g, const CheckpointArgs& a) {
                                : ghost::Fate::Kill;
     o.compress = a.compress;
     o.level = a.level;
-    ProgressBar bar(fmt::format("checkpoint {}", a.pid));
+    ProgressBar bar(fmt::format("checkpoint {}", pid));
     o.progress = bar.callback();
 
     const bool to_stdout = a.output == "-";
@@ -158,13 +166,13 @@ int cmd_checkpoint(const Globals& g, const CheckpointArgs& a) {
     } else if (::isatty(STDOUT_FILENO)) {
         return fail("refusing to write an image to a terminal (use -o FILE or a pipe)");
     }
-    auto stats = ghost::checkpoint(*engine, a.pid, to_stdout ? STDOUT_FILENO : file->fd(), o);
+    auto stats = ghost::checkpoint(*engine, pid, to_stdout ? STDOUT_FILENO : file->fd(), o);
     bar.finish();
     if (!stats)
         return fail(stats.error());
     if (!to_stdout && ::isatty(STDERR_FILENO))
         fmt::print(stderr, "ghostctl: process {} checkpointed to {} ({}, frozen {:.1f} ms){}\n",
-                   a.pid, a.output, human_bytes(stats->bytes),
+                   pid, a.output, human_bytes(stats->bytes),
                    static_cast<double>(stats->frozen_ns) / 1e6,
                    o.fate == ghost::Fate::Kill   ? ", process killed"
                    : o.fate == ghost::Fate::Stop ? ", process left stopped"
@@ -173,6 +181,8 @@ int cmd_checkpoint(const Globals& g, const CheckpointArgs& a) {
 }
 
 int cmd_restart(const Globals& g, const RestartArgs& a) {
+    if (!a.server.empty())
+        return cmd_restart_server(g, a);
     ghost::RestartOptions o;
     for (const auto& spec : a.inherit_fds) {
         auto p = parse_inherit_fd(spec);

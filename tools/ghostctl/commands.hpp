@@ -19,6 +19,7 @@ constexpr int exit_usage = 2;
 struct Globals {
     std::string device{ghost::Engine::default_device};
     std::string engine = "auto";
+    std::string migd_socket = "/run/ghost/migd.sock"; // or $GHOST_MIGD_SOCKET
 };
 
 // Prints "ghostctl: <reason>" on stderr and returns exit_failure.
@@ -29,7 +30,10 @@ int fail(const std::string& message);
 std::unique_ptr<ghost::Engine> open_engine(const Globals& g);
 
 struct CheckpointArgs {
-    pid_t pid = 0;
+    std::vector<pid_t> pids; // one, but with --server
+    std::string server;      // checkpoint server host (through migd)
+    std::string schedule = "one-at-a-time";
+    bool json = false;
     std::string output;
     bool leave_running = false;
     bool leave_stopped = false;
@@ -38,7 +42,9 @@ struct CheckpointArgs {
 };
 
 struct RestartArgs {
-    std::string input;
+    std::string input;  // a file, or an image id with --server
+    std::string server; // checkpoint server host
+    std::string on;     // host to restart on (default: this one)
     bool detach = false;
     std::vector<std::string> inherit_fds; // "N" or "N:M"
 };
@@ -54,7 +60,27 @@ struct MonitorArgs {
     long count = 0; // 0: until interrupted
 };
 
+struct MoveArgs {
+    std::string op; // "migrate" or "dup"
+    pid_t pid = 0;
+    std::string to;
+    bool json = false;
+};
+
+struct ImagesArgs {
+    std::string server;
+    std::string rm;
+    bool json = false;
+};
+
 int cmd_check(const Globals& g, bool json);
+int cmd_move(const Globals& g, const MoveArgs& a);
+int cmd_checkpoint_server(const Globals& g, const CheckpointArgs& a);
+int cmd_images(const Globals& g, const ImagesArgs& a);
+int cmd_restart_server(const Globals& g, const RestartArgs& a);
+int cmd_ps(const Globals& g, bool json);
+int cmd_where(const Globals& g, const std::string& gid, bool json);
+int cmd_kill(const Globals& g, const std::string& gid, const std::string& sig);
 int cmd_checkpoint(const Globals& g, const CheckpointArgs& a);
 int cmd_restart(const Globals& g, const RestartArgs& a);
 int cmd_dup(const Globals& g, pid_t pid);

@@ -111,6 +111,13 @@ int main(int argc, char** argv) {
                    "$GHOST_ENGINE)")
         ->type_name("auto|kernel|user");
 
+    if (const char* env = std::getenv("GHOST_MIGD_SOCKET"))
+        g.migd_socket = env;
+    app.add_option("--migd-socket", g.migd_socket,
+                   "this host's migd control socket, for the cluster commands (default "
+                   "/run/ghost/migd.sock, or $GHOST_MIGD_SOCKET)")
+        ->type_name("PATH");
+
     bool check_json = false;
     auto* check = app.add_subcommand(
         "check", "Show whether the ghost kernel module is loaded, its interface version, "
@@ -126,11 +133,27 @@ int main(int argc, char** argv) {
         "running and FILE is left as it was. The image is written under a temporary name "
         "beside FILE and renamed into place. Only the process's owner or root may "
         "checkpoint it. Single-threaded processes only; sockets, shared anonymous memory "
-        "and deleted files are refused with the reason.");
-    checkpoint->add_option("PID", ck.pid, "the process")->required()->check(CLI::PositiveNumber);
-    checkpoint->add_option("-o,--output", ck.output, "image file to write ('-' for stdout)")
+        "and deleted files are refused with the reason. With --server HOST the images of "
+        "one or more PIDs go to HOST's checkpoint server through this host's migd instead; "
+        "each gets an image id (see 'images', 'restart --server').");
+    checkpoint->add_option("PID", ck.pids, "the process (several with --server)")
         ->required()
+        ->check(CLI::PositiveNumber);
+    checkpoint->add_option("-o,--output", ck.output, "image file to write ('-' for stdout)")
         ->type_name("FILE");
+    checkpoint
+        ->add_option("--server", ck.server,
+                     "store the images on HOST's checkpoint server (a migd peer) instead of a "
+                     "file")
+        ->type_name("HOST");
+    checkpoint
+        ->add_option("--schedule", ck.schedule,
+                     "with several PIDs, how they reach the server (Hector's schedules): "
+                     "one-at-a-time (a session each, in turn; default), combined (one session "
+                     "announcing all, then each in turn), all-at-once (all at the same time)")
+        ->check(CLI::IsMember({"one-at-a-time", "combined", "all-at-once"}))
+        ->type_name("SCHEDULE");
+    checkpoint->add_flag("--json", ck.json, "with --server: print migd's reply as JSON");
     auto* lr = checkpoint->add_flag("--leave-running", ck.leave_running,
                                     "keep the process running after the checkpoint");
     checkpoint
@@ -151,7 +174,14 @@ int main(int argc, char** argv) {
         "image; files are reopened by path at their offsets, and descriptors the image "
         "marks as inherited (pipes, terminals) are taken from ghostctl's own descriptors "
         "of the same numbers.");
-    restart->add_option("FILE", rs.input, "the image")->required();
+    restart->add_option("FILE", rs.input, "the image (an image id with --server)")->required();
+    restart
+        ->add_option("--server", rs.server,
+                     "restart image id FILE of HOST's checkpoint server, through migd; prints "
+                     "HOST:PID and the new gid")
+        ->type_name("HOST");
+    restart->add_option("--on", rs.on, "with --server: the host to restart on (default: this one)")
+        ->type_name("HOST");
     restart->add_flag("--detach,-d", rs.detach,
                       "print the restored process's pid and return once it runs");
     restart
@@ -161,12 +191,65 @@ int main(int argc, char** argv) {
                      "descriptors a restart needs")
         ->type_name("N[:M]");
 
-    pid_t dup_pid = 0;
+    MoveArgs dupa;
+    dupa.op = "dup";
     auto* dup = app.add_subcommand(
-        "dup", "Make a second, independent copy of process PID on this host, which keeps "
-               "running; prints the copy's pid. The copy shares PID's pipes and terminals "
-               "and reopens its files by path.");
-    dup->add_option("PID", dup_pid, "the process")->required()->check(CLI::PositiveNumber);
+        "dup", "Make a second, independent copy of process PID, which keeps running; prints "
+               "the copy's pid. On this host the copy shares PID's pipes and terminals and "
+               "reopens its files by path. With --to HOST the copy runs on HOST (through "
+               "migd; prints HOST:PID and the copy's gid).");
+    dup->add_option("PID", dupa.pid, "the process")->required()->check(CLI::PositiveNumber);
+    dup->add_option("--to", dupa.to, "make the copy on HOST, a migd peer")->type_name("HOST");
+    dup->add_flag("--json", dupa.json, "with --to: print migd's reply as JSON");
+
+    MoveArgs mig;
+    mig.op = "migrate";
+    auto* migrate = app.add_subcommand(
+        "migrate",
+        "Move process PID to HOST through migd: it is exported, imported on HOST and kept "
+        "stopped there until the original is gone, then it goes on running there (same "
+        "memory, registers, files by path; a new pid). Prints HOST:PID and its gid, a "
+        "cluster-wide id that stays the same across moves. If anything fails, the original "
+        "runs on. Only the process's owner or root may move it; it runs as the same uid on "
+        "HOST. Pipes and terminals cannot move (redirect them to files).");
+    migrate->add_option("PID", mig.pid, "the process")->required()->check(CLI::PositiveNumber);
+    migrate->add_option("--to", mig.to, "the destination host (a migd peer)")
+        ->required()
+        ->type_name("HOST");
+    migrate->add_flag("--json", mig.json, "print migd's reply (bytes, times) as JSON");
+
+    ImagesArgs img;
+    auto* images = app.add_subcommand(
+        "images", "List the images stored on HOST's checkpoint server (id, command, size, "
+                  "time, owner, origin), or remove one with --rm (its owner or root only).");
+    images->add_option("--server", img.server, "the checkpoint server")
+        ->required()
+        ->type_name("HOST");
+    images->add_option("--rm", img.rm, "remove image ID")->type_name("ID");
+    images->add_flag("--json", img.json, "print the list as JSON");
+
+    bool ps_cluster = false, ps_json = false;
+    auto* ps = app.add_subcommand(
+        "ps", "With --cluster: every migrated, duplicated or restarted process of the cluster, "
+              "as each host's migd knows it: gid, host, pid, state (running, stopped, exited), "
+              "uid, command.");
+    ps->add_flag("--cluster", ps_cluster, "ask every host of the cluster (required)")->required();
+    ps->add_flag("--json", ps_json, "print the list as JSON");
+
+    std::string where_gid;
+    bool where_json = false;
+    auto* where = app.add_subcommand(
+        "where", "Where process GID lives now (HOST:PID STATE), following forwarding entries "
+                 "from host to host; the hosts asked learn the answer.");
+    where->add_option("GID", where_gid, "the process's cluster-wide id")->required();
+    where->add_flag("--json", where_json, "print the answer (with hops) as JSON");
+
+    std::string kill_gid, kill_sig;
+    auto* killc = app.add_subcommand(
+        "kill", "Send signal SIG (default TERM; a number or a name) to process GID wherever it "
+                "lives now. Only its owner or root may.");
+    killc->add_option("GID", kill_gid, "the process's cluster-wide id")->required();
+    killc->add_option("SIG", kill_sig, "the signal")->type_name("SIG");
 
     InspectArgs ins;
     auto* inspect = app.add_subcommand(
@@ -206,7 +289,17 @@ int main(int argc, char** argv) {
     if (restart->parsed())
         return cmd_restart(g, rs);
     if (dup->parsed())
-        return cmd_dup(g, dup_pid);
+        return dupa.to.empty() ? cmd_dup(g, dupa.pid) : cmd_move(g, dupa);
+    if (migrate->parsed())
+        return cmd_move(g, mig);
+    if (images->parsed())
+        return cmd_images(g, img);
+    if (ps->parsed())
+        return cmd_ps(g, ps_json);
+    if (where->parsed())
+        return cmd_where(g, where_gid, where_json);
+    if (killc->parsed())
+        return cmd_kill(g, kill_gid, kill_sig);
     if (inspect->parsed())
         return cmd_inspect(ins);
     if (monitor->parsed())

@@ -1,0 +1,101 @@
+// SPDX-License-Identifier: GPL-2.0
+// migd's cluster operations: migration, duplication, the checkpoint server
+// and the location table, over authenticated peer channels. The protocol and
+// its failure handling are in Documentation/migd-protocol.md.
+#pragma once
+
+#include <sys/types.h>
+
+#include <atomic>
+#include <condition_variable>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "channel.hpp"
+#include "config.hpp"
+#include "ghost/engine.hpp"
+#include "ghost/image.hpp"
+#include "store.hpp"
+
+namespace migd {
+
+using nlohmann::json;
+
+// Who asked, as the kernel says (SO_PEERCRED on the local socket) or as a
+// peer migd vouches for its own local client.
+struct Client {
+    uid_t uid = 0;
+    pid_t pid = 0;
+};
+
+// Sends an intermediate reply line (progress) to the local client.
+using Emit = std::function<void(const json&)>;
+
+class Daemon {
+  public:
+    using Connector =
+        std::function<ghost::Result<std::unique_ptr<Channel>>(const std::string& host)>;
+
+    // tls may be null: then every peer operation fails with a reason.
+    Daemon(Config cfg, std::shared_ptr<TlsContext> tls);
+    ~Daemon();
+    Daemon(const Daemon&) = delete;
+    Daemon& operator=(const Daemon&) = delete;
+
+    // Opens the state directory, finishes or rolls back what the journal
+    // holds, and starts the thread that retries unresolved migrations.
+    ghost::Result<void> start();
+    void stop();
+
+    // A local request (already parsed); the reply. Long operations report
+    // progress through emit before replying.
+    json local(const json& req, const Client& who, const Emit& emit);
+    // An authenticated peer connection: one request, its exchange, closed.
+    void serve_peer(std::unique_ptr<Channel> ch);
+
+    const Config& config() const { return cfg_; }
+    // Replaces how peers are reached (tests: plain channels).
+    void set_connector(Connector c) { connect_ = std::move(c); }
+
+    // What the operations (ops.hpp) share.
+    ghost::Result<std::unique_ptr<Channel>> connect(const std::string& host);
+    ghost::Result<std::unique_ptr<ghost::Engine>> engine() const;
+    void wake_resolver();
+    // A restored copy is migd's child: reaped by the resolver when it exits.
+    void adopt(pid_t pid);
+    Journal journal_;
+    Locations locations_;
+    std::atomic<std::uint64_t> next_op_{1};
+
+  private:
+    void recover();
+    void dispatch_peer(Channel& ch, const json& req);
+    void resolver_loop();
+    bool resolve_one(const json& entry);
+    void reap();
+
+    Config cfg_;
+    std::shared_ptr<TlsContext> tls_;
+    Connector connect_;
+    std::mutex mu_;
+    std::condition_variable cv_;
+    bool stopping_ = false;
+    bool kick_ = false;
+    std::thread resolver_;
+    std::mutex kids_mu_;
+    std::vector<pid_t> kids_;
+};
+
+// The fault a test asks a migd to have (environment MIGD_FAULT, for the
+// failure tests): the daemon _exit()s at the named point of a migration
+// ("source-after-ack", "dest-after-import", "dest-mid-stream"), to prove
+// that the journal recovers.
+void maybe_crash(std::string_view point);
+
+} // namespace migd

@@ -1,0 +1,173 @@
+// SPDX-License-Identifier: GPL-2.0
+// The location table (PUB's link table): every host a process passed through
+// keeps an entry for its gid, "local" where it runs and "moved" (a forwarding
+// entry) where it left. A request for a gid follows the entries host to host;
+// the answer updates the asker's entry so that the next request goes straight.
+#include <signal.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include "ops.hpp"
+
+namespace migd {
+
+using ghost::Result;
+
+namespace {
+
+constexpr int max_hops = 16;
+
+std::string run_state(const Location& l) {
+    auto p = proc_info(l.pid);
+    if (!p || p->starttime != l.starttime || p->state == 'Z' || p->state == 'X')
+        return "exited";
+    return p->state == 'T' || p->state == 't' ? "stopped" : "running";
+}
+
+json local_entry_json(const Location& l) {
+    return {{"gid", l.gid}, {"host", l.host}, {"pid", l.pid},
+            {"state", run_state(l)}, {"comm", l.comm}, {"uid", l.uid}};
+}
+
+// The host that made gid (gids are HOST-N).
+std::string origin_of(const std::string& gid) {
+    const auto dash = gid.rfind('-');
+    return dash == std::string::npos ? std::string() : gid.substr(0, dash);
+}
+
+json act_here(const Location& l, const std::string& op, const json& extra) {
+    json r = local_entry_json(l);
+    r["ok"] = true;
+    if (op != "kill")
+        return r;
+    const uid_t uid = extra.value("uid", 0u);
+    if (uid != 0 && uid != l.uid)
+        return error_reply(fmt::format("{} (pid {} on {}) belongs to uid {}: a user may signal "
+                                       "only their own processes",
+                                       l.gid, l.pid, l.host, l.uid));
+    if (r["state"] == "exited")
+        return error_reply(fmt::format("{} (pid {} on {}) has exited", l.gid, l.pid, l.host));
+    const int sig = extra.value("signal", SIGTERM);
+    if (::kill(l.pid, sig) != 0)
+        return error_reply(fmt::format("cannot signal pid {} on {}: {}", l.pid, l.host,
+                                       std::strerror(errno)));
+    r["signal"] = sig;
+    return r;
+}
+
+// This host's processes: its local entries, and the copies it holds stopped
+// while their migration is unresolved (say which source they wait for).
+json local_processes(Daemon& d) {
+    json list = json::array();
+    for (const auto& l : d.locations_.all())
+        if (l.state == "local")
+            list.push_back(local_entry_json(l));
+    for (const auto& e : d.journal_.all()) {
+        if (e.value("role", "") != "dest" || e.value("state", "") != "ready")
+            continue;
+        list.push_back({{"gid", e.value("gid", "")},
+                        {"host", d.config().host},
+                        {"pid", e.value("pid", 0)},
+                        {"state", "stopped"},
+                        {"waiting_for", e.value("peer", "")},
+                        {"comm", e.value("comm", "")},
+                        {"uid", e.value("uid", 0u)}});
+    }
+    return list;
+}
+
+} // namespace
+
+json Ops::route(Daemon& d, const std::string& op, const std::string& gid, const json& extra,
+                int hops) {
+    const Config& cfg = d.config();
+    auto entry = d.locations_.get(gid);
+    if (entry && entry->state == "local") {
+        json r = act_here(*entry, op, extra);
+        r["hops"] = hops;
+        return r;
+    }
+    const std::string next = entry ? entry->host : origin_of(gid);
+    if (next.empty() || next == cfg.host)
+        return error_reply(fmt::format("no process {} known on {}", gid, cfg.host));
+    if (hops >= max_hops)
+        return error_reply(fmt::format("{}: more than {} forwarding hops (a loop?)", gid,
+                                       max_hops));
+    auto ch = d.connect(next);
+    if (!ch)
+        return error_reply(fmt::format("{} was last seen on {}, which cannot be reached: {}", gid,
+                                       next, ch.error().what()));
+    json ask = extra;
+    ask["op"] = op;
+    ask["gid"] = gid;
+    ask["hops"] = hops + 1;
+    if (auto s = send_json(**ch, ask); !s)
+        return error_reply(s.error());
+    auto r = recv_json(**ch);
+    if (!r)
+        return error_reply(r.error());
+    // Cut the forwarding: this host now points where the process really is.
+    if (r->value("ok", false) && r->contains("host") && (*r)["host"] != cfg.host) {
+        Location l = entry ? *entry : Location{};
+        l.gid = gid;
+        l.state = "moved";
+        l.host = r->value("host", "");
+        l.pid = r->value("pid", 0);
+        l.uid = r->value("uid", 0u);
+        l.comm = r->value("comm", "");
+        if (!entry || entry->host != l.host || entry->pid != l.pid)
+            (void)d.locations_.set(l);
+    }
+    return *r;
+}
+
+json Ops::local_where(Daemon& d, const json& req, const Client& who) {
+    return route(d, "where", req.value("gid", ""), {{"uid", who.uid}}, 0);
+}
+
+json Ops::local_kill(Daemon& d, const json& req, const Client& who) {
+    return route(d, "kill", req.value("gid", ""),
+                 {{"uid", who.uid}, {"signal", req.value("signal", SIGTERM)}}, 0);
+}
+
+void Ops::peer_where(Daemon& d, Channel& ch, const json& req) {
+    json extra = {{"uid", req.value("uid", 0u)}};
+    if (req.contains("signal"))
+        extra["signal"] = req["signal"];
+    (void)send_json(ch, route(d, req.value("op", "where"), req.value("gid", ""), extra,
+                              req.value("hops", 1)));
+}
+
+void Ops::peer_list(Daemon& d, Channel& ch, const json&) {
+    (void)send_json(ch, {{"ok", true}, {"host", d.config().host}, {"processes", local_processes(d)}});
+}
+
+json Ops::local_ps(Daemon& d, const json&, const Client&) {
+    const Config& cfg = d.config();
+    json all = local_processes(d);
+    json unreachable = json::array();
+    for (const auto& p : cfg.peers) {
+        auto ch = d.connect(p.name);
+        Result<json> r = ch ? Result<json>(json{}) : Result<json>(ch.error());
+        if (ch) {
+            if (auto s = send_json(**ch, {{"op", "list"}}); !s)
+                r = s.error();
+            else
+                r = recv_json(**ch);
+        }
+        if (!r || !r->value("ok", false)) {
+            unreachable.push_back({{"host", p.name},
+                                   {"error", r ? r->value("error", "refused") : r.error().what()}});
+            continue;
+        }
+        for (const auto& e : r->value("processes", json::array()))
+            all.push_back(e);
+    }
+    return {{"ok", true}, {"processes", all}, {"unreachable", unreachable}};
+}
+
+} // namespace migd

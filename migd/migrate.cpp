@@ -1,0 +1,342 @@
+// SPDX-License-Identifier: GPL-2.0
+// Migration and duplication between hosts (the ghost-process paper's
+// Listing 5): export to the network, import on the destination, which keeps
+// the copy stopped and acknowledges a complete, valid image; only then the
+// source kills the original (migration) and tells the destination to let
+// the copy run. Both sides journal each step, so that after any single
+// failure exactly one copy runs (Documentation/migd-protocol.md).
+#include <signal.h>
+
+#include <chrono>
+#include <string>
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include "ops.hpp"
+
+namespace migd {
+
+using ghost::Error;
+using ghost::Result;
+
+namespace {
+
+// The destination's end of a migration: the copy runs (commit) or is
+// killed (abort), and the entry leaves the journal.
+void finish_dest(Daemon& d, const json& entry, bool commit) {
+    const pid_t pid = entry.value("pid", 0);
+    const std::uint64_t start = entry.value("starttime", std::uint64_t{0});
+    const std::string id = entry.value("id", "");
+    if (commit) {
+        if (pid > 0 && proc_alive(pid, start))
+            ::kill(pid, SIGCONT);
+        Location l;
+        l.gid = entry.value("gid", "");
+        l.state = "local";
+        l.host = d.config().host;
+        l.pid = pid;
+        l.starttime = start;
+        l.uid = entry.value("uid", 0u);
+        l.comm = entry.value("comm", "");
+        (void)d.locations_.set(l);
+        spdlog::info("{} {}: copy {} runs as pid {}", entry.value("kind", ""), id, l.gid, pid);
+    } else {
+        if (pid > 0)
+            (void)kill_process(pid, start);
+        spdlog::info("{} {}: rolled back, copy killed", entry.value("kind", ""), id);
+    }
+    d.journal_.remove(id);
+}
+
+json move_reply(const std::string& gid, const std::string& host, pid_t pid,
+                const ghost::ExportStats& st, std::uint64_t total_ms) {
+    return {{"ok", true},
+            {"gid", gid},
+            {"host", host},
+            {"pid", pid},
+            {"bytes", st.bytes},
+            {"frozen_ms", st.frozen_ns / 1000000},
+            {"total_ms", total_ms}};
+}
+
+} // namespace
+
+json Ops::local_move(Daemon& d, const json& req, const Client& who, const Emit& emit) {
+    const std::string op = req.value("op", "");
+    const bool dup = op == "dup";
+    const pid_t pid = req.value("pid", 0);
+    const std::string to = req.value("to", "");
+    const Config& cfg = d.config();
+    if (pid <= 0)
+        return error_reply(fmt::format("{} needs \"pid\": a process id", op));
+    if (to == cfg.host)
+        return error_reply(fmt::format("process {} is on {} already: --to names another host",
+                                       pid, to));
+    if (!cfg.peer(to))
+        return error_reply(fmt::format("{} is not a peer of {} (see [[peer]] in {})", to,
+                                       cfg.host, cfg.source));
+    auto proc = owned_process(pid, who);
+    if (!proc)
+        return error_reply(proc.error());
+    if (auto m = check_movable_fds(pid); !m)
+        return error_reply(m.error());
+
+    // A process that came here by migration keeps its gid; a copy gets a new one.
+    std::string gid;
+    for (const auto& l : d.locations_.all())
+        if (l.state == "local" && l.pid == pid && l.starttime == proc->starttime)
+            gid = l.gid;
+    if (dup || gid.empty())
+        gid = d.locations_.new_gid();
+
+    const std::string id = fmt::format("{}.{}.{}", cfg.host, now_ms(), d.next_op_++);
+    json entry = {{"id", id},         {"role", "source"},
+                  {"kind", op},       {"state", "sending"},
+                  {"peer", to},       {"gid", gid},
+                  {"pid", pid},       {"starttime", proc->starttime},
+                  {"uid", proc->uid}, {"comm", proc->comm}};
+    if (auto j = d.journal_.put(entry); !j)
+        return error_reply(j.error());
+    const auto t0 = std::chrono::steady_clock::now();
+    auto fail = [&](const std::string& why) {
+        d.journal_.remove(id);
+        spdlog::warn("{} {} of pid {} ({}) to {}: failed, the original runs on: {}", op, id, pid,
+                     proc->comm, to, why);
+        return error_reply(why);
+    };
+
+    auto ch = d.connect(to);
+    if (!ch)
+        return fail(ch.error().what());
+    Channel& c = **ch;
+    const json ask = {{"op", "import"},   {"id", id},         {"kind", op},
+                      {"gid", gid},       {"uid", proc->uid}, {"comm", proc->comm},
+                      {"origin", cfg.host}};
+    if (auto s = send_json(c, ask); !s)
+        return fail(fmt::format("cannot reach {}: {}", to, s.error().what()));
+    auto yes = recv_json(c);
+    if (!yes)
+        return fail(fmt::format("{} did not answer: {}", to, yes.error().what()));
+    if (!yes->value("ok", false))
+        return fail(fmt::format("{} refused: {}", to, yes->value("error", "no reason given")));
+    spdlog::info("{} {}: pid {} ({}, uid {}) to {} as {}", op, id, pid, proc->comm, proc->uid, to,
+                 gid);
+
+    pid_t dest_pid = 0;
+    auto confirm = [&]() -> Result<void> {
+        // The destination restores as the stream arrives; what is left after
+        // END is the last pages and the check, which may take a while.
+        c.set_timeout(std::chrono::milliseconds(std::max(cfg.io_timeout_ms, 60000u)));
+        auto ack = recv_json(c);
+        if (!ack)
+            return Error::from_errno(ack.error().code.value(),
+                                     fmt::format("{} did not confirm the import: {}", to,
+                                                 ack.error().what()));
+        if (!ack->value("ok", false))
+            return Error::from_errno(EIO, fmt::format("{} refused the image: {}", to,
+                                                      ack->value("error", "no reason given")));
+        dest_pid = ack->value("pid", 0);
+        entry["state"] = "committing";
+        entry["dest_pid"] = dest_pid;
+        if (auto j = d.journal_.put(entry); !j)
+            return j.error();
+        maybe_crash("source-after-ack");
+        return {};
+    };
+    auto ex = export_to(d, c, pid, dup ? ghost::Fate::Run : ghost::Fate::Kill, confirm, emit);
+    if (!ex) {
+        auto cur = d.journal_.get(id);
+        if (cur && cur->value("state", "") == "committing") {
+            // Past the commit point but the original could not be killed:
+            // the resolver retries; the copy stays stopped meanwhile.
+            d.wake_resolver();
+            return error_reply(fmt::format("{} confirmed the copy but process {} could not be "
+                                           "killed: {} (migd retries; the copy stays stopped "
+                                           "until then)",
+                                           to, pid, ex.error().what()));
+        }
+        (void)send_json(c, {{"op", "abort"}, {"id", id}}); // the copy, if any, is killed
+        return fail(fmt::format("{} of process {} to {} failed, the original runs on: {}", op,
+                                pid, to, ex.error().what()));
+    }
+
+    Location l;
+    l.gid = gid;
+    l.state = "moved";
+    l.host = to;
+    l.pid = dest_pid;
+    l.uid = proc->uid;
+    l.comm = proc->comm;
+    (void)d.locations_.set(l);
+    c.set_timeout(std::chrono::milliseconds(cfg.io_timeout_ms));
+    auto done = send_json(c, {{"op", "commit"}, {"id", id}});
+    Result<json> ok = done ? recv_json(c) : Result<json>(done.error());
+    const auto total_ms = static_cast<std::uint64_t>(
+        std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0)
+            .count());
+    json reply = move_reply(gid, to, dest_pid, ex->stats, total_ms);
+    if (!ok || !ok->value("ok", false)) {
+        d.wake_resolver();
+        reply["pending"] = fmt::format("{} has not confirmed the commit yet; it lets the copy run "
+                                       "as soon as it hears from {}",
+                                       to, cfg.host);
+    } else {
+        d.journal_.remove(id);
+    }
+    spdlog::info("{} {}: done, {} bytes, held {} ms, {} ms in all; {} now {}:{}", op, id,
+                 ex->stats.bytes, ex->stats.frozen_ns / 1000000, total_ms, gid, to, dest_pid);
+    return reply;
+}
+
+void Ops::peer_import(Daemon& d, Channel& ch, const json& req) {
+    const std::string id = req.value("id", "");
+    const std::string kind = req.value("kind", "");
+    const uid_t uid = req.value("uid", 0u);
+    if (id.empty() || (kind != "migrate" && kind != "dup" && kind != "restart")) {
+        (void)send_json(ch, error_reply("malformed import request"));
+        return;
+    }
+    if (auto u = check_incoming_uid(d.config(), uid); !u) {
+        (void)send_json(ch, error_reply(u.error()));
+        return;
+    }
+    json entry = {{"id", id},       {"role", "dest"},
+                  {"kind", kind},   {"state", "receiving"},
+                  {"peer", ch.peer()}, {"gid", req.value("gid", "")},
+                  {"uid", uid},     {"comm", req.value("comm", "")}};
+    if (auto j = d.journal_.put(entry); !j) {
+        (void)send_json(ch, error_reply(j.error()));
+        return;
+    }
+    if (auto s = send_json(ch, {{"ok", true}}); !s) {
+        d.journal_.remove(id);
+        return;
+    }
+    maybe_crash("dest-mid-stream");
+    auto im = import_from(d, ch, true);
+    if (im && im->image.creds && im->image.creds->uid != uid) {
+        (void)kill_process(im->pid, im->starttime);
+        im = Error::from_errno(EPERM, fmt::format("the image runs as uid {}, not uid {} as "
+                                                  "announced",
+                                                  im->image.creds->uid, uid));
+    }
+    if (!im) {
+        d.journal_.remove(id);
+        spdlog::warn("{} {} from {}: import refused: {}", kind, id, ch.peer(), im.error().what());
+        (void)send_json(ch, error_reply(fmt::format("{} could not import the image: {}",
+                                                    d.config().host, im.error().what())));
+        return;
+    }
+    d.adopt(im->pid);
+    entry["state"] = "ready";
+    entry["pid"] = im->pid;
+    entry["starttime"] = im->starttime;
+    if (auto j = d.journal_.put(entry); !j) {
+        finish_dest(d, entry, false);
+        (void)send_json(ch, error_reply(j.error()));
+        return;
+    }
+    maybe_crash("dest-after-import");
+    spdlog::info("{} {} from {}: {} bytes imported, copy stopped as pid {}", kind, id, ch.peer(),
+                 im->bytes, im->pid);
+    if (auto s = send_json(ch, {{"ok", true}, {"pid", im->pid}, {"bytes", im->bytes}}); !s) {
+        d.wake_resolver();
+        return;
+    }
+    auto verdict = recv_json(ch);
+    if (!verdict) {
+        spdlog::warn("{} {}: lost {} before its verdict ({}); the copy stays stopped until it "
+                     "answers",
+                     kind, id, ch.peer(), verdict.error().what());
+        d.wake_resolver();
+        return;
+    }
+    finish_dest(d, entry, verdict->value("op", "") == "commit");
+    (void)send_json(ch, {{"ok", true}});
+}
+
+void Ops::peer_resolve(Daemon& d, Channel& ch, const json& req) {
+    auto e = d.journal_.get(req.value("id", ""));
+    std::string state = "aborted"; // no record: the source gave the migration up
+    if (e && e->value("role", "") == "source")
+        state = e->value("state", "") == "committing" ? "committed" : "pending";
+    (void)send_json(ch, {{"ok", true}, {"state", state}});
+}
+
+void Ops::peer_commit(Daemon& d, Channel& ch, const json& req) {
+    auto e = d.journal_.get(req.value("id", ""));
+    if (e && e->value("role", "") == "dest" && e->value("state", "") == "ready")
+        finish_dest(d, *e, req.value("op", "") == "commit");
+    (void)send_json(ch, {{"ok", true}});
+}
+
+bool Ops::resolve_dest(Daemon& d, const json& entry) {
+    auto ch = d.connect(entry.value("peer", ""));
+    if (!ch)
+        return false;
+    if (!send_json(**ch, {{"op", "resolve"}, {"id", entry.value("id", "")}}))
+        return false;
+    auto a = recv_json(**ch);
+    if (!a || !a->value("ok", false))
+        return false;
+    const std::string state = a->value("state", "");
+    if (state == "pending")
+        return false;
+    finish_dest(d, entry, state == "committed");
+    return true;
+}
+
+bool Ops::resolve_source(Daemon& d, const json& entry) {
+    const std::string kind = entry.value("kind", "");
+    if (kind == "migrate") {
+        if (auto k = kill_process(entry.value("pid", 0), entry.value("starttime", std::uint64_t{0}));
+            !k) {
+            spdlog::warn("{} {}: {}", kind, entry.value("id", ""), k.error().what());
+            return false;
+        }
+    }
+    Location l;
+    l.gid = entry.value("gid", "");
+    l.state = "moved";
+    l.host = entry.value("peer", "");
+    l.pid = entry.value("dest_pid", 0);
+    l.uid = entry.value("uid", 0u);
+    l.comm = entry.value("comm", "");
+    (void)d.locations_.set(l);
+    auto ch = d.connect(l.host);
+    if (!ch)
+        return false;
+    if (!send_json(**ch, {{"op", "commit"}, {"id", entry.value("id", "")}}))
+        return false;
+    auto a = recv_json(**ch);
+    if (!a || !a->value("ok", false))
+        return false;
+    spdlog::info("{} {}: commit delivered to {}", kind, entry.value("id", ""), l.host);
+    d.journal_.remove(entry.value("id", ""));
+    return true;
+}
+
+void Ops::recover_entry(Daemon& d, const json& e) {
+    const std::string role = e.value("role", ""), state = e.value("state", "");
+    const std::string id = e.value("id", "");
+    if (role == "source" && state == "sending") {
+        // Before the commit point: the original goes on (it was held
+        // stopped for its export); the destination learns "aborted".
+        const pid_t pid = e.value("pid", 0);
+        if (proc_alive(pid, e.value("starttime", std::uint64_t{0})))
+            ::kill(pid, SIGCONT);
+        spdlog::info("recovery: {} {} rolled back, pid {} runs on", e.value("kind", ""), id, pid);
+        d.journal_.remove(id);
+    } else if ((role == "dest" && state == "receiving") || role == "server") {
+        // The stub lost its stream with us and failed; a partial stored
+        // image is removed.
+        if (e.contains("tmp"))
+            ::unlink(e.value("tmp", "").c_str());
+        spdlog::info("recovery: incomplete {} {} dropped", e.value("kind", ""), id);
+        d.journal_.remove(id);
+    }
+    // "committing" sources and "ready" destinations are the resolver's.
+}
+
+} // namespace migd

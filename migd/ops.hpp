@@ -1,0 +1,92 @@
+// SPDX-License-Identifier: GPL-2.0
+// The operations behind Daemon, split by mechanism: transfer.cpp (an export
+// into a channel, an import from one), migrate.cpp (migration and
+// duplication), ckserver.cpp (the checkpoint server), locate.cpp (the
+// location table: ps, where, kill). Internal to migd.
+#pragma once
+
+#include <sys/types.h>
+
+#include <functional>
+#include <string>
+
+#include "daemon.hpp"
+#include "ghost/engine.hpp"
+#include "ghost/image.hpp"
+#include "wire.hpp"
+
+namespace migd {
+
+json error_reply(const std::string& message);
+json error_reply(const ghost::Error& e);
+
+// Checks that who may act on process pid (its owner, or root) and returns
+// what /proc says of it; errors name the process and the rule.
+ghost::Result<ProcInfo> owned_process(pid_t pid, const Client& who);
+
+// Refuses a process that holds descriptors which cannot exist on another
+// host (pipes, terminals): they would be lost in the move.
+ghost::Result<void> check_movable_fds(pid_t pid);
+
+// SIGKILL the process (pid, start time) and wait until it is gone.
+ghost::Result<void> kill_process(pid_t pid, std::uint64_t starttime);
+
+std::uint64_t now_ms();
+
+struct ExportResult {
+    ghost::ExportStats stats;
+    bool confirmed = false; // confirm() succeeded (the commit point passed)
+};
+
+// Exports process pid into ch: DATA frames, then END, then confirm() reads
+// the peer's verdict. fate is that of ghost::checkpoint(): with Kill the
+// process is killed only once confirm() succeeded, and resumed otherwise.
+// A failed export is sent as ABORT with its reason.
+ghost::Result<ExportResult> export_to(Daemon& d, Channel& ch, pid_t pid, ghost::Fate fate,
+                                      const std::function<ghost::Result<void>()>& confirm,
+                                      const Emit& emit);
+
+struct Imported {
+    pid_t pid = 0;
+    std::uint64_t starttime = 0;
+    std::uint64_t bytes = 0;
+    ghost::image::Image image;
+};
+
+// Reads an image from ch (DATA..END) into a restore stub, validating it on
+// the way (the whole stream, END checksum included), and returns the
+// restored process, stopped (SIGSTOP) when stopped is set. Any failure
+// kills what was restored and says why.
+ghost::Result<Imported> import_from(Daemon& d, Channel& ch, bool stopped);
+
+// Peer-side checks of who an incoming image runs as.
+ghost::Result<void> check_incoming_uid(const Config& cfg, uid_t uid);
+
+struct Ops {
+    // migrate.cpp
+    static json local_move(Daemon& d, const json& req, const Client& who, const Emit& emit);
+    static void peer_import(Daemon& d, Channel& ch, const json& req);
+    static void peer_resolve(Daemon& d, Channel& ch, const json& req);
+    static void peer_commit(Daemon& d, Channel& ch, const json& req);
+    static bool resolve_dest(Daemon& d, const json& entry);
+    static bool resolve_source(Daemon& d, const json& entry);
+    static void recover_entry(Daemon& d, const json& entry);
+    // ckserver.cpp
+    static json local_checkpoint(Daemon& d, const json& req, const Client& who, const Emit& emit);
+    static json local_images(Daemon& d, const json& req, const Client& who);
+    static json local_restart(Daemon& d, const json& req, const Client& who, const Emit& emit);
+    static void peer_store(Daemon& d, Channel& ch, const json& req);
+    static void peer_images(Daemon& d, Channel& ch, const json& req);
+    static void peer_fetch(Daemon& d, Channel& ch, const json& req);
+    static void peer_restart(Daemon& d, Channel& ch, const json& req);
+    // locate.cpp
+    static json local_ps(Daemon& d, const json& req, const Client& who);
+    static json local_where(Daemon& d, const json& req, const Client& who);
+    static json local_kill(Daemon& d, const json& req, const Client& who);
+    static void peer_list(Daemon& d, Channel& ch, const json& req);
+    static void peer_where(Daemon& d, Channel& ch, const json& req);
+    static json route(Daemon& d, const std::string& op, const std::string& gid, const json& extra,
+                      int hops);
+};
+
+} // namespace migd

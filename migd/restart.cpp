@@ -1,0 +1,120 @@
+// SPDX-License-Identifier: GPL-2.0
+// Restarting an image of the checkpoint server on a host: the host fetches
+// it from the server (or opens it, when it is the server) and imports it
+// stopped; the copy runs once the whole image checked out.
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <thread>
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include "ops.hpp"
+
+namespace migd {
+
+using ghost::Error;
+using ghost::Result;
+using ghost::UniqueFd;
+
+namespace {
+
+// The image stream of `id`: a channel to the server, or, when this host is
+// the server, a local pair fed by peer_fetch on a thread.
+struct Fetch {
+    std::unique_ptr<Channel> ch;
+    std::thread feeder;
+    std::unique_ptr<Channel> far;
+    ~Fetch() {
+        if (feeder.joinable())
+            feeder.join();
+    }
+};
+
+Result<json> restart_here(Daemon& d, const std::string& server, const std::string& id, uid_t uid) {
+    const Config& cfg = d.config();
+    Fetch f;
+    const json ask = {{"op", "fetch"}, {"id", id}, {"uid", uid}};
+    if (server == cfg.host) {
+        int sv[2];
+        if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0)
+            return Error::from_errno(errno, fmt::format("socketpair: {}", std::strerror(errno)));
+        f.ch = plain_channel(UniqueFd(sv[0]));
+        f.far = plain_channel(UniqueFd(sv[1]));
+        f.feeder = std::thread([&d, &f, ask] { Ops::peer_fetch(d, *f.far, ask); f.far.reset(); });
+    } else {
+        auto ch = d.connect(server);
+        if (!ch)
+            return ch.error();
+        f.ch = std::move(*ch);
+        if (auto s = send_json(*f.ch, ask); !s)
+            return s.error();
+    }
+    auto meta = recv_json(*f.ch);
+    if (!meta)
+        return meta.error();
+    if (!meta->value("ok", false))
+        return Error::from_errno(EPERM, meta->value("error", "refused"));
+    const uid_t owner = meta->value("owner", 0u);
+    if (auto u = check_incoming_uid(cfg, owner); !u)
+        return u.error();
+    auto im = import_from(d, *f.ch, true);
+    if (!im)
+        return im.error();
+    d.adopt(im->pid);
+    ::kill(im->pid, SIGCONT);
+    Location l;
+    l.gid = d.locations_.new_gid();
+    l.state = "local";
+    l.host = cfg.host;
+    l.pid = im->pid;
+    l.starttime = im->starttime;
+    l.uid = owner;
+    l.comm = meta->value("comm", "");
+    (void)d.locations_.set(l);
+    spdlog::info("restart: image {} of {} runs as pid {} ({})", id, server, im->pid, l.gid);
+    return json{{"ok", true}, {"gid", l.gid}, {"host", cfg.host}, {"pid", im->pid},
+                {"bytes", im->bytes}};
+}
+
+} // namespace
+
+json Ops::local_restart(Daemon& d, const json& req, const Client& who, const Emit&) {
+    const Config& cfg = d.config();
+    const std::string server = req.value("server", "");
+    const std::string id = req.value("id", "");
+    const std::string on = req.value("on", cfg.host);
+    if (server != cfg.host && !cfg.peer(server))
+        return error_reply(fmt::format("{} is not a peer of {}", server, cfg.host));
+    if (on == cfg.host) {
+        auto r = restart_here(d, server, id, who.uid);
+        return r ? *r : error_reply(fmt::format("restart of {} from {} failed: {}", id, server,
+                                                r.error().what()));
+    }
+    if (!cfg.peer(on))
+        return error_reply(fmt::format("{} is not a peer of {}", on, cfg.host));
+    auto ch = d.connect(on);
+    if (!ch)
+        return error_reply(ch.error());
+    if (auto s = send_json(**ch, {{"op", "restart"}, {"server", server}, {"id", id},
+                                  {"uid", who.uid}});
+        !s)
+        return error_reply(s.error());
+    (*ch)->set_timeout(std::chrono::milliseconds(std::max(cfg.io_timeout_ms, 120000u)));
+    auto r = recv_json(**ch);
+    return r ? *r : error_reply(r.error());
+}
+
+void Ops::peer_restart(Daemon& d, Channel& ch, const json& req) {
+    auto r = restart_here(d, req.value("server", ""), req.value("id", ""), req.value("uid", 0u));
+    (void)send_json(ch, r ? *r
+                          : error_reply(fmt::format("restart on {} failed: {}", d.config().host,
+                                                    r.error().what())));
+}
+
+} // namespace migd

@@ -1,0 +1,266 @@
+// SPDX-License-Identifier: GPL-2.0
+#include "store.hpp"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <fmt/format.h>
+
+#include "ghost/fd.hpp"
+
+namespace migd {
+
+namespace {
+
+using ghost::Error;
+using ghost::Result;
+using ghost::UniqueFd;
+
+Error sys_error(const std::string& what) {
+    const int err = errno;
+    return Error::from_errno(err, fmt::format("{}: {}", what, std::strerror(err)));
+}
+
+std::uint64_t now_ms() {
+    return static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                          std::chrono::system_clock::now().time_since_epoch())
+                                          .count());
+}
+
+Result<void> make_dir(const std::string& path) {
+    std::error_code ec;
+    std::filesystem::create_directories(path, ec);
+    if (ec)
+        return Error::from_errno(ec.value(), fmt::format("cannot create {}: {}", path,
+                                                         ec.message()));
+    ::chmod(path.c_str(), 0700);
+    return {};
+}
+
+std::optional<std::string> read_file(const std::string& path) {
+    std::ifstream f(path);
+    if (!f)
+        return std::nullopt;
+    std::stringstream ss;
+    ss << f.rdbuf();
+    return ss.str();
+}
+
+} // namespace
+
+Result<void> write_file_atomic(const std::string& path, std::string_view data, int mode) {
+    const std::string tmp = path + ".tmp";
+    UniqueFd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode));
+    if (!fd)
+        return sys_error(fmt::format("cannot create {}", tmp));
+    std::size_t off = 0;
+    while (off < data.size()) {
+        const ssize_t n = ::write(fd.get(), data.data() + off, data.size() - off);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0) {
+            auto e = sys_error(fmt::format("cannot write {}", tmp));
+            ::unlink(tmp.c_str());
+            return e;
+        }
+        off += static_cast<std::size_t>(n);
+    }
+    if (::fsync(fd.get()) != 0) {
+        auto e = sys_error(fmt::format("cannot sync {}", tmp));
+        ::unlink(tmp.c_str());
+        return e;
+    }
+    fd.reset();
+    if (::rename(tmp.c_str(), path.c_str()) != 0) {
+        auto e = sys_error(fmt::format("cannot rename {} to {}", tmp, path));
+        ::unlink(tmp.c_str());
+        return e;
+    }
+    const std::string dir = std::filesystem::path(path).parent_path().string();
+    UniqueFd d(::open(dir.empty() ? "." : dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    if (d)
+        ::fsync(d.get());
+    return {};
+}
+
+std::optional<ProcInfo> proc_info(pid_t pid) {
+    if (pid <= 0)
+        return std::nullopt;
+    auto stat = read_file(fmt::format("/proc/{}/stat", pid));
+    if (!stat)
+        return std::nullopt;
+    const auto open = stat->find('(');
+    const auto close = stat->rfind(')');
+    if (open == std::string::npos || close == std::string::npos || close + 2 >= stat->size())
+        return std::nullopt;
+    ProcInfo p;
+    p.pid = pid;
+    p.comm = stat->substr(open + 1, close - open - 1);
+    std::istringstream rest(stat->substr(close + 2));
+    std::string field;
+    // Fields from 3 (state) on; start time is field 22.
+    for (int i = 3; i <= 22 && rest >> field; ++i) {
+        if (i == 3)
+            p.state = field.empty() ? '?' : field[0];
+        if (i == 22)
+            p.starttime = std::strtoull(field.c_str(), nullptr, 10);
+    }
+    struct stat st;
+    if (::stat(fmt::format("/proc/{}", pid).c_str(), &st) != 0)
+        return std::nullopt;
+    auto status = read_file(fmt::format("/proc/{}/status", pid));
+    p.uid = st.st_uid;
+    if (status) {
+        const auto at = status->find("\nUid:");
+        if (at != std::string::npos)
+            p.uid = static_cast<uid_t>(std::strtoul(status->c_str() + at + 5, nullptr, 10));
+    }
+    return p;
+}
+
+bool proc_alive(pid_t pid, std::uint64_t starttime) {
+    auto p = proc_info(pid);
+    return p && p->starttime == starttime && p->state != 'Z' && p->state != 'X';
+}
+
+Result<void> Journal::open(const std::string& state_dir) {
+    dir_ = state_dir + "/journal";
+    return make_dir(dir_);
+}
+
+Result<void> Journal::put(const json& entry) {
+    std::lock_guard lock(mu_);
+    const std::string id = entry.at("id").get<std::string>();
+    return write_file_atomic(fmt::format("{}/{}.json", dir_, id), entry.dump(2) + "\n", 0600);
+}
+
+void Journal::remove(const std::string& id) {
+    std::lock_guard lock(mu_);
+    ::unlink(fmt::format("{}/{}.json", dir_, id).c_str());
+    UniqueFd d(::open(dir_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    if (d)
+        ::fsync(d.get());
+}
+
+std::optional<json> Journal::get(const std::string& id) const {
+    std::lock_guard lock(mu_);
+    auto text = read_file(fmt::format("{}/{}.json", dir_, id));
+    if (!text)
+        return std::nullopt;
+    auto j = json::parse(*text, nullptr, false);
+    if (j.is_discarded())
+        return std::nullopt;
+    return j;
+}
+
+std::vector<json> Journal::all() const {
+    std::lock_guard lock(mu_);
+    std::vector<json> out;
+    std::error_code ec;
+    for (const auto& e : std::filesystem::directory_iterator(dir_, ec)) {
+        if (e.path().extension() != ".json")
+            continue;
+        auto text = read_file(e.path().string());
+        if (!text)
+            continue;
+        auto j = json::parse(*text, nullptr, false);
+        if (!j.is_discarded() && j.contains("id"))
+            out.push_back(std::move(j));
+    }
+    return out;
+}
+
+json to_json(const Location& l) {
+    return {{"gid", l.gid},   {"state", l.state},         {"host", l.host},
+            {"pid", l.pid},   {"starttime", l.starttime}, {"uid", l.uid},
+            {"comm", l.comm}, {"updated_ms", l.updated_ms}};
+}
+
+Location location_from_json(const json& j) {
+    Location l;
+    l.gid = j.value("gid", "");
+    l.state = j.value("state", "");
+    l.host = j.value("host", "");
+    l.pid = j.value("pid", 0);
+    l.starttime = j.value("starttime", std::uint64_t{0});
+    l.uid = j.value("uid", 0u);
+    l.comm = j.value("comm", "");
+    l.updated_ms = j.value("updated_ms", std::uint64_t{0});
+    return l;
+}
+
+Result<void> Locations::open(const std::string& state_dir, const std::string& host) {
+    if (auto r = make_dir(state_dir); !r)
+        return r;
+    path_ = state_dir + "/locations.json";
+    host_ = host;
+    std::lock_guard lock(mu_);
+    auto text = read_file(path_);
+    if (!text)
+        return {};
+    auto j = json::parse(*text, nullptr, false);
+    if (j.is_discarded() || !j.is_object())
+        return Error::from_errno(EBADMSG, fmt::format("{} is not a location table (JSON "
+                                                      "object): move it away to start afresh",
+                                                      path_));
+    next_ = j.value("next", std::uint64_t{1});
+    for (const auto& e : j.value("entries", json::array()))
+        map_[e.value("gid", "")] = location_from_json(e);
+    return {};
+}
+
+Result<void> Locations::save_locked() const {
+    json entries = json::array();
+    for (const auto& [gid, l] : map_)
+        entries.push_back(to_json(l));
+    const json j = {{"host", host_}, {"next", next_}, {"entries", entries}};
+    return write_file_atomic(path_, j.dump(1) + "\n", 0600);
+}
+
+std::string Locations::new_gid() {
+    std::lock_guard lock(mu_);
+    const std::string gid = fmt::format("{}-{}", host_, next_++);
+    (void)save_locked();
+    return gid;
+}
+
+Result<void> Locations::set(const Location& loc) {
+    std::lock_guard lock(mu_);
+    Location l = loc;
+    l.updated_ms = now_ms();
+    map_[l.gid] = l;
+    return save_locked();
+}
+
+std::optional<Location> Locations::get(const std::string& gid) const {
+    std::lock_guard lock(mu_);
+    const auto it = map_.find(gid);
+    if (it == map_.end())
+        return std::nullopt;
+    return it->second;
+}
+
+std::vector<Location> Locations::all() const {
+    std::lock_guard lock(mu_);
+    std::vector<Location> out;
+    for (const auto& [gid, l] : map_)
+        out.push_back(l);
+    return out;
+}
+
+void Locations::erase(const std::string& gid) {
+    std::lock_guard lock(mu_);
+    map_.erase(gid);
+    (void)save_locked();
+}
+
+} // namespace migd

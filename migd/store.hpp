@@ -1,0 +1,91 @@
+// SPDX-License-Identifier: GPL-2.0
+// migd's durable state in its state directory: the journal of in-flight
+// operations (one file per operation, journal/ID.json) and the location
+// table (locations.json). Every write is a whole file written to a temporary
+// name, fsynced and renamed over the old one, so a crash leaves either the
+// old or the new state, never a torn one.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "ghost/result.hpp"
+
+namespace migd {
+
+using nlohmann::json;
+
+// Writes data to path atomically (tmp, fsync, rename, fsync of the directory).
+ghost::Result<void> write_file_atomic(const std::string& path, std::string_view data, int mode);
+
+// A process as /proc knows it now; the start time tells a reused pid apart.
+struct ProcInfo {
+    pid_t pid = 0;
+    std::uint64_t starttime = 0; // clock ticks after boot (/proc/PID/stat field 22)
+    uid_t uid = 0;               // real uid
+    char state = '?';
+    std::string comm;
+};
+std::optional<ProcInfo> proc_info(pid_t pid);
+// The same process (pid and start time) still exists and is not a zombie.
+bool proc_alive(pid_t pid, std::uint64_t starttime);
+
+// One in-flight operation. Fields: id, role ("source"|"dest"|"server"),
+// kind ("migrate"|"dup"|"checkpoint"|"restart"), state, peer, gid, pid,
+// starttime, and what else the operation needs to finish or roll back.
+class Journal {
+  public:
+    ghost::Result<void> open(const std::string& state_dir);
+    ghost::Result<void> put(const json& entry); // by entry["id"]
+    void remove(const std::string& id);
+    std::optional<json> get(const std::string& id) const;
+    std::vector<json> all() const;
+
+  private:
+    std::string dir_;
+    mutable std::mutex mu_;
+};
+
+// Where each migrated or duplicated process (by gid) lives, as this host
+// knows it: "local" entries are processes on this host (pid, starttime),
+// "moved" entries forward to the host it went to (PUB's link table).
+struct Location {
+    std::string gid;
+    std::string state; // "local" | "moved"
+    std::string host;  // where it lives (this host for local entries)
+    pid_t pid = 0;     // its pid there (when known)
+    std::uint64_t starttime = 0;
+    uid_t uid = 0;
+    std::string comm;
+    std::uint64_t updated_ms = 0; // wall clock of the last change
+};
+
+class Locations {
+  public:
+    ghost::Result<void> open(const std::string& state_dir, const std::string& host);
+    std::string new_gid(); // host-N, N from a persisted counter
+    ghost::Result<void> set(const Location& loc);
+    std::optional<Location> get(const std::string& gid) const;
+    std::vector<Location> all() const;
+    void erase(const std::string& gid);
+
+  private:
+    ghost::Result<void> save_locked() const;
+    std::string path_, host_;
+    std::uint64_t next_ = 1;
+    std::map<std::string, Location> map_;
+    mutable std::mutex mu_;
+};
+
+json to_json(const Location& l);
+Location location_from_json(const json& j);
+
+} // namespace migd

@@ -1,0 +1,265 @@
+// SPDX-License-Identifier: GPL-2.0
+// The one data path of migration, duplication and the checkpoint server: the
+// engine exports into a pipe, DATA frames carry it over the channel, and the
+// receiving side tees it into a restore stub (or a file) while validating it.
+// No side holds more than one frame and a pipe's worth of the image.
+#include <fcntl.h>
+#include <poll.h>
+#include <pwd.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+#include <future>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "ghost/process.hpp"
+#include "ops.hpp"
+
+namespace migd {
+
+using ghost::Error;
+using ghost::Result;
+using ghost::UniqueFd;
+
+json error_reply(const std::string& message) {
+    return {{"ok", false}, {"error", message}};
+}
+
+json error_reply(const Error& e) {
+    return error_reply(e.what());
+}
+
+std::uint64_t now_ms() {
+    return static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                          std::chrono::system_clock::now().time_since_epoch())
+                                          .count());
+}
+
+Result<ProcInfo> owned_process(pid_t pid, const Client& who) {
+    auto p = proc_info(pid);
+    if (!p || p->state == 'Z')
+        return Error::from_errno(ESRCH, fmt::format("no process {}", pid));
+    if (who.uid != 0 && p->uid != who.uid)
+        return Error::from_errno(EPERM, fmt::format("process {} ({}) belongs to uid {}: a user "
+                                                    "may move, duplicate or checkpoint only "
+                                                    "their own processes",
+                                                    pid, p->comm, p->uid));
+    return *p;
+}
+
+Result<void> check_movable_fds(pid_t pid) {
+    const std::string dir = fmt::format("/proc/{}/fd", pid);
+    std::error_code ec;
+    for (const auto& e : std::filesystem::directory_iterator(dir, ec)) {
+        struct stat st;
+        if (::stat(e.path().c_str(), &st) != 0)
+            continue;
+        const unsigned maj = major(st.st_rdev);
+        const bool tty = S_ISCHR(st.st_mode) && (maj == 4 || maj == 5 || (maj >= 136 && maj <= 143));
+        if (!S_ISFIFO(st.st_mode) && !tty)
+            continue;
+        std::error_code ec2;
+        const auto target = std::filesystem::read_symlink(e.path(), ec2);
+        return Error::from_errno(EOPNOTSUPP,
+                                 fmt::format("process {} has fd {} on {}: a {} exists only on "
+                                             "this host, so the process cannot move (start it "
+                                             "with its standard streams redirected to files)",
+                                             pid, e.path().filename().string(),
+                                             ec2 ? std::string("?") : target.string(),
+                                             tty ? "terminal" : "pipe"));
+    }
+    if (ec)
+        return Error::from_errno(ec.value(), fmt::format("cannot read {}: {}", dir, ec.message()));
+    return {};
+}
+
+Result<void> kill_process(pid_t pid, std::uint64_t starttime) {
+    UniqueFd pidfd(static_cast<int>(::syscall(SYS_pidfd_open, pid, 0)));
+    if (!pidfd || !proc_alive(pid, starttime))
+        return {}; // gone already (or the pid is another process now)
+    if (::syscall(SYS_pidfd_send_signal, pidfd.get(), SIGKILL, nullptr, 0) != 0 && errno != ESRCH)
+        return Error::from_errno(errno, fmt::format("cannot kill process {}: {}", pid,
+                                                    std::strerror(errno)));
+    pollfd p{pidfd.get(), POLLIN, 0};
+    int r;
+    while ((r = ::poll(&p, 1, 10000)) < 0 && errno == EINTR) {
+    }
+    if (r == 0)
+        return Error::from_errno(ETIMEDOUT,
+                                 fmt::format("process {} did not die within 10 s of SIGKILL", pid));
+    return {};
+}
+
+Result<void> check_incoming_uid(const Config& cfg, uid_t uid) {
+    if (uid == 0 && !cfg.allow_root)
+        return Error::from_errno(EPERM, fmt::format("{} does not take root-owned processes "
+                                                    "([limits] allow_root = false)",
+                                                    cfg.host));
+    passwd pw{};
+    passwd* found = nullptr;
+    char buf[4096];
+    if (::getpwuid_r(uid, &pw, buf, sizeof(buf), &found) != 0 || !found)
+        return Error::from_errno(EPERM, fmt::format("uid {} does not exist on {}: the process "
+                                                    "would run as the same uid there",
+                                                    uid, cfg.host));
+    return {};
+}
+
+Result<ExportResult> export_to(Daemon& d, Channel& ch, pid_t pid, ghost::Fate fate,
+                               const std::function<Result<void>()>& confirm, const Emit& emit) {
+    auto engine = d.engine();
+    if (!engine)
+        return engine.error();
+    int p[2];
+    if (::pipe2(p, O_CLOEXEC) != 0)
+        return Error::from_errno(errno, fmt::format("pipe: {}", std::strerror(errno)));
+    UniqueFd rd(p[0]);
+    auto wr = std::make_shared<UniqueFd>(p[1]);
+    ::fcntl(wr->get(), F_SETPIPE_SZ, 1 << 20); // fewer wakeups; best effort
+
+    // The exporter tells the relay (this thread) that the image is complete
+    // by setting `complete` and closing the pipe; the relay sends END and
+    // hands back whether that worked, then confirm() runs as the commit.
+    std::atomic<bool> complete{false};
+    std::promise<Result<void>> relayed;
+    auto relayed_f = relayed.get_future();
+    ExportResult out;
+    Result<ghost::ExportStats> stats = Error{};
+
+    ghost::CheckpointOptions o;
+    o.fate = fate;
+    o.commit = [&]() -> Result<void> {
+        complete = true;
+        wr->reset();
+        if (auto r = relayed_f.get(); !r)
+            return r;
+        if (auto c = confirm(); !c)
+            return c;
+        out.confirmed = true;
+        return {};
+    };
+    std::thread exporter([&] {
+        stats = ghost::checkpoint(**engine, pid, wr->get(), o);
+        wr->reset();
+    });
+
+    std::uint64_t sent = 0;
+    const std::uint64_t total = ghost::estimate_image_bytes(pid);
+    std::atomic<bool> relaying{true};
+    std::thread ticker;
+    if (emit)
+        ticker = std::thread([&] {
+            while (relaying) {
+                emit({{"progress", {{"done", sent}, {"total", total}}}});
+                std::this_thread::sleep_for(std::chrono::milliseconds(100));
+            }
+        });
+    auto s = send_stream(ch, rd.get(), &sent);
+    relaying = false;
+    if (ticker.joinable())
+        ticker.join();
+    if (!s) {
+        rd.reset(); // the exporter gets EPIPE and lets the process go
+        relayed.set_value(s.error());
+        exporter.join();
+        return s.error();
+    }
+    if (complete) {
+        relayed.set_value(send_end(ch));
+        exporter.join();
+    } else {
+        exporter.join();
+        relayed.set_value(Error{});
+        (void)send_abort(ch, stats ? std::string("export ended early") : stats.error().what());
+    }
+    if (!stats)
+        return stats.error();
+    if (emit)
+        emit({{"progress", {{"done", sent}, {"total", sent}}}});
+    out.stats = *stats;
+    return out;
+}
+
+Result<Imported> import_from(Daemon& d, Channel& ch, bool stopped) {
+    auto engine = d.engine();
+    if (!engine)
+        return engine.error();
+    int p[2];
+    if (::pipe2(p, O_CLOEXEC) != 0)
+        return Error::from_errno(errno, fmt::format("pipe: {}", std::strerror(errno)));
+    UniqueFd rd(p[0]), wr(p[1]);
+    ::fcntl(wr.get(), F_SETPIPE_SZ, 1 << 20);
+
+    // The stub restores from the pipe while this thread feeds it and checks
+    // every byte: a restore that succeeds on a stream that then fails the
+    // check is killed before it ever runs (it is stopped).
+    Result<pid_t> restored = Error{};
+    std::thread restorer([&] {
+        ghost::RestartOptions o;
+        o.stopped = stopped;
+        restored = ghost::restart(**engine, rd.get(), o);
+        rd.reset();
+    });
+    const std::uint64_t limit = d.config().max_image_bytes;
+    bool stub_gone = false;
+    FrameSource src(ch, [&](std::span<const std::byte> b) -> Result<void> {
+        if (stub_gone)
+            return {};
+        std::size_t off = 0;
+        while (off < b.size()) {
+            const ssize_t n = ::write(wr.get(), b.data() + off, b.size() - off);
+            if (n < 0 && errno == EINTR)
+                continue;
+            if (n < 0) {
+                stub_gone = true; // the stub refused the image: its reason comes from restart()
+                return {};
+            }
+            off += static_cast<std::size_t>(n);
+        }
+        return {};
+    });
+    ghost::image::ReadOptions ro;
+    ro.max_bytes = limit;
+    auto img = ghost::image::read(src, ro);
+    Result<void> rest = img ? src.drain() : Result<void>(img.error());
+    wr.reset();
+    restorer.join();
+    auto fail = [&](const Error& e) -> Result<Imported> {
+        if (restored) {
+            ::kill(*restored, SIGKILL); // our child: its pid cannot be reused before we reap it
+            while (::waitpid(*restored, nullptr, 0) < 0 && errno == EINTR) {
+            }
+        }
+        return e;
+    };
+    if (!rest)
+        return fail(rest.error());
+    if (!restored)
+        return restored.error();
+    for (const auto& f : img->files)
+        if (f.rec.kind == GHOST_FILE_INHERIT)
+            return fail(Error::from_errno(EOPNOTSUPP,
+                                          fmt::format("the image's fd {} ({}) was inherited on "
+                                                      "its host and does not exist here",
+                                                      f.rec.fd, f.path)));
+    Imported im;
+    im.pid = *restored;
+    auto info = proc_info(im.pid);
+    im.starttime = info ? info->starttime : 0;
+    im.bytes = src.bytes();
+    im.image = std::move(*img);
+    return im;
+}
+
+} // namespace migd

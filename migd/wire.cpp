@@ -1,0 +1,209 @@
+// SPDX-License-Identifier: GPL-2.0
+#include "wire.hpp"
+
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include <fmt/format.h>
+
+namespace migd {
+
+namespace {
+
+using ghost::Error;
+using ghost::Result;
+
+void put_u32(std::byte* p, std::uint32_t v) {
+    for (int i = 0; i < 4; ++i)
+        p[i] = static_cast<std::byte>(v >> (8 * i));
+}
+
+std::uint32_t get_u32(const std::byte* p) {
+    std::uint32_t v = 0;
+    for (int i = 0; i < 4; ++i)
+        v |= static_cast<std::uint32_t>(p[i]) << (8 * i);
+    return v;
+}
+
+Result<void> read_exact(Channel& ch, std::span<std::byte> buf) {
+    std::size_t got = 0;
+    while (got < buf.size()) {
+        auto n = ch.read(buf.subspan(got));
+        if (!n)
+            return n.error();
+        if (*n == 0)
+            return Error::from_errno(ECONNRESET,
+                                     fmt::format("{} closed the connection in the middle of a "
+                                                 "message",
+                                                 ch.peer().empty() ? "the peer" : ch.peer()));
+        got += *n;
+    }
+    return {};
+}
+
+Result<void> send_frame(Channel& ch, FrameType type, std::span<const std::byte> payload) {
+    std::vector<std::byte> buf(frame_header_size + payload.size());
+    put_u32(buf.data(), static_cast<std::uint32_t>(type));
+    put_u32(buf.data() + 4, static_cast<std::uint32_t>(payload.size()));
+    if (!payload.empty())
+        std::memcpy(buf.data() + frame_header_size, payload.data(), payload.size());
+    return ch.write(buf);
+}
+
+struct Header {
+    FrameType type;
+    std::uint32_t len;
+};
+
+Result<Header> read_header(Channel& ch) {
+    std::byte h[frame_header_size];
+    if (auto r = read_exact(ch, h); !r)
+        return r.error();
+    const std::uint32_t type = get_u32(h);
+    const std::uint32_t len = get_u32(h + 4);
+    if (type < 1 || type > 4)
+        return Error::from_errno(EPROTO, fmt::format("malformed frame from {}: type {}",
+                                                     ch.peer(), type));
+    if ((type == 2 && len > max_data_frame) || (type != 2 && len > max_json_frame))
+        return Error::from_errno(EPROTO, fmt::format("malformed frame from {}: {} bytes",
+                                                     ch.peer(), len));
+    return Header{static_cast<FrameType>(type), len};
+}
+
+Result<std::string> read_text(Channel& ch, std::uint32_t len) {
+    std::string s(len, '\0');
+    if (auto r = read_exact(ch, std::as_writable_bytes(std::span(s))); !r)
+        return r.error();
+    return s;
+}
+
+Error aborted(Channel& ch, std::uint32_t len) {
+    auto why = read_text(ch, len);
+    if (!why)
+        return why.error();
+    return Error::from_errno(ECANCELED, *why);
+}
+
+} // namespace
+
+Result<void> send_json(Channel& ch, const json& j) {
+    const std::string s = j.dump();
+    if (s.size() > max_json_frame)
+        return Error::from_errno(EMSGSIZE, "message too long for the peer protocol");
+    return send_frame(ch, FrameType::Json, std::as_bytes(std::span(s)));
+}
+
+Result<json> recv_json(Channel& ch) {
+    auto h = read_header(ch);
+    if (!h)
+        return h.error();
+    if (h->type == FrameType::Abort)
+        return aborted(ch, h->len);
+    if (h->type != FrameType::Json)
+        return Error::from_errno(EPROTO, fmt::format("{} sent image data where a message was "
+                                                     "expected",
+                                                     ch.peer()));
+    auto text = read_text(ch, h->len);
+    if (!text)
+        return text.error();
+    auto j = json::parse(*text, nullptr, false);
+    if (j.is_discarded() || !j.is_object())
+        return Error::from_errno(EPROTO, fmt::format("{} sent a message that is not a JSON "
+                                                     "object",
+                                                     ch.peer()));
+    return j;
+}
+
+Result<void> send_end(Channel& ch) {
+    return send_frame(ch, FrameType::End, {});
+}
+
+Result<void> send_abort(Channel& ch, const std::string& reason) {
+    const std::string s = reason.substr(0, max_json_frame);
+    return send_frame(ch, FrameType::Abort, std::as_bytes(std::span(s)));
+}
+
+Result<void> send_stream(Channel& ch, int fd, std::uint64_t* sent) {
+    // One buffer, header in front: one TLS record train per frame, no copy.
+    std::vector<std::byte> buf(frame_header_size + max_data_frame);
+    for (;;) {
+        std::size_t got = 0;
+        // Fill a whole frame when the exporter is fast; send what there is
+        // when the pipe runs dry, so the peer never waits on a part-frame.
+        while (got < max_data_frame) {
+            const ssize_t n = ::read(fd, buf.data() + frame_header_size + got,
+                                     max_data_frame - got);
+            if (n < 0 && errno == EINTR)
+                continue;
+            if (n < 0)
+                return Error::from_errno(errno, fmt::format("reading the export: {}",
+                                                            std::strerror(errno)));
+            if (n == 0)
+                break;
+            got += static_cast<std::size_t>(n);
+            if (got >= 64 * 1024)
+                break;
+        }
+        if (got == 0)
+            return {};
+        put_u32(buf.data(), static_cast<std::uint32_t>(FrameType::Data));
+        put_u32(buf.data() + 4, static_cast<std::uint32_t>(got));
+        if (auto w = ch.write(std::span(buf.data(), frame_header_size + got)); !w)
+            return w.error();
+        if (sent)
+            *sent += got;
+    }
+}
+
+Result<std::size_t> FrameSource::read(std::span<std::byte> buf) {
+    if (ended_ || buf.empty())
+        return std::size_t{0};
+    while (left_ == 0) {
+        auto h = read_header(ch_);
+        if (!h)
+            return h.error();
+        if (h->type == FrameType::End) {
+            if (h->len)
+                return Error::from_errno(EPROTO, "malformed END frame");
+            ended_ = true;
+            return std::size_t{0};
+        }
+        if (h->type == FrameType::Abort)
+            return aborted(ch_, h->len);
+        if (h->type != FrameType::Data)
+            return Error::from_errno(EPROTO, fmt::format("{} sent a message in the middle of an "
+                                                         "image",
+                                                         ch_.peer()));
+        left_ = h->len;
+    }
+    const std::size_t want = std::min<std::size_t>(buf.size(), left_);
+    auto n = ch_.read(buf.first(want));
+    if (!n)
+        return n.error();
+    if (*n == 0)
+        return Error::from_errno(ECONNRESET, fmt::format("{} closed the connection in the middle "
+                                                         "of the image",
+                                                         ch_.peer()));
+    left_ -= static_cast<std::uint32_t>(*n);
+    bytes_ += *n;
+    if (tee_)
+        if (auto t = tee_(buf.first(*n)); !t)
+            return t.error();
+    return *n;
+}
+
+Result<void> FrameSource::drain() {
+    std::byte b[1];
+    auto n = read(b);
+    if (!n)
+        return n.error();
+    if (*n != 0)
+        return Error::from_errno(EBADMSG, fmt::format("{} sent data after the image's END "
+                                                      "section",
+                                                      ch_.peer()));
+    return {};
+}
+
+} // namespace migd

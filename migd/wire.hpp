@@ -1,0 +1,63 @@
+// SPDX-License-Identifier: GPL-2.0
+// Framing of the peer protocol (Documentation/migd-protocol.md): every frame
+// is a 8-byte header (type, length, both little-endian u32) and a payload.
+// JSON frames carry requests and replies; an image travels as DATA frames
+// closed by END (sent once the export succeeded) or ABORT (with a reason).
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "channel.hpp"
+#include "ghost/image.hpp"
+#include "ghost/result.hpp"
+
+namespace migd {
+
+enum class FrameType : std::uint32_t { Json = 1, Data = 2, End = 3, Abort = 4 };
+
+inline constexpr std::size_t frame_header_size = 8;
+inline constexpr std::size_t max_json_frame = 64 * 1024;
+inline constexpr std::size_t max_data_frame = 1 << 20;
+
+using nlohmann::json;
+
+ghost::Result<void> send_json(Channel& ch, const json& j);
+// The next frame, which must be JSON; an ABORT frame becomes an error with
+// its reason (ECANCELED), anything else a protocol error (EPROTO).
+ghost::Result<json> recv_json(Channel& ch);
+
+ghost::Result<void> send_end(Channel& ch);
+ghost::Result<void> send_abort(Channel& ch, const std::string& reason);
+
+// Copies everything readable from fd (a pipe the engine exports into) to ch
+// as DATA frames until fd's end; counts bytes in *sent. Does not send END.
+ghost::Result<void> send_stream(Channel& ch, int fd, std::uint64_t* sent);
+
+// Reads DATA frames as a byte source until END (then read() returns 0). An
+// ABORT frame is an error with the sender's reason; every byte read is also
+// handed to tee (a restore stub's pipe, a file) before read() returns it.
+class FrameSource final : public ghost::image::Source {
+  public:
+    using Tee = std::function<ghost::Result<void>(std::span<const std::byte>)>;
+    FrameSource(Channel& ch, Tee tee) : ch_(ch), tee_(std::move(tee)) {}
+    ghost::Result<std::size_t> read(std::span<std::byte> buf) override;
+    // Reads and tees whatever DATA is left up to END (an image's reader
+    // stops at its END section; a well-formed stream has nothing after it).
+    ghost::Result<void> drain();
+    bool ended() const { return ended_; }
+    std::uint64_t bytes() const { return bytes_; }
+
+  private:
+    Channel& ch_;
+    Tee tee_;
+    std::uint32_t left_ = 0; // bytes of the current DATA frame not yet read
+    bool ended_ = false;
+    std::uint64_t bytes_ = 0;
+};
+
+} // namespace migd

@@ -1,0 +1,331 @@
+// SPDX-License-Identifier: GPL-2.0
+// migd's cluster operations natively, in one process: several Daemons, each
+// with its own state directory, joined by socketpairs (plain channels
+// instead of TLS; tests/cluster runs the real daemons with mutual TLS in
+// network namespaces). The processes moved are real: ghost-counter workers
+// exported and restored by the user engine.
+#include <gtest/gtest.h>
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <grp.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <mutex>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "daemon.hpp"
+#include "store.hpp"
+
+namespace {
+
+using namespace std::chrono_literals;
+using migd::json;
+namespace fs = std::filesystem;
+
+constexpr uid_t nobody = 65534;
+
+// Hosts h1..hN in one process; connect(to) makes a socketpair and serves
+// the far end on a thread of the destination daemon.
+class Net {
+  public:
+    explicit Net(int n) {
+        root_ = fs::temp_directory_path() / ("migd-ops-" + std::to_string(::getpid()));
+        fs::create_directories(root_);
+        for (int i = 1; i <= n; ++i) {
+            migd::Config c;
+            c.host = "h" + std::to_string(i);
+            c.state_dir = (root_ / c.host / "state").string();
+            c.server_dir = (root_ / c.host / "images").string();
+            c.engine = "user";
+            c.io_timeout_ms = 5000;
+            c.source = "test";
+            for (int j = 1; j <= n; ++j)
+                if (j != i)
+                    c.peers.push_back({"h" + std::to_string(j), "127.0.0.1", 1});
+            auto d = std::make_unique<migd::Daemon>(c, nullptr);
+            d->set_connector([this, from = c.host](const std::string& to) { return link(from, to); });
+            hosts_[c.host] = std::move(d);
+        }
+        for (auto& [name, d] : hosts_)
+            EXPECT_TRUE(d->start().has_value()) << name;
+    }
+    ~Net() {
+        for (auto& [name, d] : hosts_)
+            d->stop();
+        std::lock_guard lock(mu_);
+        for (auto& t : threads_)
+            t.join();
+        std::error_code ec;
+        fs::remove_all(root_, ec);
+    }
+    migd::Daemon& operator[](const std::string& h) { return *hosts_.at(h); }
+    void cut(const std::string& h) { down_.push_back(h); }
+    fs::path root() const { return root_; }
+
+  private:
+    ghost::Result<std::unique_ptr<migd::Channel>> link(const std::string& from,
+                                                       const std::string& to) {
+        for (const auto& d : down_)
+            if (d == to || d == from)
+                return ghost::Error::from_errno(EHOSTUNREACH, to + " is unreachable");
+        int sv[2];
+        if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0)
+            return ghost::Error::from_errno(errno, "socketpair");
+        auto near = migd::plain_channel(ghost::UniqueFd(sv[0]), to);
+        near->set_timeout(5s);
+        auto far = migd::plain_channel(ghost::UniqueFd(sv[1]), from);
+        far->set_timeout(5s);
+        std::lock_guard lock(mu_);
+        threads_.emplace_back([d = hosts_.at(to).get(), ch = std::move(far)]() mutable {
+            d->serve_peer(std::move(ch));
+        });
+        return near;
+    }
+    fs::path root_;
+    std::map<std::string, std::unique_ptr<migd::Daemon>> hosts_;
+    std::mutex mu_;
+    std::vector<std::thread> threads_;
+    std::vector<std::string> down_;
+};
+
+// A ghost-counter writing "N pid=P" lines to a file every 10 ms.
+struct Counter {
+    pid_t pid = -1;
+    std::string out;
+    Counter(const fs::path& dir, bool pipe_stdout = false) {
+        out = (dir / ("counter-" + std::to_string(::getpid()) + "-" +
+                      std::to_string(seq_++) + ".txt"))
+                  .string();
+        // The worker runs as nobody: a user's own process (root-owned ones
+        // move only where [limits] allow_root says so).
+        {
+            const int f = ::open(out.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+            EXPECT_EQ(::fchown(f, nobody, nobody), 0);
+            ::close(f);
+        }
+        int p[2] = {-1, -1};
+        if (pipe_stdout) {
+            EXPECT_EQ(::pipe(p), 0);
+        }
+        pid = ::fork();
+        if (pid == 0) {
+            ::setsid();
+            if (::setgroups(0, nullptr) != 0 || ::setgid(nobody) != 0 || ::setuid(nobody) != 0)
+                ::_exit(126);
+            const int o = pipe_stdout ? p[1] : ::open(out.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+            const int n = ::open("/dev/null", O_RDWR);
+            ::dup2(n, 0);
+            ::dup2(o, 1);
+            ::dup2(o, 2);
+            ::close_range(3, ~0u, 0);
+            ::execl(COUNTER_PATH, "ghost-counter", "10", nullptr);
+            ::_exit(127);
+        }
+        if (pipe_stdout) {
+            ::close(p[1]);
+            pipe_rd = p[0];
+        }
+        std::this_thread::sleep_for(100ms);
+    }
+    ~Counter() {
+        if (pid > 0) {
+            ::kill(pid, SIGKILL);
+            ::waitpid(pid, nullptr, 0);
+        }
+        if (pipe_rd >= 0)
+            ::close(pipe_rd);
+    }
+    // The last line: its count and pid.
+    std::pair<long, pid_t> last() const {
+        std::ifstream f(out);
+        std::string line, prev;
+        while (std::getline(f, line))
+            if (!line.empty())
+                prev = line;
+        long n = -1;
+        int p = 0;
+        std::sscanf(prev.c_str(), "%ld pid=%d", &n, &p);
+        return {n, p};
+    }
+    // Whether the counts in the file are 0,1,2,... without a gap or repeat.
+    bool continuous() const {
+        std::ifstream f(out);
+        std::string line;
+        long want = 0;
+        while (std::getline(f, line)) {
+            long n = -1;
+            int p = 0;
+            if (std::sscanf(line.c_str(), "%ld pid=%d", &n, &p) != 2 || n != want)
+                return false;
+            ++want;
+        }
+        return want > 0;
+    }
+    int pipe_rd = -1;
+    static inline int seq_ = 0;
+};
+
+bool alive(pid_t pid) {
+    auto p = migd::proc_info(pid);
+    return p && p->state != 'Z';
+}
+
+// Waits until cond holds, up to 5 s.
+template <class F> bool eventually(F cond) {
+    for (int i = 0; i < 100; ++i) {
+        if (cond())
+            return true;
+        std::this_thread::sleep_for(50ms);
+    }
+    return cond();
+}
+
+const migd::Client root{0, 1};
+const migd::Client user{nobody, 1};
+
+TEST(MigdOps, MigrateMovesTheProcessAndItContinues) {
+    Net net(2);
+    Counter c(net.root());
+    const auto before = c.last();
+    ASSERT_GE(before.first, 0);
+    const json r = net["h1"].local({{"op", "migrate"}, {"pid", c.pid}, {"to", "h2"}}, user, {});
+    ASSERT_TRUE(r.value("ok", false)) << r.dump();
+    const pid_t np = r["pid"];
+    EXPECT_EQ(r["host"], "h2");
+    // The original is gone (reaped: it is our child), the copy counts on.
+    int status = 0;
+    ASSERT_EQ(::waitpid(c.pid, &status, 0), c.pid);
+    EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+    c.pid = -1;
+    ASSERT_TRUE(eventually([&] { return c.last().second == np; })) << c.last().second;
+    std::this_thread::sleep_for(200ms);
+    EXPECT_TRUE(c.continuous());
+    EXPECT_GT(c.last().first, before.first);
+    // Location table: h1 forwards to h2, h2 has it locally; where from h1.
+    const json w = net["h1"].local({{"op", "where"}, {"gid", r["gid"]}}, root, {});
+    EXPECT_EQ(w.value("host", ""), "h2") << w.dump();
+    EXPECT_EQ(w.value("pid", 0), np);
+    EXPECT_EQ(w.value("state", ""), "running");
+    const json k = net["h1"].local({{"op", "kill"}, {"gid", r["gid"]}, {"signal", SIGKILL}}, user, {});
+    EXPECT_TRUE(k.value("ok", false)) << k.dump();
+    EXPECT_TRUE(eventually([&] { return !alive(np); }));
+}
+
+TEST(MigdOps, DuplicateLeavesTheOriginalRunning) {
+    Net net(2);
+    Counter c(net.root());
+    const json r = net["h1"].local({{"op", "dup"}, {"pid", c.pid}, {"to", "h2"}}, user, {});
+    ASSERT_TRUE(r.value("ok", false)) << r.dump();
+    const pid_t np = r["pid"];
+    EXPECT_TRUE(alive(c.pid));
+    EXPECT_TRUE(eventually([&] { return alive(np) && migd::proc_info(np)->state != 'T'; }));
+    const json ps = net["h1"].local({{"op", "ps"}}, root, {});
+    bool listed = false;
+    for (const auto& p : ps["processes"])
+        listed = listed || (p["pid"] == np && p["host"] == "h2" && p["state"] == "running");
+    EXPECT_TRUE(listed) << ps.dump();
+    ::kill(np, SIGKILL);
+}
+
+TEST(MigdOps, CheckpointServerStoresListsRestartsAndRemoves) {
+    Net net(3);
+    Counter a(net.root()), b(net.root());
+    const json r = net["h1"].local({{"op", "checkpoint"},
+                                    {"pids", {a.pid, b.pid}},
+                                    {"server", "h3"},
+                                    {"schedule", "combined"}},
+                                   user, {});
+    ASSERT_TRUE(r.value("ok", false)) << r.dump();
+    ASSERT_EQ(r["images"].size(), 2u);
+    for (Counter* c : {&a, &b}) {
+        ::waitpid(c->pid, nullptr, 0); // killed after its image was stored
+        c->pid = -1;
+    }
+    const json list = net["h2"].local({{"op", "images"}, {"server", "h3"}}, root, {});
+    ASSERT_TRUE(list.value("ok", false)) << list.dump();
+    EXPECT_EQ(list["images"].size(), 2u);
+    const std::string id = r["images"][0]["id"];
+    const auto before = a.last();
+    const json rs = net["h1"].local({{"op", "restart"}, {"server", "h3"}, {"id", id}, {"on", "h2"}},
+                                    user, {});
+    ASSERT_TRUE(rs.value("ok", false)) << rs.dump();
+    EXPECT_EQ(rs["host"], "h2");
+    const pid_t np = rs["pid"];
+    EXPECT_TRUE(eventually([&] { return a.last().first > before.first + 3; }));
+    EXPECT_TRUE(a.continuous());
+    ::kill(np, SIGKILL);
+    // Only the owner or root may remove; root removes.
+    const json no = net["h1"].local({{"op", "images"}, {"server", "h3"}, {"rm", id}},
+                                    migd::Client{4321, 1}, {});
+    EXPECT_FALSE(no.value("ok", true));
+    EXPECT_NE(no.value("error", "").find("only its owner or root"), std::string::npos) << no.dump();
+    const json rm = net["h1"].local({{"op", "images"}, {"server", "h3"}, {"rm", id}}, root, {});
+    EXPECT_TRUE(rm.value("ok", false)) << rm.dump();
+    const json after = net["h1"].local({{"op", "images"}, {"server", "h3"}}, root, {});
+    EXPECT_EQ(after["images"].size(), 1u);
+}
+
+TEST(MigdOps, ForwardingFollowsAChainAndTheAnswerShortensIt) {
+    Net net(3);
+    Counter c(net.root());
+    json r = net["h1"].local({{"op", "migrate"}, {"pid", c.pid}, {"to", "h2"}}, user, {});
+    ASSERT_TRUE(r.value("ok", false)) << r.dump();
+    ::waitpid(c.pid, nullptr, 0);
+    c.pid = -1;
+    const std::string gid = r["gid"];
+    r = net["h2"].local({{"op", "migrate"}, {"pid", r["pid"]}, {"to", "h3"}}, user, {});
+    ASSERT_TRUE(r.value("ok", false)) << r.dump();
+    EXPECT_EQ(r["gid"], gid); // the same gid across moves
+    const pid_t np = r["pid"];
+    // h1 still points at h2, which forwards to h3.
+    const json w = net["h1"].local({{"op", "where"}, {"gid", gid}}, root, {});
+    EXPECT_EQ(w.value("host", ""), "h3") << w.dump();
+    EXPECT_EQ(w.value("hops", 0), 2);
+    const json w2 = net["h1"].local({{"op", "where"}, {"gid", gid}}, root, {});
+    EXPECT_EQ(w2.value("hops", 0), 1) << w2.dump(); // h1 now points at h3 directly
+    ::kill(np, SIGKILL);
+}
+
+TEST(MigdOps, RefusalsLeaveTheOriginalRunning) {
+    Net net(2);
+    Counter c(net.root());
+    // Another user's process.
+    json r = net["h1"].local({{"op", "migrate"}, {"pid", c.pid}, {"to", "h2"}},
+                             migd::Client{4321, 1}, {});
+    EXPECT_FALSE(r.value("ok", true));
+    EXPECT_NE(r.value("error", "").find("their own processes"), std::string::npos) << r.dump();
+    // An unknown host, and this host itself.
+    r = net["h1"].local({{"op", "migrate"}, {"pid", c.pid}, {"to", "h9"}}, root, {});
+    EXPECT_NE(r.value("error", "").find("not a peer"), std::string::npos) << r.dump();
+    // An unreachable destination.
+    net.cut("h2");
+    r = net["h1"].local({{"op", "migrate"}, {"pid", c.pid}, {"to", "h2"}}, root, {});
+    EXPECT_FALSE(r.value("ok", true)) << r.dump();
+    EXPECT_TRUE(alive(c.pid));
+    const auto n = c.last().first;
+    EXPECT_TRUE(eventually([&] { return c.last().first > n; })); // still counting
+    EXPECT_TRUE(fs::is_empty(net.root() / "h1" / "state" / "journal"));
+}
+
+TEST(MigdOps, APipeOnStdoutIsRefusedBeforeAnythingHappens) {
+    Net net(2);
+    Counter c(net.root(), /*pipe_stdout=*/true);
+    const json r = net["h1"].local({{"op", "migrate"}, {"pid", c.pid}, {"to", "h2"}}, root, {});
+    EXPECT_FALSE(r.value("ok", true));
+    EXPECT_NE(r.value("error", "").find("pipe"), std::string::npos) << r.dump();
+    EXPECT_TRUE(alive(c.pid));
+}
+
+} // namespace
