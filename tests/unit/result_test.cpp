@@ -79,8 +79,9 @@ TEST(Result, AndThenChainsOnValueAndPassesErrorsThrough) {
 }
 
 TEST(Result, TransformMapsTheValue) {
-    auto len = ghost::Result<std::string>(std::string("ghost")).transform(
-        [](const std::string& s) { return s.size(); });
+    auto len = ghost::Result<std::string>(std::string("ghost")).transform([](const std::string& s) {
+        return s.size();
+    });
     static_assert(std::is_same_v<decltype(len), ghost::Result<std::size_t>>);
     ASSERT_TRUE(len);
     EXPECT_EQ(*len, 5u);

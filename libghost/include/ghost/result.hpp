@@ -31,8 +31,7 @@ namespace detail {
 // value() (or *, ->) of a Result that holds an error: a contract violation.
 // It never throws; it says which error was ignored, then aborts.
 [[noreturn]] inline void bad_result_access(const Error& e) {
-    std::fprintf(stderr, "ghost: value() of a Result that holds an error: %s\n",
-                 e.what().c_str());
+    std::fprintf(stderr, "ghost: value() of a Result that holds an error: %s\n", e.what().c_str());
     std::abort();
 }
 
