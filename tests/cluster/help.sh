@@ -14,6 +14,8 @@ SYNOPSIS
     tests/cluster/cluster pids HOST
     tests/cluster/cluster usage HOST
     tests/cluster/cluster status [--name NAME]
+    tests/cluster/cluster migd HOST start|stop|restart [VAR=VALUE...]
+    tests/cluster/cluster link HOST up|down
     tests/cluster/cluster down [--name NAME]
 
 DESCRIPTION
@@ -179,5 +181,45 @@ DESCRIPTION
     registry entry. Removes whatever part exists, so a half-made or crashed
     cluster goes as well; a cluster that does not exist is not an error.
     NAME defaults to GHOST_CLUSTER_NAME, else "ghost".
+EOF
+}
+
+help_migd() {
+	cat <<'EOF'
+NAME
+    cluster migd - stop, start or restart one host's migd
+
+SYNOPSIS
+    cluster migd HOST start|stop|restart [VAR=VALUE...]
+
+DESCRIPTION
+    stop sends the host's migd SIGTERM (SIGKILL after 5 s); start runs a
+    new one with the host's migd.toml in its namespace and cgroup, its log
+    appended to DIR/HOST/migd.log, and waits until it answers ping; restart
+    does both. VAR=VALUE pairs go into the new migd's environment, e.g.
+    MIGD_FAULT=dest-mid-stream for the failure tests
+    (Documentation/migd-protocol.md, "Faults for tests"). A migd that
+    exited on its own is simply started again.
+
+EXIT STATUS
+    0 success; 1 failure (the reason is printed); 2 usage error.
+EOF
+}
+
+help_link() {
+	cat <<'EOF'
+NAME
+    cluster link - cut or restore a host's network link
+
+SYNOPSIS
+    cluster link HOST up|down
+
+DESCRIPTION
+    Sets the host's eth0 (its veth to the bridge) down or up: with the link
+    down the host reaches no other host and no other host reaches it; its
+    processes and migd keep running.
+
+EXIT STATUS
+    0 success; 1 failure; 2 usage error.
 EOF
 }
