@@ -180,6 +180,8 @@ DESCRIPTION
     then removes its namespaces (hosts and bridge), cgroups, directory and
     registry entry. Removes whatever part exists, so a half-made or crashed
     cluster goes as well; a cluster that does not exist is not an error.
+    When the registry entry is gone, the directory is removed if it is the
+    default one ($TMPDIR/ghost-cluster-NAME) and holds a cluster's files.
     NAME defaults to GHOST_CLUSTER_NAME, else "ghost".
 EOF
 }
