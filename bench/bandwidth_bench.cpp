@@ -105,7 +105,7 @@ bool measure(size_t size, int repeat, Result& r) {
         fmt::print(stderr, "{}\n", engine.error().what());
         return false;
     }
-    auto g = (*engine)->create(ghost::Backend::memory());
+    auto g = (*engine)->create_memory();
     if (!g) {
         fmt::print(stderr, "{}\n", g.error().what());
         return false;

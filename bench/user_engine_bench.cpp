@@ -326,14 +326,27 @@ void bm_export(benchmark::State& state, const std::string& engine_name, size_t m
             fail(state, fmt::format("truncating the image file: {}", errno_text()));
             break;
         }
-        auto g =
-            engine.create(to_file ? ghost::Backend::file(file.get()) : ghost::Backend::memory());
-        if (!g) {
-            fail(state, fmt::format("create: {}", g.error().what()));
-            break;
+        // A file ghost, or a memory ghost (whose image is viewed below).
+        std::unique_ptr<ghost::Ghost> g;
+        ghost::MemoryGhost* mem = nullptr;
+        if (to_file) {
+            auto c = engine.create(ghost::Backend::file(file.get()));
+            if (!c) {
+                fail(state, fmt::format("create: {}", c.error().what()));
+                break;
+            }
+            g = std::move(*c);
+        } else {
+            auto c = engine.create_memory();
+            if (!c) {
+                fail(state, fmt::format("create: {}", c.error().what()));
+                break;
+            }
+            mem = c->get();
+            g = std::move(*c);
         }
         state.ResumeTiming();
-        auto st = (*g)->export_process(w->pid, ghost::Fate::Run);
+        auto st = g->export_process(w->pid, ghost::Fate::Run);
         state.PauseTiming();
         if (!st) {
             fail(state, fmt::format("export: {}", st.error().what()));
@@ -350,14 +363,14 @@ void bm_export(benchmark::State& state, const std::string& engine_name, size_t m
         if (++done == state.max_iterations) {
             if (to_file) {
                 verdict = verify_image_fd(file.get(), *w);
-            } else if (auto v = (*g)->view(); !v) {
+            } else if (auto v = mem->view(); !v) {
                 verdict = fmt::format("view: {}", v.error().what());
             } else {
                 ghost::image::SpanSource src(v->bytes());
                 verdict = verify_image(src, *w);
             }
         }
-        g = ghost::Error{}; // drops the ghost (and a memory ghost's image)
+        g.reset(); // drops the ghost (and a memory ghost's image)
         state.ResumeTiming();
     }
     if (state.error_occurred())

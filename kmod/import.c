@@ -6,7 +6,8 @@
  * staged image is kept in the ghost and the call returns where the vDSO must
  * go; the caller moves it (arch_prctl(ARCH_MAP_VDSO_64), which no module can
  * do) and calls again. Then, if the vDSO is in place, the point of no return
- * is passed and restore.c rebuilds the caller.
+ * is passed and restore.c rebuilds the caller. With GHOST_IMPORT_STOPPED it
+ * is sent SIGSTOP last, so it stops before running the image.
  */
 #include <linux/compat.h>
 #include <linux/cred.h>
@@ -263,6 +264,12 @@ int ghost_import(struct ghost *g, struct ghost_import *im, struct file *self,
 	}
 	if (task_work_add(current, &axw->cb, TWA_SIGNAL))
 		kfree(axw);
+	/*
+	 * GHOST_IMPORT_STOPPED: a group stop on the way back to user mode
+	 * (after set_ax), before the image runs one instruction.
+	 */
+	if (im->flags & GHOST_IMPORT_STOPPED)
+		send_sig(SIGSTOP, current, 1);
 	return 0;
 out:
 	mutex_unlock(&g->lock);

@@ -8,7 +8,8 @@
 /* What this build of the module implements; see GHOST_FEAT_* in the uapi. */
 #define GHOST_FEATURES \
 	(GHOST_FEAT_EXPORT | GHOST_FEAT_IMPORT | GHOST_FEAT_BACKEND_MEMORY | \
-	 GHOST_FEAT_BACKEND_FILE | GHOST_FEAT_BACKEND_NET | GHOST_FEAT_EVENTS)
+	 GHOST_FEAT_BACKEND_FILE | GHOST_FEAT_BACKEND_NET | GHOST_FEAT_EVENTS | \
+	 GHOST_FEAT_IMPORT_STOPPED)
 
 bool ghost_all_zero(const __u64 *v, size_t n)
 {

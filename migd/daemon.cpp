@@ -4,7 +4,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdlib>
+#include <thread>
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
@@ -18,10 +20,21 @@ using ghost::Result;
 
 void maybe_crash(std::string_view point) {
     const char* f = std::getenv("MIGD_FAULT");
-    if (f && point == f) {
+    if (!f)
+        return;
+    const std::string_view fault(f);
+    if (fault == point) {
         spdlog::critical("MIGD_FAULT={}: exiting here on purpose", point);
         spdlog::default_logger()->flush();
         ::_exit(99);
+    }
+    // POINT:stall=S holds the operation S seconds there (a test cuts the
+    // link meanwhile).
+    const std::string stall = std::string(point) + ":stall=";
+    if (fault.starts_with(stall)) {
+        const int secs = std::atoi(f + stall.size());
+        spdlog::warn("MIGD_FAULT={}: stalling {} s here on purpose", fault, secs);
+        std::this_thread::sleep_for(std::chrono::seconds(secs));
     }
 }
 

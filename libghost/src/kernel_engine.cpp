@@ -60,9 +60,10 @@ Error target_error(int err, pid_t pid, std::string_view step) {
         err, fmt::format("exporting process {}: {} failed: {}", pid, step, errno_text(err)));
 }
 
-class KernelGhost final : public Ghost {
+// What every kernel ghost does; Base is Ghost or MemoryGhost.
+template <class Base> class KernelGhostBase : public Base {
   public:
-    KernelGhost(UniqueFd fd, Backend b) : fd_(std::move(fd)), backend_(b) {}
+    KernelGhostBase(UniqueFd fd, Backend b) : fd_(std::move(fd)), backend_(b) {}
 
     Result<ExportStats> export_process(pid_t pid, Fate fate) override {
         ghost_export e{};
@@ -89,15 +90,34 @@ class KernelGhost final : public Ghost {
         return ExportStats{e.bytes, e.frozen_ns};
     }
 
-    Error restore_self() override {
+    Error restore_self(const RestoreOptions& o) override {
         ghost_import im{};
-        ghost_restore_self(fd_.get(), &im);
-        return ioctl_error(errno, im.reason, "importing the image");
+        ghost_restore_self_flags(fd_.get(), &im, o.stopped ? GHOST_IMPORT_STOPPED : 0);
+        const int err = errno;
+        if (o.stopped && err == EINVAL && !im.reason[0])
+            return Error::from_errno(err, "this ghost.ko cannot restore a process stopped "
+                                          "(it lacks GHOST_IMPORT_STOPPED: load a newer module)");
+        return ioctl_error(err, im.reason, "importing the image");
     }
 
+    const Backend& backend() const override { return backend_; }
+
+  protected:
+    UniqueFd fd_;
+    Backend backend_;
+    std::uint64_t len_ = 0; // bytes in a memory ghost
+};
+
+class KernelGhost final : public KernelGhostBase<Ghost> {
+  public:
+    using KernelGhostBase::KernelGhostBase;
+};
+
+class KernelMemoryGhost final : public KernelGhostBase<MemoryGhost> {
+  public:
+    using KernelGhostBase::KernelGhostBase;
+
     Result<void> write(std::span<const std::byte> data) override {
-        if (backend_.kind != Backend::Kind::Memory)
-            return Error::from_errno(EINVAL, "only a memory ghost takes image bytes by write");
         while (!data.empty()) {
             const ssize_t n = ::write(fd_.get(), data.data(), data.size());
             if (n < 0 && errno == EINTR)
@@ -112,8 +132,6 @@ class KernelGhost final : public Ghost {
     }
 
     Result<ImageView> view() override {
-        if (backend_.kind != Backend::Kind::Memory)
-            return Error::from_errno(EINVAL, "only a memory ghost has a view of its image");
         if (len_ == 0)
             return ImageView();
         void* p = ::mmap(nullptr, len_, PROT_READ, MAP_SHARED, fd_.get(), 0);
@@ -122,13 +140,6 @@ class KernelGhost final : public Ghost {
                 errno, fmt::format("mapping the memory ghost: {}", errno_text(errno)));
         return ImageView(p, len_);
     }
-
-    const Backend& backend() const override { return backend_; }
-
-  private:
-    UniqueFd fd_;
-    Backend backend_;
-    std::uint64_t len_ = 0; // bytes in a memory ghost
 };
 
 } // namespace
@@ -162,7 +173,8 @@ Result<EngineInfo> KernelEngine::info() {
     return info;
 }
 
-Result<std::unique_ptr<Ghost>> KernelEngine::create(const Backend& b) {
+// A ghost object with its resource plugged in.
+Result<UniqueFd> KernelEngine::make_ghost(const Backend& b) {
     ghost_create c{};
     c.size = sizeof(c);
     c.flags = GHOST_CREATE_CLOEXEC;
@@ -198,7 +210,24 @@ Result<std::unique_ptr<Ghost>> KernelEngine::create(const Backend& b) {
         return Error::from_errno(err, fmt::format("cannot use fd {} as {} for a ghost: {}", b.fd,
                                                   what, errno_text(err)));
     }
-    return std::unique_ptr<Ghost>(std::make_unique<KernelGhost>(std::move(fd), b));
+    return fd;
+}
+
+Result<std::unique_ptr<Ghost>> KernelEngine::create(const Backend& b) {
+    if (b.kind == Backend::Kind::Memory)
+        return Error::from_errno(EINVAL, "a memory ghost is made by create_memory()");
+    auto fd = make_ghost(b);
+    if (!fd)
+        return fd.error();
+    return std::unique_ptr<Ghost>(std::make_unique<KernelGhost>(std::move(*fd), b));
+}
+
+Result<std::unique_ptr<MemoryGhost>> KernelEngine::create_memory(std::uint64_t capacity) {
+    const Backend b = Backend::memory(capacity);
+    auto fd = make_ghost(b);
+    if (!fd)
+        return fd.error();
+    return std::unique_ptr<MemoryGhost>(std::make_unique<KernelMemoryGhost>(std::move(*fd), b));
 }
 
 } // namespace ghost

@@ -88,59 +88,6 @@ std::uint64_t file_size_since(int fd, off_t start) {
     return static_cast<std::uint64_t>(st.st_size - start);
 }
 
-// Bytes process pid has read so far (kernel reads on its behalf included).
-std::uint64_t rchar_of(pid_t pid) {
-    std::ifstream io(fmt::format("/proc/{}/io", pid));
-    std::string key;
-    std::uint64_t v = 0;
-    while (io >> key >> v)
-        if (key == "rchar:")
-            return v;
-    return 0;
-}
-
-// Reads the child's one-shot status report: empty on success (the restore
-// closed the descriptor), else "errno reason".
-Result<void> await_restored(pid_t child, int status_fd, std::uint64_t total,
-                            const ProgressFn& progress) {
-    std::string report;
-    const std::uint64_t base = progress ? rchar_of(child) : 0;
-    for (;;) {
-        pollfd p{status_fd, POLLIN, 0};
-        const int r = ::poll(&p, 1, progress ? 100 : -1);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r == 0) {
-            const std::uint64_t now = rchar_of(child);
-            progress({now > base ? now - base : 0, total});
-            continue;
-        }
-        char buf[512];
-        const ssize_t n = ::read(status_fd, buf, sizeof(buf));
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0)
-            break;
-        report.append(buf, static_cast<std::size_t>(n));
-    }
-    if (report.empty()) {
-        if (progress)
-            progress({total, total});
-        return {};
-    }
-    int status;
-    while (::waitpid(child, &status, 0) < 0 && errno == EINTR) {
-    }
-    return parse_failure_report(report);
-}
-
-// In a forked child: tell the parent why the restore failed, and go.
-[[noreturn]] void child_failed(int status_fd, const Error& e) {
-    const std::string msg = failure_report(e);
-    (void)write_all(status_fd, std::as_bytes(std::span(msg)));
-    ::_exit(127);
-}
-
 // SIGKILL, then wait (the pidfd polls readable) until the process is gone:
 // a checkpoint that says "killed" must mean it.
 Result<void> kill_and_wait(int pidfd, pid_t pid) {
@@ -161,16 +108,6 @@ Result<void> kill_and_wait(int pidfd, pid_t pid) {
     }
     return {};
 }
-
-struct StatusPipe {
-    UniqueFd rd, wr;
-    static Result<StatusPipe> make() {
-        int p[2];
-        if (::pipe2(p, O_CLOEXEC) != 0)
-            return Error::from_errno(errno, fmt::format("pipe: {}", errno_text(errno)));
-        return StatusPipe{move_fd_high(UniqueFd(p[0])), move_fd_high(UniqueFd(p[1]))};
-    }
-};
 
 } // namespace
 
@@ -265,7 +202,7 @@ Result<ExportStats> checkpoint(Engine& engine, pid_t pid, int out, const Checkpo
     return stats;
 }
 
-Error restart_self(Engine& engine, int in) {
+Error restart_self(Engine& engine, int in, const RestoreOptions& o) {
     // A raw image in a regular file is read by the kernel straight from it:
     // peek at its first bytes without moving the offset.
     struct stat st;
@@ -280,14 +217,14 @@ Error restart_self(Engine& engine, int in) {
             auto g = engine.create(Backend::file(in));
             if (!g)
                 return g.error();
-            return (*g)->restore_self();
+            return (*g)->restore_self(o);
         }
     }
     // Pipes, sockets and compressed images go through a memory ghost.
     auto src = image_source(in);
     if (!src)
         return src.error();
-    auto g = engine.create(Backend::memory());
+    auto g = engine.create_memory();
     if (!g)
         return g.error();
     std::vector<std::byte> buf(1 << 20);
@@ -300,116 +237,7 @@ Error restart_self(Engine& engine, int in) {
         if (auto w = (*g)->write(std::span(buf.data(), *n)); !w)
             return w.error();
     }
-    return (*g)->restore_self();
-}
-
-namespace {
-
-// The caller's descriptors of o.inherit_fds, copied above the numbers an
-// image uses (so that moving one into place never overwrites another).
-Result<std::vector<std::pair<int, UniqueFd>>> inherit_sources(const RestartOptions& o) {
-    std::vector<std::pair<int, UniqueFd>> out;
-    for (const auto& [image_fd, from] : o.inherit_fds) {
-        if (image_fd < 0 || from < 0)
-            return Error::from_errno(EINVAL, fmt::format("--inherit-fd {}:{}: descriptor numbers "
-                                                         "are not negative",
-                                                         image_fd, from));
-        UniqueFd copy(::fcntl(from, F_DUPFD_CLOEXEC, 512));
-        if (!copy)
-            return Error::from_errno(errno, fmt::format("cannot give fd {} to the image's fd {}: "
-                                                        "{}",
-                                                        from, image_fd, errno_text(errno)));
-        out.emplace_back(image_fd, std::move(copy));
-    }
-    return out;
-}
-
-} // namespace
-
-Result<pid_t> restart(Engine& engine, int in, const RestartOptions& o) {
-    auto sp = StatusPipe::make();
-    if (!sp)
-        return sp.error();
-    auto given = inherit_sources(o);
-    if (!given)
-        return given.error();
-    std::uint64_t total = 0;
-    struct stat st;
-    if (::fstat(in, &st) == 0 && S_ISREG(st.st_mode)) {
-        const off_t at = ::lseek(in, 0, SEEK_CUR);
-        total = static_cast<std::uint64_t>(st.st_size - (at > 0 ? at : 0));
-    }
-    const pid_t child = ::fork();
-    if (child < 0)
-        return Error::from_errno(errno, fmt::format("fork: {}", errno_text(errno)));
-    if (child == 0) {
-        sp->rd.reset();
-        for (const auto& [num, fd] : *given)
-            if (::dup2(fd.get(), num) < 0)
-                child_failed(sp->wr.get(),
-                             Error::from_errno(
-                                 errno, fmt::format("dup2 to fd {}: {}", num, errno_text(errno))));
-        child_failed(sp->wr.get(), restart_self(engine, in));
-    }
-    sp->wr.reset();
-    given->clear();
-    if (auto r = await_restored(child, sp->rd.get(), total, o.progress); !r)
-        return r.error();
-    return child;
-}
-
-Result<pid_t> duplicate(Engine& engine, pid_t pid) {
-    auto pidfd = open_pidfd(pid);
-    if (!pidfd)
-        return pidfd.error();
-    auto g = engine.create(Backend::memory());
-    if (!g)
-        return g.error();
-    if (auto s = (*g)->export_process(pid, Fate::Run); !s)
-        return s.error();
-
-    // The copy shares the original's pipes and terminals: take them from it
-    // (same permission as the export) to hand them to the copy.
-    std::vector<std::pair<int, UniqueFd>> inherited;
-    {
-        auto view = (*g)->view();
-        if (!view)
-            return view.error();
-        auto img = image::read(view->bytes());
-        if (!img)
-            return img.error();
-        for (const auto& f : img->files) {
-            if (f.rec.kind != GHOST_FILE_INHERIT)
-                continue;
-            UniqueFd fd(static_cast<int>(::syscall(SYS_pidfd_getfd, pidfd->get(), f.rec.fd, 0)));
-            if (!fd)
-                return Error::from_errno(errno,
-                                         fmt::format("cannot take fd {} ({}) of process {} for "
-                                                     "the copy: {}",
-                                                     f.rec.fd, f.path, pid, errno_text(errno)));
-            inherited.emplace_back(f.rec.fd, move_fd_high(std::move(fd)));
-        }
-    }
-
-    auto sp = StatusPipe::make();
-    if (!sp)
-        return sp.error();
-    const pid_t child = ::fork();
-    if (child < 0)
-        return Error::from_errno(errno, fmt::format("fork: {}", errno_text(errno)));
-    if (child == 0) {
-        sp->rd.reset();
-        for (const auto& [num, fd] : inherited)
-            if (::dup2(fd.get(), num) < 0)
-                child_failed(sp->wr.get(),
-                             Error::from_errno(
-                                 errno, fmt::format("dup2 to fd {}: {}", num, errno_text(errno))));
-        child_failed(sp->wr.get(), (*g)->restore_self());
-    }
-    sp->wr.reset();
-    if (auto r = await_restored(child, sp->rd.get(), 0, {}); !r)
-        return r.error();
-    return child;
+    return (*g)->restore_self(o);
 }
 
 } // namespace ghost

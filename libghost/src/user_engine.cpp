@@ -55,9 +55,11 @@ class TeeSource final : public image::Source {
     int copy_;
 };
 
-class UserGhost final : public Ghost {
+// What every user-engine ghost does; Base is Ghost or MemoryGhost. Its
+// image is a memory file (memory ghosts) or the caller's descriptor.
+template <class Base> class UserGhostBase : public Base {
   public:
-    UserGhost(UniqueFd fd, Backend b) : fd_(std::move(fd)), backend_(b) {}
+    UserGhostBase(UniqueFd fd, Backend b) : fd_(std::move(fd)), backend_(b) {}
 
     Result<ExportStats> export_process(pid_t pid, Fate fate) override {
         if (backend_.kind == Backend::Kind::Memory) {
@@ -72,34 +74,19 @@ class UserGhost final : public Ghost {
         return s;
     }
 
-    Error restore_self() override {
+    Error restore_self(const RestoreOptions& o) override {
         auto view = image_bytes();
         if (!view)
             return view.error();
         auto img = image::read(view->bytes());
         if (!img)
             return img.error();
-        return user::restore_self(view->bytes(), *img);
-    }
-
-    Result<void> write(std::span<const std::byte> data) override {
-        if (backend_.kind != Backend::Kind::Memory)
-            return Error::from_errno(EINVAL, "only a memory ghost takes image bytes by write");
-        if (auto w = write_all(fd_.get(), data); !w)
-            return w;
-        len_ += data.size();
-        return {};
-    }
-
-    Result<ImageView> view() override {
-        if (backend_.kind != Backend::Kind::Memory)
-            return Error::from_errno(EINVAL, "only a memory ghost has a view of its image");
-        return map_fd(fd_.get(), 0, len_);
+        return user::restore_self(view->bytes(), *img, o.stopped);
     }
 
     const Backend& backend() const override { return backend_; }
 
-  private:
+  protected:
     // The image, mapped: a memory ghost's or a file's from its offset; a
     // stream's is read (to its END, not beyond) into memory first.
     Result<ImageView> image_bytes() {
@@ -126,6 +113,25 @@ class UserGhost final : public Ghost {
     std::uint64_t len_ = 0; // bytes in a memory ghost
 };
 
+class UserGhost final : public UserGhostBase<Ghost> {
+  public:
+    using UserGhostBase::UserGhostBase;
+};
+
+class UserMemoryGhost final : public UserGhostBase<MemoryGhost> {
+  public:
+    using UserGhostBase::UserGhostBase;
+
+    Result<void> write(std::span<const std::byte> data) override {
+        if (auto w = write_all(fd_.get(), data); !w)
+            return w;
+        len_ += data.size();
+        return {};
+    }
+
+    Result<ImageView> view() override { return map_fd(fd_.get(), 0, len_); }
+};
+
 } // namespace
 
 Result<EngineInfo> UserEngine::info() {
@@ -140,19 +146,21 @@ Result<EngineInfo> UserEngine::info() {
 }
 
 Result<std::unique_ptr<Ghost>> UserEngine::create(const Backend& backend) {
-    UniqueFd fd;
-    if (backend.kind == Backend::Kind::Memory) {
-        auto m = new_memfd();
-        if (!m)
-            return m.error();
-        fd = std::move(*m);
-    } else {
-        fd = UniqueFd(::fcntl(backend.fd, F_DUPFD_CLOEXEC, high_fd_base));
-        if (!fd)
-            return Error::from_errno(errno, fmt::format("cannot use fd {} for the ghost: {}",
-                                                        backend.fd, errno_text(errno)));
-    }
+    if (backend.kind == Backend::Kind::Memory)
+        return Error::from_errno(EINVAL, "a memory ghost is made by create_memory()");
+    UniqueFd fd(::fcntl(backend.fd, F_DUPFD_CLOEXEC, high_fd_base));
+    if (!fd)
+        return Error::from_errno(errno, fmt::format("cannot use fd {} for the ghost: {}",
+                                                    backend.fd, errno_text(errno)));
     return std::unique_ptr<Ghost>(std::make_unique<UserGhost>(std::move(fd), backend));
+}
+
+Result<std::unique_ptr<MemoryGhost>> UserEngine::create_memory(std::uint64_t capacity) {
+    auto m = new_memfd();
+    if (!m)
+        return m.error();
+    return std::unique_ptr<MemoryGhost>(
+        std::make_unique<UserMemoryGhost>(std::move(*m), Backend::memory(capacity)));
 }
 
 } // namespace ghost

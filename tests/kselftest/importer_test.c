@@ -5,8 +5,11 @@
  * caller, descriptors no RLIMIT_NOFILE admits, file mappings vm_mmap()
  * would refuse (a directory, /dev/null, an offset past the largest file).
  * And what it restores exactly: a process that lowered RLIMIT_NOFILE below
- * descriptors it kept; descriptors at 100 and 200 and nothing else.
+ * descriptors it kept; descriptors at 100 and 200 and nothing else. And
+ * GHOST_IMPORT_STOPPED: the restored process stops before it runs, until
+ * SIGCONT; SIGKILL then leaves nothing.
  */
+#include <poll.h>
 #include <sched.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -367,6 +370,134 @@ TEST(a_file_offset_past_the_largest_file_is_refused)
 	close(g2);
 	free(img);
 	unlink(MAPFILE);
+}
+
+/* ---- GHOST_IMPORT_STOPPED ---------------------------------------------------- */
+
+#define TICK_FD 50
+
+/* Writes a byte to TICK_FD (a pipe) every 10 ms. */
+static void work_ticker(int fd)
+{
+	ready(fd, "R", 1);
+	for (;;) {
+		if (write(TICK_FD, "t", 1) != 1)
+			_exit(70);
+		usleep(10000);
+	}
+}
+
+static char proc_state(pid_t pid)
+{
+	char path[64], buf[512], *paren;
+	int f, n;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+	f = open(path, O_RDONLY);
+	if (f < 0)
+		return '?';
+	n = read(f, buf, sizeof(buf) - 1);
+	close(f);
+	if (n <= 0)
+		return '?';
+	buf[n] = 0;
+	paren = strrchr(buf, ')');
+	return paren && paren[1] && paren[2] ? paren[2] : '?';
+}
+
+/* Bytes waiting on @fd (non-blocking), drained; -1 at its end (EOF). */
+static int drain_ticks(int fd)
+{
+	char b[4096];
+	int total = 0;
+	ssize_t n;
+
+	while ((n = read(fd, b, sizeof(b))) > 0)
+		total += n;
+	return n == 0 ? -1 : total;
+}
+
+/*
+ * A ticker exported into a memory ghost, then imported with
+ * GHOST_IMPORT_STOPPED by a child of ours: its pid once it is stopped (as
+ * waitpid(WUNTRACED) reports it), or -1. *rd: the ticks' read end.
+ */
+static pid_t stopped_ticker(struct __test_metadata *_metadata, int *rd)
+{
+	int tick[2], g, st = 0;
+	pid_t pid, imp;
+	char c;
+
+	if (pipe(tick) || dup2(tick[1], TICK_FD) != TICK_FD)
+		return -1;
+	close(tick[1]);
+	fcntl(tick[0], F_SETFL, O_NONBLOCK);
+	*rd = tick[0];
+	pid = spawn(work_ticker, &c, 1);
+	g = ghost_new_mem();
+	if (pid < 0 || g < 0 || export_kill(pid, g))
+		return -1;
+	drain_ticks(tick[0]);
+	imp = fork();
+	if (imp == 0) {
+		struct ghost_import im;
+
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		drop_shared_anon();
+		ghost_restore_self_flags(g, &im, GHOST_IMPORT_STOPPED);
+		fprintf(stderr, "import refused: %s (%s)\n", strerror(errno), im.reason);
+		_exit(100);
+	}
+	close(g);
+	close(TICK_FD);		/* the restored process holds the only writer */
+	if (imp < 0 || waitpid(imp, &st, WUNTRACED) != imp)
+		return -1;
+	EXPECT_TRUE(WIFSTOPPED(st) && WSTOPSIG(st) == SIGSTOP) TH_LOG("status %#x", st);
+	if (!WIFSTOPPED(st))
+		return -1;
+	return imp;
+}
+
+TEST(stopped_import_runs_only_after_sigcont)
+{
+	struct pollfd p;
+	int rd = -1, st = 0;
+	pid_t imp = stopped_ticker(_metadata, &rd);
+
+	ASSERT_LT(0, imp);
+	EXPECT_EQ('T', proc_state(imp));
+	usleep(300000);
+	EXPECT_EQ(0, drain_ticks(rd)) TH_LOG("the stopped process ran");
+	EXPECT_EQ('T', proc_state(imp));
+
+	ASSERT_EQ(0, kill(imp, SIGCONT));
+	p.fd = rd;
+	p.events = POLLIN;
+	EXPECT_EQ(1, poll(&p, 1, 5000)) TH_LOG("no tick after SIGCONT");
+	usleep(100000);
+	EXPECT_LT(0, drain_ticks(rd));
+	kill(imp, SIGKILL);
+	waitpid(imp, &st, 0);
+	EXPECT_TRUE(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL) TH_LOG("status %#x", st);
+	close(rd);
+}
+
+TEST(stopped_import_killed_leaves_nothing)
+{
+	int rd = -1, st = 0;
+	pid_t imp = stopped_ticker(_metadata, &rd);
+
+	ASSERT_LT(0, imp);
+	usleep(100000);
+	EXPECT_EQ(0, drain_ticks(rd)) TH_LOG("the stopped process ran");
+	ASSERT_EQ(0, kill(imp, SIGKILL));
+	ASSERT_EQ(imp, waitpid(imp, &st, 0));
+	EXPECT_TRUE(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL) TH_LOG("status %#x", st);
+	/* Its end of the pipe, the last writer, is gone with it; no child is left. */
+	EXPECT_EQ(-1, drain_ticks(rd));
+	EXPECT_EQ(-1, waitpid(-1, NULL, WNOHANG));
+	EXPECT_EQ(ECHILD, errno);
+	close(rd);
 }
 
 TEST_HARNESS_MAIN

@@ -83,6 +83,7 @@ class Lines {
             ::close(wr_);
     }
     int wr() const { return wr_; }
+    int rd() const { return rd_; }
     // The next line, or pid 0 after 5 s without one.
     Line next() {
         for (;;) {
@@ -195,7 +196,12 @@ TEST(UserEngine, CheckpointKillRestartContinuesWithSameMemory) {
     const Line last = lines.last();
 
     ASSERT_EQ(::lseek(fd, 0, SEEK_SET), 0);
-    auto child = ghost::restart(*engine, fd, {});
+    // The image's pipe ends (the worker has both) are ours at the same
+    // numbers, but close-on-exec: given explicitly (the restore stub is
+    // exec'd, so only those reach it).
+    ghost::RestartOptions ro;
+    ro.inherit_fds = {{lines.rd(), lines.rd()}, {lines.wr(), lines.wr()}};
+    auto child = ghost::restart(*engine, fd, ro);
     ::close(fd);
     ASSERT_TRUE(child) << child.error().what();
     const Line after = lines.next();
@@ -214,7 +220,7 @@ TEST(UserEngine, RunFateLeavesTheProcessRunning) {
     const pid_t pid = spawn(lines);
     lines.next();
     auto engine = user_engine();
-    auto g = engine->create(ghost::Backend::memory());
+    auto g = engine->create_memory();
     ASSERT_TRUE(g);
     auto st = (*g)->export_process(pid, ghost::Fate::Run);
     ASSERT_TRUE(st) << st.error().what();
@@ -237,7 +243,7 @@ TEST(UserEngine, StopFateLeavesTheProcessStopped) {
     Lines lines;
     const pid_t pid = spawn(lines);
     lines.next();
-    auto g = user_engine()->create(ghost::Backend::memory());
+    auto g = user_engine()->create_memory();
     ASSERT_TRUE(g);
     auto st = (*g)->export_process(pid, ghost::Fate::Stop);
     ASSERT_TRUE(st) << st.error().what();
@@ -282,7 +288,7 @@ TEST(UserEngine, RefusesASocketAndLeavesTheProcessRunning) {
     ::close(sv[0]);
     ::close(sv[1]);
     lines.next();
-    auto g = user_engine()->create(ghost::Backend::memory());
+    auto g = user_engine()->create_memory();
     auto st = (*g)->export_process(pid, ghost::Fate::Kill);
     ASSERT_FALSE(st);
     EXPECT_EQ(st.error().code.value(), EOPNOTSUPP);
@@ -298,7 +304,7 @@ TEST(UserEngine, RefusesAMultiThreadedProcess) {
     Lines lines;
     const pid_t pid = spawn(lines, true);
     lines.next();
-    auto g = user_engine()->create(ghost::Backend::memory());
+    auto g = user_engine()->create_memory();
     auto st = (*g)->export_process(pid, ghost::Fate::Kill);
     ASSERT_FALSE(st);
     EXPECT_EQ(st.error().code.value(), EOPNOTSUPP);
@@ -341,7 +347,7 @@ TEST(UserEngine, RootWithoutCapSysResourceReadsAnotherUsersLimits) {
         rlimit rl{};
         if (::prlimit(pid, RLIMIT_NOFILE, nullptr, &rl) == 0 || errno != EPERM)
             ::_exit(12); // the situation of the test is not made
-        auto g = user_engine()->create(ghost::Backend::memory());
+        auto g = user_engine()->create_memory();
         if (!g)
             ::_exit(13);
         auto st = (*g)->export_process(pid, ghost::Fate::Run);
@@ -367,7 +373,7 @@ TEST(UserEngine, RootWithoutCapSysResourceReadsAnotherUsersLimits) {
 }
 
 TEST(UserEngine, RefusesToExportItselfOrNothing) {
-    auto g = user_engine()->create(ghost::Backend::memory());
+    auto g = user_engine()->create_memory();
     auto self = (*g)->export_process(::getpid(), ghost::Fate::Run);
     ASSERT_FALSE(self);
     EXPECT_EQ(self.error().code.value(), EINVAL);
@@ -385,7 +391,7 @@ class BadImport : public ::testing::Test {
     void SetUp() override {
         const pid_t pid = spawn(lines_);
         lines_.next();
-        auto g = user_engine()->create(ghost::Backend::memory());
+        auto g = user_engine()->create_memory();
         ASSERT_TRUE(g);
         auto st = (*g)->export_process(pid, ghost::Fate::Kill);
         ASSERT_TRUE(st) << st.error().what();
@@ -410,7 +416,7 @@ class BadImport : public ::testing::Test {
         const pid_t child = ::fork();
         if (child == 0) {
             ::close(p[0]);
-            auto g = ghost::UserEngine().create(ghost::Backend::memory());
+            auto g = ghost::UserEngine().create_memory();
             if (!g || !(*g)->write(bytes))
                 ::_exit(2);
             const ghost::Error e = (*g)->restore_self();

@@ -38,7 +38,7 @@
 
 /* Version of this interface. A new major means an incompatible change. */
 #define GHOST_ABI_MAJOR 0
-#define GHOST_ABI_MINOR 2
+#define GHOST_ABI_MINOR 3
 #define GHOST_ABI_PATCH 0
 
 /*
@@ -52,11 +52,13 @@
 #define GHOST_FEAT_BACKEND_FILE   _BITULL(3) /* file/pipe resource object */
 #define GHOST_FEAT_BACKEND_NET    _BITULL(4) /* stream socket resource object */
 #define GHOST_FEAT_EVENTS         _BITULL(5) /* generic netlink "ghost" events */
+#define GHOST_FEAT_IMPORT_STOPPED _BITULL(6) /* GHOST_IMPORT_STOPPED */
 
 /* All bits this header knows about, so tools can name unknown ones. */
 #define GHOST_FEAT_ALL \
 	(GHOST_FEAT_EXPORT | GHOST_FEAT_IMPORT | GHOST_FEAT_BACKEND_MEMORY | \
-	 GHOST_FEAT_BACKEND_FILE | GHOST_FEAT_BACKEND_NET | GHOST_FEAT_EVENTS)
+	 GHOST_FEAT_BACKEND_FILE | GHOST_FEAT_BACKEND_NET | GHOST_FEAT_EVENTS | \
+	 GHOST_FEAT_IMPORT_STOPPED)
 
 /**
  * struct ghost_version - argument of GHOST_IOC_VERSION
@@ -192,7 +194,14 @@ struct ghost_export {
 
 /* Read and check the whole image, report where its vDSO goes, and return. */
 #define GHOST_IMPORT_PREPARE _BITUL(0)
-#define GHOST_IMPORT_FLAGS   GHOST_IMPORT_PREPARE
+/*
+ * The restored process stops (SIGSTOP, queued at the end of a successful
+ * import and delivered on the way back to user mode) before it runs one
+ * instruction of the image. Ignored with PREPARE (but accepted, so that a
+ * module without it refuses the first call, before anything changed).
+ */
+#define GHOST_IMPORT_STOPPED _BITUL(1)
+#define GHOST_IMPORT_FLAGS   (GHOST_IMPORT_PREPARE | GHOST_IMPORT_STOPPED)
 
 /**
  * struct ghost_import - argument of GHOST_IOC_IMPORT (on a ghost object)

@@ -51,7 +51,8 @@ struct ExportStats {
 };
 
 // Where a ghost keeps its image. The descriptor is borrowed: the ghost takes
-// its own reference, the caller still closes its fd.
+// its own reference, the caller still closes its fd. (Kind::Memory is what
+// backend() of a MemoryGhost says; Engine::create_memory() makes one.)
 struct Backend {
     enum class Kind { Memory, File, Socket };
     Kind kind = Kind::Memory;
@@ -83,6 +84,16 @@ class ImageView {
     std::size_t len_ = 0;
 };
 
+// What restore_self() does besides becoming the image.
+struct RestoreOptions {
+    // The restored process stops (SIGSTOP, a group-stop: state T, and
+    // waitpid(WUNTRACED) reports it to its parent) before it runs one
+    // instruction of the image; SIGCONT lets it go on, SIGKILL ends it.
+    bool stopped = false;
+};
+
+// A ghost on a file (or pipe) or a socket: Engine::create(). A memory
+// ghost, whose image the caller may also write and read, is a MemoryGhost.
 class Ghost {
   public:
     virtual ~Ghost() = default;
@@ -95,17 +106,24 @@ class Ghost {
     // Replaces the calling process with the image, like execve(): returns
     // only on failure, with the caller unchanged (but for where its vDSO
     // is). The caller must be single-threaded; descriptors the image marks
-    // as inherited must be open at the same numbers.
-    virtual Error restore_self() = 0;
-
-    // Memory backend: appends image bytes (to import an image that arrives
-    // from elsewhere, e.g. decompressed).
-    virtual Result<void> write(std::span<const std::byte> data) = 0;
-
-    // Memory backend: the image bytes (after an export or writes).
-    virtual Result<ImageView> view() = 0;
+    // as inherited must be open at the same numbers. Not for a
+    // multithreaded caller: restart() spawns the restore stub, which calls it.
+    virtual Error restore_self(const RestoreOptions& opts = {}) = 0;
 
     virtual const Backend& backend() const = 0;
+};
+
+// A ghost whose image lives in memory (Engine::create_memory()): after an
+// export the caller can read the image (view()), and an image that arrives
+// from elsewhere (e.g. decompressed) is written into it (write()) to be
+// restored. Only memory ghosts have these operations.
+class MemoryGhost : public Ghost {
+  public:
+    // Appends image bytes.
+    virtual Result<void> write(std::span<const std::byte> data) = 0;
+
+    // The image bytes (after an export or writes).
+    virtual Result<ImageView> view() = 0;
 };
 
 class Engine {
@@ -114,8 +132,13 @@ class Engine {
     virtual std::string_view name() const = 0;
     virtual Result<EngineInfo> info() = 0;
 
-    // A new, empty ghost on that backend.
+    // A new, empty ghost on a file (or pipe) or socket backend. A memory
+    // backend is refused (EINVAL): create_memory() makes memory ghosts.
     virtual Result<std::unique_ptr<Ghost>> create(const Backend& backend) = 0;
+
+    // A new, empty memory ghost holding at most capacity bytes (0: the
+    // engine's default).
+    virtual Result<std::unique_ptr<MemoryGhost>> create_memory(std::uint64_t capacity = 0) = 0;
 
     // Opens the engine of that kind; Auto picks the kernel engine when its
     // device node exists, else the user engine. device is the kernel

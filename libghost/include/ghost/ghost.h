@@ -43,7 +43,8 @@ int ghost_get_features(uint64_t *features, struct ghost_error *err);
 int ghost_checkpoint_fd(pid_t pid, int fd, unsigned int flags, struct ghost_error *err);
 
 /* Rebuilds the image read from @fd (raw or compressed) as a new child of the
- * caller; on success *@pid is its pid (reap it with waitpid()). Forks. */
+ * caller; on success *@pid is its pid (reap it with waitpid()). Spawns the
+ * restore stub (posix_spawn, no fork): safe in a multithreaded caller. */
 int ghost_restart_fd(int fd, pid_t *pid, struct ghost_error *err);
 
 /* Rebuilds the image read from @fd in the calling (single-threaded) process:
@@ -51,7 +52,7 @@ int ghost_restart_fd(int fd, pid_t *pid, struct ghost_error *err);
 int ghost_restart_self_fd(int fd, struct ghost_error *err);
 
 /* A second, independent copy of @pid as a child of the caller; *@copy is its
- * pid. @pid keeps running. Forks. */
+ * pid. @pid keeps running. Spawns the restore stub, as ghost_restart_fd(). */
 int ghost_duplicate(pid_t pid, pid_t *copy, struct ghost_error *err);
 
 /* libghost's version, "major.minor.patch". */

@@ -2,6 +2,7 @@
 // The kernel engine: ioctls on /dev/ghost (ghost.ko).
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 
@@ -19,9 +20,12 @@ class KernelEngine final : public Engine {
     std::string_view name() const override { return "kernel"; }
     Result<EngineInfo> info() override;
     Result<std::unique_ptr<Ghost>> create(const Backend& backend) override;
+    Result<std::unique_ptr<MemoryGhost>> create_memory(std::uint64_t capacity = 0) override;
     const std::string& device() const { return device_; }
 
   private:
+    Result<UniqueFd> make_ghost(const Backend& backend);
+
     KernelEngine(UniqueFd fd, std::string device)
         : fd_(std::move(fd)), device_(std::move(device)) {}
 

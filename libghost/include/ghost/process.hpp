@@ -9,6 +9,8 @@
 #include <functional>
 #include <memory>
 #include <span>
+#include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -54,24 +56,49 @@ struct RestartOptions {
     // of the image; the caller continues it (SIGCONT) or kills it. migd keeps
     // a migrated copy so until the source has killed the original.
     bool stopped = false;
+    // The restore stub to spawn; empty: restore_stub_path() finds it.
+    std::string stub;
 };
 
 // Rebuilds the image read from in (raw or zstd-compressed; file, pipe or
 // socket) as a new child process of the caller and returns its pid once it
-// runs as the image. Reap it with waitpid(). The child inherits the caller's
-// descriptors that the image marks as inherited (stdio, pipes). Forks: call
-// it where fork() is safe.
+// runs as the image (with stopped: once it is stopped, before the image's
+// first instruction). Reap it with waitpid(). The child inherits the
+// caller's descriptors that are not close-on-exec, among them those the
+// image marks as inherited (stdio, pipes).
+//
+// Safe in a multithreaded caller: the child is the restore stub, started
+// with posix_spawn() (nothing runs between the vfork and the exec but the
+// descriptor moves), and the stub, a new single-threaded program, becomes
+// the image. in is read from its current offset by the stub (the offset
+// moves for a file: do not read in concurrently).
 Result<pid_t> restart(Engine& engine, int in, const RestartOptions& opts = {});
 
 // Rebuilds the image read from in in this very process: returns only on
 // failure, and then the caller is as it was (but for its vDSO's address).
-// The caller must be single-threaded.
-Error restart_self(Engine& engine, int in);
+// The caller must be single-threaded (the restore stub calls this).
+Error restart_self(Engine& engine, int in, const RestoreOptions& opts = {});
+
+struct DuplicateOptions {
+    bool stopped = false; // as RestartOptions::stopped
+    std::string stub;     // as RestartOptions::stub
+};
 
 // A second, independent copy of process pid (which keeps running), as a
 // child of the caller; returns its pid. The copy shares pid's inherited
-// descriptors (pipes, terminals) and reopens its files by path.
-Result<pid_t> duplicate(Engine& engine, pid_t pid);
+// descriptors (pipes, terminals) and reopens its files by path. The image
+// goes to the restore stub in a memory file; like restart(), safe in a
+// multithreaded caller.
+Result<pid_t> duplicate(Engine& engine, pid_t pid, const DuplicateOptions& opts = {});
+
+// The restore stub restart() and duplicate() spawn, found in this order:
+// override when it is not empty; $GHOST_RESTORE_STUB; the installed
+// libexec/ghost/ghost-restore-stub beside this libghost (relative to the
+// library's own directory, so a moved install finds its own), or for a
+// libghost in its build tree the build's bin/ghost-restore-stub; the
+// libexec path compiled in; ghost-restore-stub beside the running program.
+// ENOENT, naming the places tried, when none is executable.
+Result<std::string> restore_stub_path(std::string_view override = {});
 
 // Roughly how many bytes the image of pid will take (its anonymous memory
 // plus headers), for progress reports; 0 when it cannot be read.

@@ -4,6 +4,7 @@
 // the same images (Documentation/user-engine.md says how, and its limits).
 #pragma once
 
+#include <cstdint>
 #include <string_view>
 
 #include "ghost/engine.hpp"
@@ -15,6 +16,7 @@ class UserEngine final : public Engine {
     std::string_view name() const override { return "user"; }
     Result<EngineInfo> info() override;
     Result<std::unique_ptr<Ghost>> create(const Backend& backend) override;
+    Result<std::unique_ptr<MemoryGhost>> create_memory(std::uint64_t capacity = 0) override;
 };
 
 } // namespace ghost

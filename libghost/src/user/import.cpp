@@ -38,9 +38,9 @@
 #include "ghost_policy.h"
 #include "ghost_vma_attrs.h"
 #include "sys.hpp"
+#include "user/attrs.hpp"
 #include "user/creds.hpp"
 #include "user/locks.hpp"
-#include "user/attrs.hpp"
 #include "user/proc.hpp"
 #include "user/tracee.hpp"
 #include "user/vma_attrs.hpp"
@@ -80,7 +80,8 @@ struct Plan {
     int fd_base = 0; // our descriptors are at or above it, the image's below
     std::vector<UniqueFd> owned;
     pid_t self = 0;
-    AttrsPlan attrs; // attrs.cpp: set by the caller, or by the tracer
+    AttrsPlan attrs;      // attrs.cpp: set by the caller, or by the tracer
+    bool stopped = false; // queue SIGSTOP as the tracer lets go
 };
 
 // ---- in the caller, before anything is touched ------------------------------------
@@ -458,7 +459,7 @@ void Rebuild::roll_back() {
         (void)t_.call(SYS_rseq, rseq0_.addr, rseq0_.size, 0, rseq0_.sig);
     const Regs back = restarted(regs0_, true);
     if (scratch_mapped_ &&
-        t_.call_and_release(back, mask0_, SYS_munmap, layout_.scratch, kScratchLen))
+        t_.call_and_release(back, mask0_, 0, SYS_munmap, layout_.scratch, kScratchLen))
         return;
     (void)t_.set_regs(back);
     (void)t_.set_signal_mask(mask0_);
@@ -740,8 +741,11 @@ Result<void> Rebuild::commit() {
     final.gs = regs0_.gs;
     final.orig_rax = static_cast<unsigned long long>(-1); // not in a system call any more
     final.eflags = (regs0_.eflags & ~GHOST_USER_EFLAGS) | (img_.regs.flags & GHOST_USER_EFLAGS);
-    return t_.call_and_release(final, img_.signals.blocked & ~kUnblockable, SYS_munmap,
-                               layout_.scratch, kScratchLen);
+    // Stopped: SIGSTOP is queued while we still hold it, so the group stop
+    // comes on its way back to user mode, before the image's first
+    // instruction.
+    return t_.call_and_release(final, img_.signals.blocked & ~kUnblockable,
+                               p_.stopped ? SIGSTOP : 0, SYS_munmap, layout_.scratch, kScratchLen);
 }
 
 // The tracer's whole life: report (errno, reason) on the pipe if the caller
@@ -787,7 +791,7 @@ void close_all_but(std::vector<int> keep) {
 
 } // namespace
 
-Error restore_self(std::span<const std::byte> bytes, const image::Image& img) {
+Error restore_self(std::span<const std::byte> bytes, const image::Image& img, bool stopped) {
     auto threads = list_numeric("/proc/self/task");
     if (!threads)
         return threads.error();
@@ -810,6 +814,7 @@ Error restore_self(std::span<const std::byte> bytes, const image::Image& img) {
     p.img = &img;
     p.bytes = bytes;
     p.self = ::getpid();
+    p.stopped = stopped;
     if (auto r = open_everything(p); !r)
         return r.error();
     if (auto r = take_early_locks(img, p.file_fd); !r)

@@ -265,7 +265,7 @@ Result<long> Tracee::call(long nr, std::uint64_t a1, std::uint64_t a2, std::uint
     return static_cast<long>(out->rax);
 }
 
-Result<void> Tracee::call_and_release(const Regs& final, std::uint64_t mask, long nr,
+Result<void> Tracee::call_and_release(const Regs& final, std::uint64_t mask, int sig, long nr,
                                       std::uint64_t a1, std::uint64_t a2) {
     auto r = call(nr, a1, a2);
     if (!r)
@@ -278,7 +278,7 @@ Result<void> Tracee::call_and_release(const Regs& final, std::uint64_t mask, lon
         return s;
     if (auto s = set_signal_mask(mask); !s)
         return s;
-    return detach();
+    return detach(sig);
 }
 
 Result<void> Tracee::detach(int sig) {

@@ -76,7 +76,8 @@ class Tracee {
     // The last call: runs nr, then on its way out sets the final registers
     // and signal mask and detaches: the tracee goes on with them. (The mask
     // is set last so that no signal is delivered while we still steer.)
-    Result<void> call_and_release(const Regs& final, std::uint64_t mask, long nr,
+    // With sig (SIGSTOP), it is sent sig just before the detach.
+    Result<void> call_and_release(const Regs& final, std::uint64_t mask, int sig, long nr,
                                   std::uint64_t a1 = 0, std::uint64_t a2 = 0);
     // Lets it go; with sig, sends it sig first (SIGSTOP, SIGKILL).
     Result<void> detach(int sig = 0);

@@ -18,7 +18,8 @@ namespace ghost::user {
 Result<ExportStats> export_process(pid_t pid, Fate fate, int out);
 
 // Replaces the calling process with img, whose bytes (page data included)
-// are in bytes. Returns only on failure, with the caller as it was.
-Error restore_self(std::span<const std::byte> bytes, const image::Image& img);
+// are in bytes. Returns only on failure, with the caller as it was. With
+// stopped, it stops (SIGSTOP) before running one instruction of the image.
+Error restore_self(std::span<const std::byte> bytes, const image::Image& img, bool stopped);
 
 } // namespace ghost::user

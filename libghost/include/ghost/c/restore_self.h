@@ -113,9 +113,12 @@ static inline int ghost_become_image(struct ghost_import *im)
  * with the caller unchanged; one it may is restored as them: the caller
  * switches to them (ghost_assume_creds()) just before the last call. A
  * failure after PREPARE leaves the caller alive, but its vDSO may have
- * moved and its credentials may be the image's.
+ * moved and its credentials may be the image's. @flags: 0 or
+ * GHOST_IMPORT_STOPPED (the restored process stops before it runs; given
+ * to both calls, so a module without it refuses before anything changed).
  */
-static inline int ghost_restore_self(int g, struct ghost_import *im)
+static inline int ghost_restore_self_flags(int g, struct ghost_import *im,
+					   __u32 flags)
 {
 	const size_t creds_max = sizeof(struct ghost_creds) +
 				 GHOST_NGROUPS_MAX * sizeof(__u32);
@@ -126,7 +129,7 @@ static inline int ghost_restore_self(int g, struct ghost_import *im)
 		return -1;
 	memset(im, 0, sizeof(*im));
 	im->size = sizeof(*im);
-	im->flags = GHOST_IMPORT_PREPARE;
+	im->flags = GHOST_IMPORT_PREPARE | flags;
 	im->creds = (__u64)(unsigned long)creds;
 	im->creds_size = creds_max;
 	if (ioctl(g, GHOST_IOC_IMPORT, im))
@@ -144,7 +147,7 @@ static inline int ghost_restore_self(int g, struct ghost_import *im)
 	    ghost_assume_creds(creds, (const __u32 *)(creds + 1), im->reason,
 			       sizeof(im->reason)))
 		goto fail;
-	im->flags = 0;
+	im->flags = flags;
 	im->creds = 0;
 	im->creds_size = 0;
 	ioctl(g, GHOST_IOC_IMPORT, im);
@@ -153,6 +156,12 @@ fail:
 	free(creds);
 	errno = err;
 	return -1;	/* a successful import does not return here */
+}
+
+/* ghost_restore_self_flags() without flags. */
+static inline int ghost_restore_self(int g, struct ghost_import *im)
+{
+	return ghost_restore_self_flags(g, im, 0);
 }
 
 #endif /* GHOST_C_RESTORE_SELF_H */

@@ -1,0 +1,135 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+// ghost-restore-stub: the program restart() and duplicate() spawn, which
+// becomes the image (Documentation/libghost.md, "Restart"). A new process
+// made by posix_spawn() runs nothing of its parent's: here, single-threaded,
+// it may allocate, read /proc and take any lock, which a child forked from a
+// multithreaded caller may not.
+//
+//   ghost-restore-stub --engine kernel|user [--device PATH] --fd N
+//                      --status-fd N [--stopped] [--caps P,E,I]
+//
+// --caps: the caller's permitted, effective and inheritable capability
+// sets (hex); the stub drops what it has beyond them, so that it never has
+// more than its caller (execve() gives a root stub every capability again).
+//
+// It writes one byte ('+') on the status descriptor as soon as it runs; a
+// failure follows as "errno reason" and the stub exits 127. On success the
+// image replaces it, the descriptor (close-on-exec) closes, and the parent
+// reads the end of the pipe after the '+'. Not meant to be run by hand.
+#include <fcntl.h>
+#include <linux/capability.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <string_view>
+
+#include "ghost/engine.hpp"
+#include "ghost/process.hpp"
+#include "sys.hpp"
+
+namespace {
+
+[[noreturn]] void fail(int status_fd, const ghost::Error& e) {
+    const std::string msg = ghost::failure_report(e);
+    std::string_view left = msg;
+    while (!left.empty()) {
+        const ssize_t n = ::write(status_fd, left.data(), left.size());
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            break;
+        left.remove_prefix(static_cast<std::size_t>(n));
+    }
+    ::_exit(127);
+}
+
+// Limits this process's capabilities to the caller's "P,E,I".
+ghost::Result<void> limit_caps(const std::string& spec) {
+    unsigned long long want[3];
+    if (std::sscanf(spec.c_str(), "%llx,%llx,%llx", &want[0], &want[1], &want[2]) != 3)
+        return ghost::Error::from_errno(EINVAL, "the restore stub was given bad --caps " + spec);
+    __user_cap_header_struct h{_LINUX_CAPABILITY_VERSION_3, 0};
+    __user_cap_data_struct d[2]{};
+    if (::syscall(SYS_capget, &h, d) != 0)
+        return ghost::Error::from_errno(errno, "capget in the restore stub failed");
+    for (int i = 0; i < 2; i++) {
+        auto part = [i](unsigned long long v) { return static_cast<std::uint32_t>(v >> (32 * i)); };
+        d[i].permitted &= part(want[0]);
+        d[i].effective = d[i].permitted & part(want[1]);
+        d[i].inheritable &= part(want[2]);
+    }
+    if (::syscall(SYS_capset, &h, d) != 0)
+        return ghost::Error::from_errno(errno, "the restore stub cannot take its caller's "
+                                               "capabilities (capset failed)");
+    return {};
+}
+
+int parse_fd(const char* s) {
+    char* end = nullptr;
+    errno = 0;
+    const long v = std::strtol(s, &end, 10);
+    if (errno || !*s || *end || v < 0 || v > 1 << 30)
+        return -1;
+    return static_cast<int>(v);
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+    int status_fd = -1, image_fd = -1;
+    bool stopped = false;
+    std::string_view engine_name = "auto";
+    std::string device(ghost::Engine::default_device);
+    std::string bad, caps;
+    for (int i = 1; i < argc; i++) {
+        const std::string_view a = argv[i];
+        const bool has_value = i + 1 < argc;
+        if (a == "--stopped") {
+            stopped = true;
+        } else if (a == "--status-fd" && has_value) {
+            status_fd = parse_fd(argv[++i]);
+        } else if (a == "--fd" && has_value) {
+            image_fd = parse_fd(argv[++i]);
+        } else if (a == "--engine" && has_value) {
+            engine_name = argv[++i];
+        } else if (a == "--caps" && has_value) {
+            caps = argv[++i];
+        } else if (a == "--device" && has_value) {
+            device = argv[++i];
+        } else if (bad.empty()) {
+            bad = std::string(a);
+        }
+    }
+    if (status_fd < 0 || ::fcntl(status_fd, F_SETFD, FD_CLOEXEC) != 0) {
+        static const char usage[] = "ghost-restore-stub: spawned by libghost's restart(); "
+                                    "needs --status-fd N (see libghost.md)\n";
+        (void)!::write(2, usage, sizeof(usage) - 1);
+        return 2;
+    }
+    if (::write(status_fd, "+", 1) != 1)
+        return 127;
+    if (!bad.empty())
+        fail(status_fd, ghost::Error::from_errno(
+                            EINVAL, "the restore stub was given an unknown argument: " + bad));
+    if (image_fd < 0 || ::fcntl(image_fd, F_SETFD, FD_CLOEXEC) != 0)
+        fail(status_fd,
+             ghost::Error::from_errno(EBADF, "the restore stub was given no image descriptor"));
+    if (!caps.empty())
+        if (auto r = limit_caps(caps); !r)
+            fail(status_fd, r.error());
+    auto kind = ghost::parse_engine_kind(engine_name);
+    if (!kind)
+        fail(status_fd, kind.error());
+    auto engine = ghost::Engine::open(*kind, device);
+    if (!engine)
+        fail(status_fd, engine.error());
+    ghost::RestoreOptions o;
+    o.stopped = stopped;
+    fail(status_fd, ghost::restart_self(**engine, image_fd, o));
+}

@@ -1,0 +1,110 @@
+// SPDX-License-Identifier: GPL-2.0
+// ghost::EventStream (ghost/events.hpp). In the VM (`ghost-vm-tests
+// libevents`, ghost.ko loaded): a checkpoint and a refused restart are
+// announced with their pid, bytes, mode and outcome, and fd() polls
+// readable. Natively (no module): opening says the module is not loaded and
+// that the user engine emits no events.
+#include <gtest/gtest.h>
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <optional>
+#include <string>
+
+#include "ghost/engine.hpp"
+#include "ghost/events.hpp"
+#include "ghost/fd.hpp"
+#include "ghost/process.hpp"
+
+namespace {
+
+using namespace std::chrono_literals;
+
+bool module_loaded() {
+    return ::access("/dev/ghost", F_OK) == 0;
+}
+
+// The next event of that kind, skipping others (a few at most).
+std::optional<ghost::Event> next_of(ghost::EventStream& s, ghost::Event::Kind kind) {
+    for (int i = 0; i < 8; i++) {
+        auto e = s.next(5000ms);
+        if (!e || !*e)
+            return std::nullopt;
+        if ((*e)->kind == kind)
+            return **e;
+    }
+    return std::nullopt;
+}
+
+TEST(EventStream, WithoutTheModuleSaysSo) {
+    if (module_loaded())
+        GTEST_SKIP() << "ghost.ko is loaded";
+    auto s = ghost::EventStream::open();
+    ASSERT_FALSE(s);
+    EXPECT_EQ(s.error().code.value(), ENOENT);
+    EXPECT_NE(s.error().what().find("is ghost.ko loaded?"), std::string::npos) << s.error().what();
+    EXPECT_NE(s.error().what().find("user engine emits no events"), std::string::npos);
+}
+
+TEST(EventStream, AnnouncesAnExportAndARefusedImport) {
+    if (!module_loaded())
+        GTEST_SKIP() << "no ghost.ko";
+    auto s = ghost::EventStream::open();
+    ASSERT_TRUE(s) << s.error().what();
+    // Nothing yet: next() with a timeout gives nullopt, not an error.
+    auto none = s->next(0ms);
+    ASSERT_TRUE(none) << none.error().what();
+
+    auto engine = ghost::Engine::open(ghost::EngineKind::Kernel);
+    ASSERT_TRUE(engine) << engine.error().what();
+    const pid_t pid = ::fork();
+    if (pid == 0) {
+        ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+        ::syscall(SYS_close_range, 3, ~0U, 0); // nothing the export refuses (our socket)
+        for (;;)
+            ::pause();
+    }
+    ::usleep(100000);
+    ghost::UniqueFd img(::open("/tmp", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600));
+    ASSERT_TRUE(img);
+    ghost::CheckpointOptions o;
+    o.fate = ghost::Fate::Kill;
+    auto st = ghost::checkpoint(**engine, pid, img.get(), o);
+    ASSERT_TRUE(st) << st.error().what();
+    ::waitpid(pid, nullptr, 0);
+
+    pollfd p{s->fd(), POLLIN, 0};
+    EXPECT_EQ(::poll(&p, 1, 5000), 1) << "fd() does not poll readable";
+    auto ex = next_of(*s, ghost::Event::Kind::Export);
+    ASSERT_TRUE(ex);
+    EXPECT_EQ(ex->pid, pid);
+    EXPECT_TRUE(ex->ok());
+    EXPECT_EQ(ex->bytes, st->bytes);
+    EXPECT_EQ(ex->mode(), "stop"); // checkpoint() holds it stopped, then kills it
+    EXPECT_EQ(ex->error().code.value(), 0);
+
+    // Not an image: the import is refused, with its reason.
+    ghost::UniqueFd junk(::open("/tmp", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600));
+    const std::string bytes(8192, 'x');
+    ASSERT_EQ(::write(junk.get(), bytes.data(), bytes.size()), static_cast<ssize_t>(bytes.size()));
+    ASSERT_EQ(::lseek(junk.get(), 0, SEEK_SET), 0);
+    auto r = ghost::restart(**engine, junk.get());
+    ASSERT_FALSE(r);
+    auto im = next_of(*s, ghost::Event::Kind::Import);
+    ASSERT_TRUE(im);
+    EXPECT_FALSE(im->ok());
+    EXPECT_LT(im->result, 0);
+    EXPECT_EQ(im->mode(), "prepare");
+    EXPECT_EQ(im->error().code.value(), -im->result);
+    EXPECT_FALSE(im->reason.empty());
+    EXPECT_EQ(im->reason, r.error().message);
+}
+
+} // namespace

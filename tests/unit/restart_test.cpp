@@ -1,0 +1,341 @@
+// SPDX-License-Identifier: GPL-2.0
+// restart() and duplicate() through the restore stub, with the engine
+// $GHOST_ENGINE names (auto: the kernel engine where ghost.ko is loaded).
+// Natively (ctest native:Restart.*) the user engine; in the VM
+// (`ghost-vm-tests restart`) the kernel engine.
+//
+//  - the library never forks: a pthread_atfork() child handler of ours
+//    would run in a forked child and tell us; and a caller whose threads
+//    are busy in malloc and stdio restarts many times, without a deadlock;
+//  - RestartOptions::stopped: state T, no output until SIGCONT, then the
+//    count goes on; SIGKILL while stopped leaves no process behind;
+//  - the stub is found or named in the error; a refused image's reason
+//    comes back through it.
+#include <gtest/gtest.h>
+
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "ghost/engine.hpp"
+#include "ghost/fd.hpp"
+#include "ghost/process.hpp"
+
+namespace {
+
+// Set by our pthread_atfork() child handler: in a child fork()ed from this
+// process it writes to this pipe.
+int g_forked_fd = -1;
+void on_fork_child() {
+    if (g_forked_fd >= 0)
+        (void)!::write(g_forked_fd, "F", 1);
+}
+
+// Registers on_fork_child once per process (tests may share one).
+bool watch_forks() {
+    static const int registered = ::pthread_atfork(nullptr, nullptr, on_fork_child);
+    return registered == 0;
+}
+
+std::unique_ptr<ghost::Engine> engine() {
+    const char* name = std::getenv("GHOST_ENGINE");
+    auto kind = ghost::parse_engine_kind(name && *name ? name : "auto");
+    if (!kind)
+        return nullptr;
+    auto e = ghost::Engine::open(*kind);
+    return e ? std::move(*e) : nullptr;
+}
+
+// A worker writing "pid count\n" to its fd kOut every 20 ms.
+constexpr int kOut = 100;
+
+[[noreturn]] void worker() {
+    // Only stdio and kOut: no other inherited descriptor in its image.
+    ::syscall(SYS_close_range, 3, kOut - 1, 0);
+    ::syscall(SYS_close_range, kOut + 1, ~0U, 0);
+    unsigned long n = 0;
+    for (;;) {
+        char line[64];
+        const int len = std::snprintf(line, sizeof(line), "%d %lu\n", ::getpid(), ++n);
+        if (::write(kOut, line, static_cast<std::size_t>(len)) != len)
+            ::_exit(3);
+        ::usleep(20000);
+    }
+}
+
+class Restart : public ::testing::Test {
+  protected:
+    void SetUp() override {
+        eng_ = engine();
+        ASSERT_TRUE(eng_) << "no engine";
+        // Orphans (the user engine's tracer) become our children: a test
+        // can tell that nothing is left behind.
+        ASSERT_EQ(::prctl(PR_SET_CHILD_SUBREAPER, 1), 0);
+        int p[2];
+        ASSERT_EQ(::pipe2(p, O_CLOEXEC), 0);
+        rd_.reset(p[0]);
+        ASSERT_EQ(::dup3(p[1], kOut, O_CLOEXEC), kOut);
+        ::close(p[1]);
+        wr_.reset(kOut);
+    }
+    void TearDown() override {
+        for (const pid_t p : pids_)
+            ::kill(p, SIGKILL);
+        while (::waitpid(-1, nullptr, __WALL) > 0) {
+        }
+    }
+
+    // A worker, checkpointed (killed) into a file at offset 0; its fd.
+    ghost::UniqueFd checkpointed() {
+        const pid_t pid = ::fork();
+        if (pid == 0) {
+            ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+            worker();
+        }
+        EXPECT_GT(next_line().first, 0);
+        ghost::UniqueFd img(::open("/tmp", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600));
+        EXPECT_TRUE(img);
+        ghost::CheckpointOptions o;
+        o.fate = ghost::Fate::Kill;
+        auto st = ghost::checkpoint(*eng_, pid, img.get(), o);
+        EXPECT_TRUE(st) << st.error().what();
+        EXPECT_EQ(::waitpid(pid, nullptr, 0), pid);
+        drain();
+        EXPECT_EQ(::lseek(img.get(), 0, SEEK_SET), 0);
+        return img;
+    }
+
+    ghost::RestartOptions opts() const {
+        ghost::RestartOptions o;
+        o.inherit_fds = {{kOut, kOut}};
+        return o;
+    }
+
+    // The next line: {pid, count}, {0, 0} after timeout_ms without one.
+    std::pair<pid_t, unsigned long> next_line(int timeout_ms = 5000) {
+        for (;;) {
+            const auto nl = buf_.find('\n');
+            if (nl != std::string::npos) {
+                pid_t pid = 0;
+                unsigned long n = 0;
+                std::sscanf(buf_.substr(0, nl).c_str(), "%d %lu", &pid, &n);
+                buf_.erase(0, nl + 1);
+                last_ = n;
+                return {pid, n};
+            }
+            pollfd p{rd_.get(), POLLIN, 0};
+            if (::poll(&p, 1, timeout_ms) <= 0)
+                return {0, 0};
+            char b[4096];
+            const ssize_t n = ::read(rd_.get(), b, sizeof(b));
+            if (n <= 0)
+                return {0, 0};
+            buf_.append(b, static_cast<std::size_t>(n));
+        }
+    }
+    void drain() {
+        while (next_line(100).first != 0) {
+        }
+    }
+
+    char state_of(pid_t pid) {
+        std::ifstream f("/proc/" + std::to_string(pid) + "/stat");
+        std::string s;
+        std::getline(f, s);
+        const auto paren = s.rfind(')');
+        return paren == std::string::npos || paren + 2 >= s.size() ? '?' : s[paren + 2];
+    }
+
+    std::unique_ptr<ghost::Engine> eng_;
+    ghost::UniqueFd rd_, wr_;
+    std::string buf_;
+    unsigned long last_ = 0;
+    std::vector<pid_t> pids_;
+};
+
+TEST_F(Restart, NeverForksAndSurvivesBusyThreads) {
+    auto img = checkpointed();
+    int f[2];
+    ASSERT_EQ(::pipe2(f, O_CLOEXEC | O_NONBLOCK), 0);
+    g_forked_fd = f[1];
+    ASSERT_TRUE(watch_forks());
+
+    const unsigned long last = last_;
+    // Threads that hold malloc's and stdio's locks as often as they can.
+    std::atomic<bool> stop{false};
+    std::vector<std::thread> busy;
+    for (int t = 0; t < 4; t++)
+        busy.emplace_back([&stop, t] {
+            FILE* null = std::fopen("/dev/null", "we");
+            while (!stop.load(std::memory_order_relaxed)) {
+                std::vector<std::unique_ptr<char[]>> v;
+                for (int i = 0; i < 64; i++)
+                    v.emplace_back(new char[static_cast<std::size_t>(16 + i * 97 + t)]);
+                std::fprintf(null, "%d %s %f\n", t, std::to_string(v.size()).c_str(), 1.5);
+                std::fflush(null);
+            }
+            std::fclose(null);
+        });
+    constexpr int kRounds = 25;
+    for (int i = 0; i < kRounds; i++) {
+        ASSERT_EQ(::lseek(img.get(), 0, SEEK_SET), 0);
+        auto child = ghost::restart(*eng_, img.get(), opts());
+        ASSERT_TRUE(child) << "round " << i << ": " << child.error().what();
+        pids_.push_back(*child);
+        const auto [pid, n] = next_line();
+        EXPECT_EQ(pid, *child) << "round " << i;
+        EXPECT_EQ(n, last + 1) << "round " << i << ": the restored count goes on";
+        ::kill(*child, SIGKILL);
+        EXPECT_EQ(::waitpid(*child, nullptr, 0), *child);
+        drain();
+    }
+    stop = true;
+    for (auto& t : busy)
+        t.join();
+    char c;
+    EXPECT_EQ(::read(f[0], &c, 1), -1) << "the library fork()ed (our atfork handler ran)";
+    g_forked_fd = -1;
+    ::close(f[0]);
+    ::close(f[1]);
+}
+
+TEST_F(Restart, DuplicateNeverForks) {
+    int f[2];
+    ASSERT_EQ(::pipe2(f, O_CLOEXEC | O_NONBLOCK), 0);
+    g_forked_fd = f[1];
+    ASSERT_TRUE(watch_forks());
+    const pid_t orig = ::fork();
+    if (orig == 0) {
+        ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+        worker();
+    }
+    pids_.push_back(orig);
+    char c;
+    pollfd pf{f[0], POLLIN, 0};
+    ASSERT_EQ(::poll(&pf, 1, 5000), 1);
+    ASSERT_EQ(::read(f[0], &c, 1), 1); // our own fork, seen: the handler works
+    ASSERT_GT(next_line().first, 0);
+    auto copy = ghost::duplicate(*eng_, orig);
+    ASSERT_TRUE(copy) << copy.error().what();
+    pids_.push_back(*copy);
+    EXPECT_EQ(::read(f[0], &c, 1), -1) << "duplicate() fork()ed (our atfork handler ran)";
+    // Both run on, each with its own pid.
+    bool seen_orig = false, seen_copy = false;
+    for (int i = 0; i < 40 && !(seen_orig && seen_copy); i++) {
+        const pid_t p = next_line().first;
+        seen_orig |= p == orig;
+        seen_copy |= p == *copy;
+    }
+    EXPECT_TRUE(seen_orig && seen_copy);
+    g_forked_fd = -1;
+    ::close(f[0]);
+    ::close(f[1]);
+}
+
+TEST_F(Restart, StoppedUntilContinued) {
+    auto img = checkpointed();
+    const unsigned long last = last_;
+    auto o = opts();
+    o.stopped = true;
+    auto child = ghost::restart(*eng_, img.get(), o);
+    ASSERT_TRUE(child) << child.error().what();
+    pids_.push_back(*child);
+    EXPECT_EQ(state_of(*child), 'T');
+    int st = 0;
+    ASSERT_EQ(::waitpid(*child, &st, WUNTRACED | WNOHANG), *child);
+    EXPECT_TRUE(WIFSTOPPED(st) && WSTOPSIG(st) == SIGSTOP) << "status " << st;
+    // Not one line while stopped.
+    EXPECT_EQ(next_line(500).first, 0) << "the stopped process wrote";
+    EXPECT_EQ(state_of(*child), 'T');
+    ASSERT_EQ(::kill(*child, SIGCONT), 0);
+    const auto [pid, n] = next_line();
+    EXPECT_EQ(pid, *child);
+    EXPECT_EQ(n, last + 1) << "the first line after SIGCONT is the next count";
+    EXPECT_EQ(next_line().second, last + 2);
+}
+
+TEST_F(Restart, KilledWhileStoppedLeavesNothing) {
+    auto img = checkpointed();
+    auto o = opts();
+    o.stopped = true;
+    auto child = ghost::restart(*eng_, img.get(), o);
+    ASSERT_TRUE(child) << child.error().what();
+    EXPECT_EQ(state_of(*child), 'T');
+    ASSERT_EQ(::kill(*child, SIGKILL), 0);
+    int st = 0;
+    ASSERT_EQ(::waitpid(*child, &st, 0), *child);
+    EXPECT_TRUE(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL) << "status " << st;
+    // No other process of ours is left (the subreaper would inherit it),
+    // and nothing was written.
+    for (int i = 0; i < 50; i++) {
+        const pid_t p = ::waitpid(-1, nullptr, __WALL | WNOHANG);
+        if (p < 0 && errno == ECHILD)
+            break;
+        ::usleep(20000);
+    }
+    EXPECT_EQ(::waitpid(-1, nullptr, __WALL | WNOHANG), -1);
+    EXPECT_EQ(errno, ECHILD) << "a process of the restart is left";
+    EXPECT_EQ(next_line(200).first, 0);
+}
+
+TEST_F(Restart, StubFromOptionsOrEnvironmentElseNamedInTheError) {
+    auto found = ghost::restore_stub_path();
+    ASSERT_TRUE(found) << found.error().what();
+    EXPECT_NE(found->find("ghost-restore-stub"), std::string::npos);
+    auto img = checkpointed();
+    auto o = opts();
+    o.stub = "/nonexistent/ghost-restore-stub";
+    auto r = ghost::restart(*eng_, img.get(), o);
+    ASSERT_FALSE(r);
+    EXPECT_EQ(r.error().code.value(), ENOENT);
+    EXPECT_NE(r.error().what().find("/nonexistent/ghost-restore-stub"), std::string::npos)
+        << r.error().what();
+    ::setenv("GHOST_RESTORE_STUB", "/nonexistent/env-stub", 1);
+    auto e = ghost::restart(*eng_, img.get(), opts());
+    ::unsetenv("GHOST_RESTORE_STUB");
+    ASSERT_FALSE(e);
+    EXPECT_NE(e.error().what().find("GHOST_RESTORE_STUB=/nonexistent/env-stub"), std::string::npos)
+        << e.error().what();
+    // A program that is not the stub: it says nothing and is refused.
+    o.stub = "/bin/true";
+    auto t = ghost::restart(*eng_, img.get(), o);
+    ASSERT_FALSE(t);
+    EXPECT_NE(t.error().what().find("did not start"), std::string::npos) << t.error().what();
+}
+
+TEST_F(Restart, RefusedImageReasonComesBackThroughTheStub) {
+    // Not an image: the stub's reader refuses it, and says why.
+    ghost::UniqueFd junk(::open("/tmp", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600));
+    ASSERT_TRUE(junk);
+    const std::string bytes(8192, 'x');
+    ASSERT_EQ(::write(junk.get(), bytes.data(), bytes.size()), static_cast<ssize_t>(bytes.size()));
+    ASSERT_EQ(::lseek(junk.get(), 0, SEEK_SET), 0);
+    auto r = ghost::restart(*eng_, junk.get(), opts());
+    ASSERT_FALSE(r);
+    EXPECT_NE(r.error().code.value(), 0);
+    EXPECT_FALSE(r.error().message.empty());
+    EXPECT_EQ(r.error().message.find("did not start"), std::string::npos) << r.error().what();
+    // The same reason as restart_self() gives in this process (its
+    // refusal leaves the caller as it was).
+    ASSERT_EQ(::lseek(junk.get(), 0, SEEK_SET), 0);
+    const ghost::Error here = ghost::restart_self(*eng_, junk.get());
+    EXPECT_EQ(r.error().code.value(), here.code.value());
+    EXPECT_EQ(r.error().message, here.message);
+}
+
+} // namespace
