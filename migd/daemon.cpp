@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <algorithm>
 #include <cstdlib>
 #include <thread>
 
@@ -114,6 +115,21 @@ void Daemon::adopt(pid_t pid) {
     kids_.push_back(pid);
 }
 
+Daemon::Busy::Busy(Daemon& d, std::string id) : d_(d), id_(std::move(id)) {
+    std::lock_guard lock(d_.busy_mu_);
+    d_.busy_.push_back(id_);
+}
+
+Daemon::Busy::~Busy() {
+    std::lock_guard lock(d_.busy_mu_);
+    std::erase(d_.busy_, id_);
+}
+
+bool Daemon::busy(const std::string& id) {
+    std::lock_guard lock(busy_mu_);
+    return std::find(busy_.begin(), busy_.end(), id) != busy_.end();
+}
+
 void Daemon::reap() {
     std::lock_guard lock(kids_mu_);
     std::erase_if(kids_, [](pid_t pid) {
@@ -146,7 +162,9 @@ void Daemon::resolver_loop() {
         reap();
         for (const auto& e : journal_.all()) {
             const std::string role = e.value("role", ""), state = e.value("state", "");
-            if ((role == "dest" && state == "ready") || (role == "source" && state == "committing"))
+            if (((role == "dest" && state == "ready") ||
+                 (role == "source" && state == "committing")) &&
+                !busy(e.value("id", "")))
                 (void)resolve_one(e);
         }
         lock.lock();

@@ -69,6 +69,20 @@ class Daemon {
     void wake_resolver();
     // A restored copy is migd's child: reaped by the resolver when it exits.
     void adopt(pid_t pid);
+    // An operation a thread is carrying out: the resolver leaves its journal
+    // entry alone until the thread is done with it (RAII).
+    class Busy {
+      public:
+        Busy(Daemon& d, std::string id);
+        ~Busy();
+        Busy(const Busy&) = delete;
+        Busy& operator=(const Busy&) = delete;
+
+      private:
+        Daemon& d_;
+        std::string id_;
+    };
+    bool busy(const std::string& id);
     Journal journal_;
     Locations locations_;
     std::atomic<std::uint64_t> next_op_{1};
@@ -90,6 +104,8 @@ class Daemon {
     std::thread resolver_;
     std::mutex kids_mu_;
     std::vector<pid_t> kids_;
+    std::mutex busy_mu_;
+    std::vector<std::string> busy_;
 };
 
 // The fault a test asks a migd to have (environment MIGD_FAULT, for the

@@ -96,6 +96,7 @@ json Ops::local_move(Daemon& d, const json& req, const Client& who, const Emit& 
                   {"peer", to},       {"gid", gid},
                   {"pid", pid},       {"starttime", proc->starttime},
                   {"uid", proc->uid}, {"comm", proc->comm}};
+    Daemon::Busy busy(d, id);
     if (auto j = d.journal_.put(entry); !j)
         return error_reply(j.error());
     const auto t0 = std::chrono::steady_clock::now();
@@ -201,6 +202,7 @@ void Ops::peer_import(Daemon& d, Channel& ch, const json& req) {
         (void)send_json(ch, error_reply(u.error()));
         return;
     }
+    Daemon::Busy busy(d, id);
     json entry = {{"id", id},       {"role", "dest"},
                   {"kind", kind},   {"state", "receiving"},
                   {"peer", ch.peer()}, {"gid", req.value("gid", "")},
@@ -265,6 +267,11 @@ void Ops::peer_resolve(Daemon& d, Channel& ch, const json& req) {
 }
 
 void Ops::peer_commit(Daemon& d, Channel& ch, const json& req) {
+    if (d.busy(req.value("id", ""))) {
+        // The import's own thread still waits for its verdict: ask again.
+        (void)send_json(ch, error_reply("the migration is still in progress here"));
+        return;
+    }
     auto e = d.journal_.get(req.value("id", ""));
     if (e && e->value("role", "") == "dest" && e->value("state", "") == "ready")
         finish_dest(d, *e, req.value("op", "") == "commit");
