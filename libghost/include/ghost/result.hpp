@@ -49,7 +49,7 @@ template <class F, class... A> auto wrap_call(F&& f, A&&... a) {
     using U = std::remove_cvref_t<std::invoke_result_t<F, A...>>;
     if constexpr (std::is_void_v<U>) {
         std::forward<F>(f)(std::forward<A>(a)...);
-        return Result<void>();
+        return Result<U>(); // U (void) keeps it dependent: Result<void> is defined below
     } else {
         return Result<U>(std::forward<F>(f)(std::forward<A>(a)...));
     }
