@@ -216,7 +216,14 @@ void Ops::peer_import(Daemon& d, Channel& ch, const json& req) {
         return;
     }
     maybe_crash("dest-mid-stream");
-    auto im = import_from(d, ch, true);
+    // The stub's pid goes to the journal at once: a migd that dies before
+    // the copy is journaled as ready kills it when it starts again.
+    auto im = import_from(d, ch, true, [&](pid_t stub) {
+        entry["stub_pid"] = stub;
+        if (auto p = proc_info(stub))
+            entry["stub_starttime"] = p->starttime;
+        (void)d.journal_.put(entry);
+    });
     if (im && im->image.creds && im->image.creds->uid != uid) {
         (void)kill_process(im->pid, im->starttime);
         im = Error::from_errno(EPERM, fmt::format("the image runs as uid {}, not uid {} as "
@@ -336,8 +343,10 @@ void Ops::recover_entry(Daemon& d, const json& e) {
         spdlog::info("recovery: {} {} rolled back, pid {} runs on", e.value("kind", ""), id, pid);
         d.journal_.remove(id);
     } else if ((role == "dest" && state == "receiving") || role == "server") {
-        // The stub lost its stream with us and failed; a partial stored
-        // image is removed.
+        // Before the copy was ready: the stub (or the copy it became) is
+        // killed; a partial stored image is removed.
+        if (e.contains("stub_pid"))
+            (void)kill_process(e.value("stub_pid", 0), e.value("stub_starttime", std::uint64_t{0}));
         if (e.contains("tmp"))
             ::unlink(e.value("tmp", "").c_str());
         spdlog::info("recovery: incomplete {} {} dropped", e.value("kind", ""), id);

@@ -57,7 +57,9 @@ struct Imported {
 // the way (the whole stream, END checksum included), and returns the
 // restored process, stopped (SIGSTOP) when stopped is set. Any failure
 // kills what was restored and says why.
-ghost::Result<Imported> import_from(Daemon& d, Channel& ch, bool stopped);
+// spawned is told the restore stub's pid as soon as it exists.
+ghost::Result<Imported> import_from(Daemon& d, Channel& ch, bool stopped,
+                                    const std::function<void(pid_t)>& spawned = {});
 
 // Peer-side checks of who an incoming image runs as.
 ghost::Result<void> check_incoming_uid(const Config& cfg, uid_t uid);

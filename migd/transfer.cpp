@@ -191,7 +191,8 @@ Result<ExportResult> export_to(Daemon& d, Channel& ch, pid_t pid, ghost::Fate fa
     return out;
 }
 
-Result<Imported> import_from(Daemon& d, Channel& ch, bool stopped) {
+Result<Imported> import_from(Daemon& d, Channel& ch, bool stopped,
+                             const std::function<void(pid_t)>& spawned) {
     auto engine = d.engine();
     if (!engine)
         return engine.error();
@@ -208,6 +209,7 @@ Result<Imported> import_from(Daemon& d, Channel& ch, bool stopped) {
     std::thread restorer([&] {
         ghost::RestartOptions o;
         o.stopped = stopped;
+        o.spawned = spawned;
         restored = ghost::restart(**engine, rd.get(), o);
         rd.reset();
     });

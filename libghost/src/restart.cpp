@@ -285,12 +285,15 @@ Result<std::vector<std::pair<int, UniqueFd>>> inherit_sources(const RestartOptio
     return out;
 }
 
-Result<pid_t> run_stub(StubLaunch& l, std::uint64_t total, const ProgressFn& progress) {
+Result<pid_t> run_stub(StubLaunch& l, std::uint64_t total, const ProgressFn& progress,
+                       const std::function<void(pid_t)>& spawned = {}) {
     auto started = spawn_stub(l);
     if (!started)
         return started.error();
     l.inherited.clear(); // the child has its own now
     const pid_t child = started->first;
+    if (spawned)
+        spawned(child);
     if (auto r = await_restored(child, started->second.get(), total, progress, l.stub); !r)
         return r.error();
     if (l.stopped)
@@ -375,7 +378,7 @@ Result<pid_t> restart(Engine& engine, int in, const RestartOptions& o) {
         total = static_cast<std::uint64_t>(st.st_size - (at > 0 ? at : 0));
     }
     StubLaunch l{std::move(*stub), &engine, in, o.stopped, std::move(*given)};
-    return run_stub(l, total, o.progress);
+    return run_stub(l, total, o.progress, o.spawned);
 }
 
 Result<pid_t> duplicate(Engine& engine, pid_t pid, const DuplicateOptions& o) {

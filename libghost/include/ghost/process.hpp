@@ -58,6 +58,10 @@ struct RestartOptions {
     bool stopped = false;
     // The restore stub to spawn; empty: restore_stub_path() finds it.
     std::string stub;
+    // Called with the child's pid as soon as it is spawned, before the
+    // restore completes (migd journals it, so that a crash in between never
+    // leaves an unknown copy behind).
+    std::function<void(pid_t)> spawned;
 };
 
 // Rebuilds the image read from in (raw or zstd-compressed; file, pipe or
