@@ -371,12 +371,7 @@ json Ops::local_images(Daemon& d, const json& req, const Client& who) {
         t.join();
         return r ? *r : error_reply(r.error());
     }
-    auto ch = d.connect(server);
-    if (!ch)
-        return error_reply(ch.error());
-    if (auto s = send_json(**ch, ask); !s)
-        return error_reply(s.error());
-    auto r = recv_json(**ch);
+    auto r = d.ask(server, ask);
     return r ? *r : error_reply(r.error());
 }
 

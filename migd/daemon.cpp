@@ -90,6 +90,18 @@ Result<std::unique_ptr<Channel>> Daemon::connect(const std::string& host) {
     return connect_(host);
 }
 
+Result<json> Daemon::ask(const std::string& host, const json& req,
+                         std::chrono::milliseconds reply_timeout) {
+    auto ch = connect(host);
+    if (!ch)
+        return ch.error();
+    if (auto s = send_json(**ch, req); !s)
+        return s.error();
+    if (reply_timeout.count() > 0)
+        (*ch)->set_timeout(reply_timeout);
+    return recv_json(**ch);
+}
+
 Result<std::unique_ptr<ghost::Engine>> Daemon::engine() const {
     auto kind = ghost::parse_engine_kind(cfg_.engine);
     if (!kind)

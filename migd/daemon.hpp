@@ -65,6 +65,10 @@ class Daemon {
 
     // What the operations (ops.hpp) share.
     ghost::Result<std::unique_ptr<Channel>> connect(const std::string& host);
+    // One request to host and its reply, on a connection of its own. A
+    // non-zero reply_timeout replaces the I/O timeout for the reply.
+    ghost::Result<json> ask(const std::string& host, const json& req,
+                            std::chrono::milliseconds reply_timeout = {});
     ghost::Result<std::unique_ptr<ghost::Engine>> engine() const;
     void wake_resolver();
     // A restored copy is migd's child: reaped by the resolver when it exits.

@@ -151,14 +151,7 @@ json Ops::local_ps(Daemon& d, const json&, const Client&) {
     json all = local_processes(d);
     json unreachable = json::array();
     for (const auto& p : cfg.peers) {
-        auto ch = d.connect(p.name);
-        Result<json> r = ch ? Result<json>(json{}) : Result<json>(ch.error());
-        if (ch) {
-            if (auto s = send_json(**ch, {{"op", "list"}}); !s)
-                r = s.error();
-            else
-                r = recv_json(**ch);
-        }
+        auto r = d.ask(p.name, {{"op", "list"}});
         if (!r || !r->value("ok", false)) {
             unreachable.push_back({{"host", p.name},
                                    {"error", r ? r->value("error", "refused") : r.error().what()}});

@@ -286,12 +286,7 @@ void Ops::peer_commit(Daemon& d, Channel& ch, const json& req) {
 }
 
 bool Ops::resolve_dest(Daemon& d, const json& entry) {
-    auto ch = d.connect(entry.value("peer", ""));
-    if (!ch)
-        return false;
-    if (!send_json(**ch, {{"op", "resolve"}, {"id", entry.value("id", "")}}))
-        return false;
-    auto a = recv_json(**ch);
+    auto a = d.ask(entry.value("peer", ""), {{"op", "resolve"}, {"id", entry.value("id", "")}});
     if (!a || !a->value("ok", false))
         return false;
     const std::string state = a->value("state", "");
@@ -318,12 +313,7 @@ bool Ops::resolve_source(Daemon& d, const json& entry) {
     l.uid = entry.value("uid", 0u);
     l.comm = entry.value("comm", "");
     (void)d.locations_.set(l);
-    auto ch = d.connect(l.host);
-    if (!ch)
-        return false;
-    if (!send_json(**ch, {{"op", "commit"}, {"id", entry.value("id", "")}}))
-        return false;
-    auto a = recv_json(**ch);
+    auto a = d.ask(l.host, {{"op", "commit"}, {"id", entry.value("id", "")}});
     if (!a || !a->value("ok", false))
         return false;
     spdlog::info("{} {}: commit delivered to {}", kind, entry.value("id", ""), l.host);

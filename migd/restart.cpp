@@ -98,15 +98,8 @@ json Ops::local_restart(Daemon& d, const json& req, const Client& who, const Emi
     }
     if (!cfg.peer(on))
         return error_reply(fmt::format("{} is not a peer of {}", on, cfg.host));
-    auto ch = d.connect(on);
-    if (!ch)
-        return error_reply(ch.error());
-    if (auto s = send_json(**ch, {{"op", "restart"}, {"server", server}, {"id", id},
-                                  {"uid", who.uid}});
-        !s)
-        return error_reply(s.error());
-    (*ch)->set_timeout(std::chrono::milliseconds(std::max(cfg.io_timeout_ms, 120000u)));
-    auto r = recv_json(**ch);
+    auto r = d.ask(on, {{"op", "restart"}, {"server", server}, {"id", id}, {"uid", who.uid}},
+                   std::chrono::milliseconds(std::max(cfg.io_timeout_ms, 120000u)));
     return r ? *r : error_reply(r.error());
 }
 
