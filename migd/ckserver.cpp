@@ -18,10 +18,8 @@
 #include <chrono>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <mutex>
 #include <regex>
-#include <sstream>
 #include <thread>
 
 #include <fmt/format.h>
@@ -52,12 +50,10 @@ std::string meta_path(const Config& cfg, const std::string& id) {
 }
 
 std::optional<json> read_meta(const Config& cfg, const std::string& id) {
-    std::ifstream f(meta_path(cfg, id));
-    if (!f)
+    auto text = read_file(meta_path(cfg, id));
+    if (!text)
         return std::nullopt;
-    std::stringstream ss;
-    ss << f.rdbuf();
-    auto j = json::parse(ss.str(), nullptr, false);
+    auto j = json::parse(*text, nullptr, false);
     if (j.is_discarded())
         return std::nullopt;
     return j;
@@ -89,11 +85,11 @@ Result<void> server_ready(const Config& cfg) {
 
 // Room for `want` more bytes: the quota and the file system's free space.
 Result<void> check_room(const Config& cfg, std::uint64_t want) {
-    if (cfg.server_max_bytes && stored_bytes(cfg) + want > cfg.server_max_bytes)
+    const std::uint64_t used = cfg.server_max_bytes ? stored_bytes(cfg) : 0;
+    if (cfg.server_max_bytes && used + want > cfg.server_max_bytes)
         return Error::from_errno(EDQUOT, fmt::format("checkpoint server {} is full: {} of {} "
                                                      "bytes used, {} more needed",
-                                                     cfg.host, stored_bytes(cfg),
-                                                     cfg.server_max_bytes, want));
+                                                     cfg.host, used, cfg.server_max_bytes, want));
     struct statvfs vfs;
     if (::statvfs(cfg.server_dir.c_str(), &vfs) == 0) {
         const std::uint64_t avail = static_cast<std::uint64_t>(vfs.f_bavail) * vfs.f_frsize;
@@ -124,10 +120,12 @@ Result<std::string> store_one(Daemon& d, Channel& ch, const json& item, uid_t ow
         werr_set = true;
     }
     std::uint64_t written = 0;
+    // What the store held before this image: scanned once, not per frame.
+    const std::uint64_t stored = cfg.server_max_bytes ? stored_bytes(cfg) : 0;
     FrameSource src(ch, [&](std::span<const std::byte> b) -> Result<void> {
         if (werr_set)
             return {};
-        if (cfg.server_max_bytes && stored_bytes(cfg) + written + b.size() > cfg.server_max_bytes) {
+        if (cfg.server_max_bytes && stored + written + b.size() > cfg.server_max_bytes) {
             werr = Error::from_errno(EDQUOT, fmt::format("checkpoint server {} is over its quota "
                                                          "of {} bytes",
                                                          cfg.host, cfg.server_max_bytes));
@@ -135,17 +133,12 @@ Result<std::string> store_one(Daemon& d, Channel& ch, const json& item, uid_t ow
             return {};
         }
         std::size_t off = 0;
-        while (off < b.size()) {
-            const ssize_t n = ::write(fd.get(), b.data() + off, b.size() - off);
-            if (n < 0 && errno == EINTR)
-                continue;
-            if (n < 0) {
-                werr = Error::from_errno(errno, fmt::format("writing {} after {} bytes: {}", tmp,
-                                                            written + off, std::strerror(errno)));
-                werr_set = true;
-                return {};
-            }
-            off += static_cast<std::size_t>(n);
+        if (auto w = write_all(fd.get(), b, &off); !w) {
+            werr = Error::from_errno(w.error().code.value(),
+                                     fmt::format("writing {} after {} bytes: {}", tmp,
+                                                 written + off, w.error().what()));
+            werr_set = true;
+            return {};
         }
         written += b.size();
         return {};

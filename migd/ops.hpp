@@ -31,8 +31,6 @@ ghost::Result<void> check_movable_fds(pid_t pid);
 // SIGKILL the process (pid, start time) and wait until it is gone.
 ghost::Result<void> kill_process(pid_t pid, std::uint64_t starttime);
 
-std::uint64_t now_ms();
-
 struct ExportResult {
     ghost::ExportStats stats;
     bool confirmed = false; // confirm() succeeded (the commit point passed)

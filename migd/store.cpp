@@ -30,12 +30,6 @@ Error sys_error(const std::string& what) {
     return Error::from_errno(err, fmt::format("{}: {}", what, std::strerror(err)));
 }
 
-std::uint64_t now_ms() {
-    return static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(
-                                          std::chrono::system_clock::now().time_since_epoch())
-                                          .count());
-}
-
 Result<void> make_dir(const std::string& path) {
     std::error_code ec;
     std::filesystem::create_directories(path, ec);
@@ -44,6 +38,14 @@ Result<void> make_dir(const std::string& path) {
                                                          ec.message()));
     ::chmod(path.c_str(), 0700);
     return {};
+}
+
+} // namespace
+
+std::uint64_t now_ms() {
+    return static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                          std::chrono::system_clock::now().time_since_epoch())
+                                          .count());
 }
 
 std::optional<std::string> read_file(const std::string& path) {
@@ -55,24 +57,34 @@ std::optional<std::string> read_file(const std::string& path) {
     return ss.str();
 }
 
-} // namespace
+Result<void> write_all(int fd, std::span<const std::byte> data, std::size_t* done) {
+    std::size_t off = 0;
+    while (off < data.size()) {
+        const ssize_t n = ::write(fd, data.data() + off, data.size() - off);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0) {
+            const int err = errno;
+            if (done)
+                *done = off;
+            return Error::from_errno(err, std::strerror(err));
+        }
+        off += static_cast<std::size_t>(n);
+    }
+    if (done)
+        *done = off;
+    return {};
+}
 
 Result<void> write_file_atomic(const std::string& path, std::string_view data, int mode) {
     const std::string tmp = path + ".tmp";
     UniqueFd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode));
     if (!fd)
         return sys_error(fmt::format("cannot create {}", tmp));
-    std::size_t off = 0;
-    while (off < data.size()) {
-        const ssize_t n = ::write(fd.get(), data.data() + off, data.size() - off);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0) {
-            auto e = sys_error(fmt::format("cannot write {}", tmp));
-            ::unlink(tmp.c_str());
-            return e;
-        }
-        off += static_cast<std::size_t>(n);
+    if (auto w = write_all(fd.get(), std::as_bytes(std::span(data))); !w) {
+        ::unlink(tmp.c_str());
+        return Error::from_errno(w.error().code.value(),
+                                 fmt::format("cannot write {}: {}", tmp, w.error().what()));
     }
     if (::fsync(fd.get()) != 0) {
         auto e = sys_error(fmt::format("cannot sync {}", tmp));

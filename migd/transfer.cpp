@@ -40,12 +40,6 @@ json error_reply(const Error& e) {
     return error_reply(e.what());
 }
 
-std::uint64_t now_ms() {
-    return static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(
-                                          std::chrono::system_clock::now().time_since_epoch())
-                                          .count());
-}
-
 Result<ProcInfo> owned_process(pid_t pid, const Client& who) {
     auto p = proc_info(pid);
     if (!p || p->state == 'Z')
@@ -116,17 +110,30 @@ Result<void> check_incoming_uid(const Config& cfg, uid_t uid) {
     return {};
 }
 
+namespace {
+
+// The pipe between an engine and a channel: 1 MiB (fewer wakeups; best
+// effort), close-on-exec.
+Result<std::pair<UniqueFd, UniqueFd>> relay_pipe() {
+    int p[2];
+    if (::pipe2(p, O_CLOEXEC) != 0)
+        return Error::from_errno(errno, fmt::format("pipe: {}", std::strerror(errno)));
+    ::fcntl(p[1], F_SETPIPE_SZ, 1 << 20);
+    return std::pair{UniqueFd(p[0]), UniqueFd(p[1])};
+}
+
+} // namespace
+
 Result<ExportResult> export_to(Daemon& d, Channel& ch, pid_t pid, ghost::Fate fate,
                                const std::function<Result<void>()>& confirm, const Emit& emit) {
     auto engine = d.engine();
     if (!engine)
         return engine.error();
-    int p[2];
-    if (::pipe2(p, O_CLOEXEC) != 0)
-        return Error::from_errno(errno, fmt::format("pipe: {}", std::strerror(errno)));
-    UniqueFd rd(p[0]);
-    auto wr = std::make_shared<UniqueFd>(p[1]);
-    ::fcntl(wr->get(), F_SETPIPE_SZ, 1 << 20); // fewer wakeups; best effort
+    auto pipe = relay_pipe();
+    if (!pipe)
+        return pipe.error();
+    UniqueFd rd = std::move(pipe->first);
+    auto wr = std::make_shared<UniqueFd>(std::move(pipe->second));
 
     // The exporter tells the relay (this thread) that the image is complete
     // by setting `complete` and closing the pipe; the relay sends END and
@@ -196,11 +203,10 @@ Result<Imported> import_from(Daemon& d, Channel& ch, bool stopped,
     auto engine = d.engine();
     if (!engine)
         return engine.error();
-    int p[2];
-    if (::pipe2(p, O_CLOEXEC) != 0)
-        return Error::from_errno(errno, fmt::format("pipe: {}", std::strerror(errno)));
-    UniqueFd rd(p[0]), wr(p[1]);
-    ::fcntl(wr.get(), F_SETPIPE_SZ, 1 << 20);
+    auto pipe = relay_pipe();
+    if (!pipe)
+        return pipe.error();
+    UniqueFd rd = std::move(pipe->first), wr = std::move(pipe->second);
 
     // The stub restores from the pipe while this thread feeds it and checks
     // every byte: a restore that succeeds on a stream that then fails the
@@ -216,19 +222,10 @@ Result<Imported> import_from(Daemon& d, Channel& ch, bool stopped,
     const std::uint64_t limit = d.config().max_image_bytes;
     bool stub_gone = false;
     FrameSource src(ch, [&](std::span<const std::byte> b) -> Result<void> {
-        if (stub_gone)
-            return {};
-        std::size_t off = 0;
-        while (off < b.size()) {
-            const ssize_t n = ::write(wr.get(), b.data() + off, b.size() - off);
-            if (n < 0 && errno == EINTR)
-                continue;
-            if (n < 0) {
-                stub_gone = true; // the stub refused the image: its reason comes from restart()
-                return {};
-            }
-            off += static_cast<std::size_t>(n);
-        }
+        // A failed write: the stub refused the image, and its reason comes
+        // from restart().
+        if (!stub_gone && !write_all(wr.get(), b))
+            stub_gone = true;
         return {};
     });
     ghost::image::ReadOptions ro;
