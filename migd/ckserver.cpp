@@ -59,6 +59,20 @@ std::optional<json> read_meta(const Config& cfg, const std::string& id) {
     return j;
 }
 
+// Image id's metadata, when uid may act on it: its owner or root. what is
+// the act ("remove", "restart"), for the refusal.
+Result<json> owned_image(const Config& cfg, const std::string& id, uid_t uid,
+                         std::string_view what) {
+    auto meta = valid_id(id) ? read_meta(cfg, id) : std::nullopt;
+    if (!meta)
+        return Error::from_errno(ENOENT, fmt::format("no image {} on {}", id, cfg.host));
+    if (uid != 0 && meta->value("owner", 0u) != uid)
+        return Error::from_errno(EPERM, fmt::format("image {} belongs to uid {}: only its owner "
+                                                    "or root may {} it",
+                                                    id, meta->value("owner", 0u), what));
+    return *meta;
+}
+
 std::uint64_t stored_bytes(const Config& cfg) {
     std::uint64_t n = 0;
     std::error_code ec;
@@ -377,15 +391,8 @@ void Ops::peer_images(Daemon& d, Channel& ch, const json& req) {
     const uid_t uid = req.value("uid", 0u);
     if (req.contains("rm")) {
         const std::string id = req.value("rm", "");
-        auto meta = valid_id(id) ? read_meta(cfg, id) : std::nullopt;
-        if (!meta) {
-            (void)send_json(ch, error_reply(fmt::format("no image {} on {}", id, cfg.host)));
-            return;
-        }
-        if (uid != 0 && meta->value("owner", 0u) != uid) {
-            (void)send_json(ch, error_reply(fmt::format("image {} belongs to uid {}: only its "
-                                                        "owner or root may remove it",
-                                                        id, meta->value("owner", 0u))));
+        if (auto meta = owned_image(cfg, id, uid, "remove"); !meta) {
+            (void)send_json(ch, error_reply(meta.error()));
             return;
         }
         ::unlink(image_path(cfg, id).c_str());
@@ -412,15 +419,9 @@ void Ops::peer_fetch(Daemon& d, Channel& ch, const json& req) {
     const Config& cfg = d.config();
     const std::string id = req.value("id", "");
     const uid_t uid = req.value("uid", 0u);
-    auto meta = valid_id(id) ? read_meta(cfg, id) : std::nullopt;
+    auto meta = owned_image(cfg, id, uid, "restart");
     if (!meta) {
-        (void)send_json(ch, error_reply(fmt::format("no image {} on {}", id, cfg.host)));
-        return;
-    }
-    if (uid != 0 && meta->value("owner", 0u) != uid) {
-        (void)send_json(ch, error_reply(fmt::format("image {} belongs to uid {}: only its owner "
-                                                    "or root may restart it",
-                                                    id, meta->value("owner", 0u))));
+        (void)send_json(ch, error_reply(meta.error()));
         return;
     }
     UniqueFd fd(::open(image_path(cfg, id).c_str(), O_RDONLY | O_CLOEXEC));
