@@ -22,6 +22,21 @@ using ghost::Result;
 
 namespace {
 
+// The location table's entry for the gid of a journaled migration: "local"
+// on the destination, "moved" (forwarding to host) on the source.
+Location location_of(const json& entry, std::string state, std::string host, pid_t pid,
+                     std::uint64_t starttime = 0) {
+    Location l;
+    l.gid = entry.value("gid", "");
+    l.state = std::move(state);
+    l.host = std::move(host);
+    l.pid = pid;
+    l.starttime = starttime;
+    l.uid = entry.value("uid", 0u);
+    l.comm = entry.value("comm", "");
+    return l;
+}
+
 // The destination's end of a migration: the copy runs (commit) or is
 // killed (abort), and the entry leaves the journal.
 void finish_dest(Daemon& d, const json& entry, bool commit) {
@@ -31,14 +46,7 @@ void finish_dest(Daemon& d, const json& entry, bool commit) {
     if (commit) {
         if (pid > 0 && proc_alive(pid, start))
             ::kill(pid, SIGCONT);
-        Location l;
-        l.gid = entry.value("gid", "");
-        l.state = "local";
-        l.host = d.config().host;
-        l.pid = pid;
-        l.starttime = start;
-        l.uid = entry.value("uid", 0u);
-        l.comm = entry.value("comm", "");
+        const Location l = location_of(entry, "local", d.config().host, pid, start);
         (void)d.locations_.set(l);
         spdlog::info("{} {}: copy {} runs as pid {}", entry.value("kind", ""), id, l.gid, pid);
     } else {
@@ -51,12 +59,8 @@ void finish_dest(Daemon& d, const json& entry, bool commit) {
 
 json move_reply(const std::string& gid, const std::string& host, pid_t pid,
                 const ghost::ExportStats& st, std::uint64_t total_ms) {
-    return {{"ok", true},
-            {"gid", gid},
-            {"host", host},
-            {"pid", pid},
-            {"bytes", st.bytes},
-            {"frozen_ms", st.frozen_ns / 1000000},
+    return {{"ok", true},          {"gid", gid},        {"host", host},
+            {"pid", pid},          {"bytes", st.bytes}, {"frozen_ms", st.frozen_ns / 1000000},
             {"total_ms", total_ms}};
 }
 
@@ -71,11 +75,11 @@ json Ops::local_move(Daemon& d, const json& req, const Client& who, const Emit& 
     if (pid <= 0)
         return error_reply(fmt::format("{} needs \"pid\": a process id", op));
     if (to == cfg.host)
-        return error_reply(fmt::format("process {} is on {} already: --to names another host",
-                                       pid, to));
+        return error_reply(
+            fmt::format("process {} is on {} already: --to names another host", pid, to));
     if (!cfg.peer(to))
-        return error_reply(fmt::format("{} is not a peer of {} (see [[peer]] in {})", to,
-                                       cfg.host, cfg.source));
+        return error_reply(
+            fmt::format("{} is not a peer of {} (see [[peer]] in {})", to, cfg.host, cfg.source));
     auto proc = owned_process(pid, who);
     if (!proc)
         return error_reply(proc.error());
@@ -91,11 +95,10 @@ json Ops::local_move(Daemon& d, const json& req, const Client& who, const Emit& 
         gid = d.locations_.new_gid();
 
     const std::string id = fmt::format("{}.{}.{}", cfg.host, now_ms(), d.next_op_++);
-    json entry = {{"id", id},         {"role", "source"},
-                  {"kind", op},       {"state", "sending"},
-                  {"peer", to},       {"gid", gid},
-                  {"pid", pid},       {"starttime", proc->starttime},
-                  {"uid", proc->uid}, {"comm", proc->comm}};
+    json entry = {
+        {"id", id},         {"role", "source"},  {"kind", op}, {"state", "sending"},
+        {"peer", to},       {"gid", gid},        {"pid", pid}, {"starttime", proc->starttime},
+        {"uid", proc->uid}, {"comm", proc->comm}};
     Daemon::Busy busy(d, id);
     if (auto j = d.journal_.put(entry); !j)
         return error_reply(j.error());
@@ -111,9 +114,8 @@ json Ops::local_move(Daemon& d, const json& req, const Client& who, const Emit& 
     if (!ch)
         return fail(ch.error().what());
     Channel& c = **ch;
-    const json ask = {{"op", "import"},   {"id", id},         {"kind", op},
-                      {"gid", gid},       {"uid", proc->uid}, {"comm", proc->comm},
-                      {"origin", cfg.host}};
+    const json ask = {{"op", "import"},   {"id", id},           {"kind", op},        {"gid", gid},
+                      {"uid", proc->uid}, {"comm", proc->comm}, {"origin", cfg.host}};
     if (auto s = send_json(c, ask); !s)
         return fail(fmt::format("cannot reach {}: {}", to, s.error().what()));
     auto yes = recv_json(c);
@@ -131,9 +133,9 @@ json Ops::local_move(Daemon& d, const json& req, const Client& who, const Emit& 
         c.set_timeout(std::chrono::milliseconds(std::max(cfg.io_timeout_ms, 60000u)));
         auto ack = recv_json(c);
         if (!ack)
-            return Error::from_errno(ack.error().code.value(),
-                                     fmt::format("{} did not confirm the import: {}", to,
-                                                 ack.error().what()));
+            return Error::from_errno(
+                ack.error().code.value(),
+                fmt::format("{} did not confirm the import: {}", to, ack.error().what()));
         if (!ack->value("ok", false))
             return Error::from_errno(EIO, fmt::format("{} refused the image: {}", to,
                                                       ack->value("error", "no reason given")));
@@ -158,18 +160,11 @@ json Ops::local_move(Daemon& d, const json& req, const Client& who, const Emit& 
                                            to, pid, ex.error().what()));
         }
         (void)send_json(c, {{"op", "abort"}, {"id", id}}); // the copy, if any, is killed
-        return fail(fmt::format("{} of process {} to {} failed, the original runs on: {}", op,
-                                pid, to, ex.error().what()));
+        return fail(fmt::format("{} of process {} to {} failed, the original runs on: {}", op, pid,
+                                to, ex.error().what()));
     }
 
-    Location l;
-    l.gid = gid;
-    l.state = "moved";
-    l.host = to;
-    l.pid = dest_pid;
-    l.uid = proc->uid;
-    l.comm = proc->comm;
-    (void)d.locations_.set(l);
+    (void)d.locations_.set(location_of(entry, "moved", to, dest_pid));
     c.set_timeout(std::chrono::milliseconds(cfg.io_timeout_ms));
     auto done = send_json(c, {{"op", "commit"}, {"id", id}});
     Result<json> ok = done ? recv_json(c) : Result<json>(done.error());
@@ -203,10 +198,10 @@ void Ops::peer_import(Daemon& d, Channel& ch, const json& req) {
         return;
     }
     Daemon::Busy busy(d, id);
-    json entry = {{"id", id},       {"role", "dest"},
-                  {"kind", kind},   {"state", "receiving"},
+    json entry = {{"id", id},          {"role", "dest"},
+                  {"kind", kind},      {"state", "receiving"},
                   {"peer", ch.peer()}, {"gid", req.value("gid", "")},
-                  {"uid", uid},     {"comm", req.value("comm", "")}};
+                  {"uid", uid},        {"comm", req.value("comm", "")}};
     if (auto j = d.journal_.put(entry); !j) {
         (void)send_json(ch, error_reply(j.error()));
         return;
@@ -299,19 +294,15 @@ bool Ops::resolve_dest(Daemon& d, const json& entry) {
 bool Ops::resolve_source(Daemon& d, const json& entry) {
     const std::string kind = entry.value("kind", "");
     if (kind == "migrate") {
-        if (auto k = kill_process(entry.value("pid", 0), entry.value("starttime", std::uint64_t{0}));
+        if (auto k =
+                kill_process(entry.value("pid", 0), entry.value("starttime", std::uint64_t{0}));
             !k) {
             spdlog::warn("{} {}: {}", kind, entry.value("id", ""), k.error().what());
             return false;
         }
     }
-    Location l;
-    l.gid = entry.value("gid", "");
-    l.state = "moved";
-    l.host = entry.value("peer", "");
-    l.pid = entry.value("dest_pid", 0);
-    l.uid = entry.value("uid", 0u);
-    l.comm = entry.value("comm", "");
+    const Location l =
+        location_of(entry, "moved", entry.value("peer", ""), entry.value("dest_pid", 0));
     (void)d.locations_.set(l);
     auto a = d.ask(l.host, {{"op", "commit"}, {"id", entry.value("id", "")}});
     if (!a || !a->value("ok", false))
