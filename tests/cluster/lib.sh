@@ -75,3 +75,14 @@ cluster_addr() {
 cluster_dir() {
 	(. "${GHOST_CLUSTER_RUN:-/run/ghost-cluster}/$GHOST_CLUSTER_NAME.env" && echo "$dir")
 }
+
+# cluster_close_inherited_fds: closes the calling shell's descriptors but
+# 0, 1, 2 and bash's own 255. One inherited from whoever ran the test (a
+# pipe) would reach every process the test starts, and a process holding a
+# pipe cannot move to another host.
+cluster_close_inherited_fds() {
+	local fd self=$BASHPID # (inside $(...) it would be the subshell's)
+	for fd in $(ls "/proc/$self/fd"); do
+		case $fd in 0 | 1 | 2 | 255) ;; *) eval "exec $fd>&-" 2>/dev/null || true ;; esac
+	done
+}
