@@ -4,8 +4,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <chrono>
 #include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <thread>
 
@@ -40,12 +40,13 @@ void maybe_crash(std::string_view point) {
 }
 
 Daemon::Daemon(Config cfg, std::shared_ptr<TlsContext> tls)
-    : cfg_(std::move(cfg)), tls_(std::move(tls)) {
+    : cfg_(std::move(cfg)), tls_(std::move(tls)),
+      pool_(std::chrono::milliseconds(cfg_.io_timeout_ms / 2)) {
     connect_ = [this](const std::string& host) -> Result<std::unique_ptr<Channel>> {
         const PeerConfig* p = cfg_.peer(host);
         if (!p)
-            return Error::from_errno(ENOENT, fmt::format("{} is not a peer of {}", host,
-                                                         cfg_.host));
+            return Error::from_errno(ENOENT,
+                                     fmt::format("{} is not a peer of {}", host, cfg_.host));
         if (!tls_)
             return Error::from_errno(EOPNOTSUPP, fmt::format("{} has no TLS certificates "
                                                              "([tls] in {}): it cannot talk to "
@@ -84,6 +85,7 @@ void Daemon::stop() {
     cv_.notify_all();
     if (resolver_.joinable())
         resolver_.join();
+    pool_.clear();
 }
 
 Result<std::unique_ptr<Channel>> Daemon::connect(const std::string& host) {
@@ -92,14 +94,36 @@ Result<std::unique_ptr<Channel>> Daemon::connect(const std::string& host) {
 
 Result<json> Daemon::ask(const std::string& host, const json& req,
                          std::chrono::milliseconds reply_timeout) {
-    auto ch = connect(host);
-    if (!ch)
-        return ch.error();
-    if (auto s = send_json(**ch, req); !s)
-        return s.error();
-    if (reply_timeout.count() > 0)
-        (*ch)->set_timeout(reply_timeout);
-    return recv_json(**ch);
+    const std::string op = req.value("op", "");
+    const bool keep = keeps_connection(op);
+    for (;;) {
+        std::unique_ptr<Channel> ch = keep ? pool_.take(host) : nullptr;
+        const bool reused = ch != nullptr;
+        if (!ch) {
+            auto c = connect(host);
+            if (!c)
+                return c.error();
+            ch = std::move(*c);
+        }
+        auto s = send_json(*ch, req);
+        if (s && reply_timeout.count() > 0)
+            ch->set_timeout(reply_timeout);
+        Result<json> r = s ? recv_json(*ch) : Result<json>(s.error());
+        if (r) {
+            if (keep) {
+                ch->set_timeout(std::chrono::milliseconds(cfg_.io_timeout_ms));
+                pool_.give(host, std::move(ch));
+            } else {
+                (void)ch->finish();
+            }
+            return r;
+        }
+        // A kept connection the peer closed meanwhile (it restarted, or its
+        // idle timeout passed first): once more on a new connection, unless
+        // the request must not be repeated (a signal delivered twice).
+        if (!reused || op == "kill")
+            return r;
+    }
 }
 
 Result<std::unique_ptr<ghost::Engine>> Daemon::engine() const {
@@ -142,12 +166,22 @@ bool Daemon::busy(const std::string& id) {
     return std::find(busy_.begin(), busy_.end(), id) != busy_.end();
 }
 
+// Only exits are reaped. A restored copy that migrates on is traced by
+// another thread of migd during its export, and wait(2) in any thread of
+// the tracer's process reports (and consumes) its ptrace stops whatever
+// the flags: peek first (WNOWAIT), and leave a stop to the tracer, which
+// would otherwise wait for it forever.
 void Daemon::reap() {
     std::lock_guard lock(kids_mu_);
     std::erase_if(kids_, [](pid_t pid) {
+        siginfo_t info{};
+        if (::waitid(P_PID, pid, &info, WEXITED | WNOHANG | WNOWAIT) != 0)
+            return errno == ECHILD;
+        if (info.si_pid != pid || (info.si_code != CLD_EXITED && info.si_code != CLD_KILLED &&
+                                   info.si_code != CLD_DUMPED))
+            return false;
         int status;
-        const pid_t r = ::waitpid(pid, &status, WNOHANG);
-        return r == pid || (r < 0 && errno == ECHILD);
+        return ::waitpid(pid, &status, WNOHANG) == pid;
     });
 }
 
@@ -203,16 +237,26 @@ json Daemon::local(const json& req, const Client& who, const Emit& emit) {
 }
 
 void Daemon::serve_peer(std::unique_ptr<Channel> ch) {
-    auto req = recv_json(*ch);
-    if (!req) {
-        spdlog::warn("peer {}: {}", ch->peer(), req.error().what());
-        return;
-    }
-    try {
-        dispatch_peer(*ch, *req);
-    } catch (const std::exception& e) {
-        // A field of the wrong type: nlohmann throws on it.
-        (void)send_json(*ch, error_reply(fmt::format("malformed request: {}", e.what())));
+    const std::chrono::milliseconds io(cfg_.io_timeout_ms);
+    for (bool first = true;; first = false) {
+        auto req = recv_json(*ch);
+        if (!req) {
+            // After a short request, the asker's end or its silence is the
+            // normal end of a kept connection.
+            if (first)
+                spdlog::warn("peer {}: {}", ch->peer(), req.error().what());
+            break;
+        }
+        const std::string op = req->value("op", "");
+        try {
+            dispatch_peer(*ch, *req);
+        } catch (const std::exception& e) {
+            // A field of the wrong type: nlohmann throws on it.
+            (void)send_json(*ch, error_reply(fmt::format("malformed request: {}", e.what())));
+        }
+        if (!keeps_connection(op))
+            break;
+        ch->set_timeout(io);
     }
     (void)ch->finish();
 }

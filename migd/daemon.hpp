@@ -21,6 +21,7 @@
 #include "config.hpp"
 #include "ghost/engine.hpp"
 #include "ghost/image.hpp"
+#include "pool.hpp"
 #include "store.hpp"
 
 namespace migd {
@@ -56,7 +57,9 @@ class Daemon {
     // A local request (already parsed); the reply. Long operations report
     // progress through emit before replying.
     json local(const json& req, const Client& who, const Emit& emit);
-    // An authenticated peer connection: one request, its exchange, closed.
+    // An authenticated peer connection: a request and its exchange. After a
+    // short request (keeps_connection()) the next may follow on the same
+    // connection; an idle one is closed after the I/O timeout.
     void serve_peer(std::unique_ptr<Channel> ch);
 
     const Config& config() const { return cfg_; }
@@ -65,8 +68,10 @@ class Daemon {
 
     // What the operations (ops.hpp) share.
     ghost::Result<std::unique_ptr<Channel>> connect(const std::string& host);
-    // One request to host and its reply, on a connection of its own. A
-    // non-zero reply_timeout replaces the I/O timeout for the reply.
+    // One request to host and its reply. A short request (keeps_connection())
+    // goes on a kept connection when there is one, and leaves its connection
+    // kept; any other on a connection of its own. A non-zero reply_timeout
+    // replaces the I/O timeout for the reply.
     ghost::Result<json> ask(const std::string& host, const json& req,
                             std::chrono::milliseconds reply_timeout = {});
     ghost::Result<std::unique_ptr<ghost::Engine>> engine() const;
@@ -101,6 +106,7 @@ class Daemon {
     Config cfg_;
     std::shared_ptr<TlsContext> tls_;
     Connector connect_;
+    ConnectionPool pool_; // after tls_: closed before the context goes
     std::mutex mu_;
     std::condition_variable cv_;
     bool stopping_ = false;

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 #include "listener.hpp"
+#include "pool.hpp"
 
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -77,7 +78,9 @@ Listener::~Listener() {
 }
 
 void Listener::accept_loop() {
-    const unsigned limit = cfg_.max_transfers + spare_connections;
+    // Each peer may also keep a few idle connections for short requests.
+    const unsigned kept = unsigned(kept_per_peer * cfg_.peers.size());
+    const unsigned limit = cfg_.max_transfers + spare_connections + kept;
     for (;;) {
         pollfd p[2] = {{listening_.get(), POLLIN, 0}, {wake_.get(), POLLIN, 0}};
         if (::poll(p, 2, -1) < 0) {
@@ -98,8 +101,8 @@ void Listener::accept_loop() {
         reap(false);
         if (active_.load() >= limit) {
             spdlog::warn("refused peer {}: too many connections ({} at once, limit {} = "
-                         "[limits] max_transfers + {})",
-                         address, active_.load(), limit, spare_connections);
+                         "[limits] max_transfers + {} + {} kept by peers)",
+                         address, active_.load(), limit, spare_connections, kept);
             continue;
         }
         std::lock_guard lock(mu_);

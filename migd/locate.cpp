@@ -29,7 +29,7 @@ std::string run_state(const Location& l) {
 }
 
 json local_entry_json(const Location& l) {
-    return {{"gid", l.gid}, {"host", l.host}, {"pid", l.pid},
+    return {{"gid", l.gid},          {"host", l.host}, {"pid", l.pid},
             {"state", run_state(l)}, {"comm", l.comm}, {"uid", l.uid}};
 }
 
@@ -53,8 +53,8 @@ json act_here(const Location& l, const std::string& op, const json& extra) {
         return error_reply(fmt::format("{} (pid {} on {}) has exited", l.gid, l.pid, l.host));
     const int sig = extra.value("signal", SIGTERM);
     if (::kill(l.pid, sig) != 0)
-        return error_reply(fmt::format("cannot signal pid {} on {}: {}", l.pid, l.host,
-                                       std::strerror(errno)));
+        return error_reply(
+            fmt::format("cannot signal pid {} on {}: {}", l.pid, l.host, std::strerror(errno)));
     r["signal"] = sig;
     return r;
 }
@@ -95,21 +95,16 @@ json Ops::route(Daemon& d, const std::string& op, const std::string& gid, const 
     if (next.empty() || next == cfg.host)
         return error_reply(fmt::format("no process {} known on {}", gid, cfg.host));
     if (hops >= max_hops)
-        return error_reply(fmt::format("{}: more than {} forwarding hops (a loop?)", gid,
-                                       max_hops));
-    auto ch = d.connect(next);
-    if (!ch)
-        return error_reply(fmt::format("{} was last seen on {}, which cannot be reached: {}", gid,
-                                       next, ch.error().what()));
+        return error_reply(
+            fmt::format("{}: more than {} forwarding hops (a loop?)", gid, max_hops));
     json ask = extra;
     ask["op"] = op;
     ask["gid"] = gid;
     ask["hops"] = hops + 1;
-    if (auto s = send_json(**ch, ask); !s)
-        return error_reply(s.error());
-    auto r = recv_json(**ch);
+    auto r = d.ask(next, ask);
     if (!r)
-        return error_reply(r.error());
+        return error_reply(fmt::format("{} was last seen on {}, which did not answer: {}", gid,
+                                       next, r.error().what()));
     // Cut the forwarding: this host now points where the process really is.
     if (r->value("ok", false) && r->contains("host") && (*r)["host"] != cfg.host) {
         Location l = entry ? *entry : Location{};
@@ -120,7 +115,7 @@ json Ops::route(Daemon& d, const std::string& op, const std::string& gid, const 
         l.uid = r->value("uid", 0u);
         l.comm = r->value("comm", "");
         if (!entry || entry->host != l.host || entry->pid != l.pid)
-            (void)d.locations_.set(l);
+            d.locations_.hint(l);
     }
     return *r;
 }
@@ -138,12 +133,13 @@ void Ops::peer_where(Daemon& d, Channel& ch, const json& req) {
     json extra = {{"uid", req.value("uid", 0u)}};
     if (req.contains("signal"))
         extra["signal"] = req["signal"];
-    (void)send_json(ch, route(d, req.value("op", "where"), req.value("gid", ""), extra,
-                              req.value("hops", 1)));
+    (void)send_json(
+        ch, route(d, req.value("op", "where"), req.value("gid", ""), extra, req.value("hops", 1)));
 }
 
 void Ops::peer_list(Daemon& d, Channel& ch, const json&) {
-    (void)send_json(ch, {{"ok", true}, {"host", d.config().host}, {"processes", local_processes(d)}});
+    (void)send_json(ch,
+                    {{"ok", true}, {"host", d.config().host}, {"processes", local_processes(d)}});
 }
 
 json Ops::local_ps(Daemon& d, const json&, const Client&) {
@@ -153,8 +149,8 @@ json Ops::local_ps(Daemon& d, const json&, const Client&) {
     for (const auto& p : cfg.peers) {
         auto r = d.ask(p.name, {{"op", "list"}});
         if (!r || !r->value("ok", false)) {
-            unreachable.push_back({{"host", p.name},
-                                   {"error", r ? r->value("error", "refused") : r.error().what()}});
+            unreachable.push_back(
+                {{"host", p.name}, {"error", r ? r->value("error", "refused") : r.error().what()}});
             continue;
         }
         for (const auto& e : r->value("processes", json::array()))

@@ -34,8 +34,8 @@ Result<void> make_dir(const std::string& path) {
     std::error_code ec;
     std::filesystem::create_directories(path, ec);
     if (ec)
-        return Error::from_errno(ec.value(), fmt::format("cannot create {}: {}", path,
-                                                         ec.message()));
+        return Error::from_errno(ec.value(),
+                                 fmt::format("cannot create {}: {}", path, ec.message()));
     ::chmod(path.c_str(), 0700);
     return {};
 }
@@ -192,8 +192,8 @@ std::vector<json> Journal::all() const {
 }
 
 json to_json(const Location& l) {
-    return {{"gid", l.gid},   {"state", l.state},         {"host", l.host},
-            {"pid", l.pid},   {"starttime", l.starttime}, {"uid", l.uid},
+    return {{"gid", l.gid},   {"state", l.state},          {"host", l.host},
+            {"pid", l.pid},   {"starttime", l.starttime},  {"uid", l.uid},
             {"comm", l.comm}, {"updated_ms", l.updated_ms}};
 }
 
@@ -230,7 +230,14 @@ Result<void> Locations::open(const std::string& state_dir, const std::string& ho
     return {};
 }
 
+Locations::~Locations() {
+    std::lock_guard lock(mu_);
+    if (dirty_ && !path_.empty())
+        (void)save_locked();
+}
+
 Result<void> Locations::save_locked() const {
+    dirty_ = false;
     json entries = json::array();
     for (const auto& [gid, l] : map_)
         entries.push_back(to_json(l));
@@ -251,6 +258,14 @@ Result<void> Locations::set(const Location& loc) {
     l.updated_ms = now_ms();
     map_[l.gid] = l;
     return save_locked();
+}
+
+void Locations::hint(const Location& loc) {
+    std::lock_guard lock(mu_);
+    Location l = loc;
+    l.updated_ms = now_ms();
+    map_[l.gid] = l;
+    dirty_ = true;
 }
 
 std::optional<Location> Locations::get(const std::string& gid) const {

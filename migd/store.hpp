@@ -81,9 +81,17 @@ struct Location {
 
 class Locations {
   public:
+    Locations() = default;
+    ~Locations();
+    Locations(const Locations&) = delete;
+    Locations& operator=(const Locations&) = delete;
     ghost::Result<void> open(const std::string& state_dir, const std::string& host);
     std::string new_gid(); // host-N, N from a persisted counter
     ghost::Result<void> set(const Location& loc);
+    // A shortcut learnt from a lookup's answer: kept in memory and written
+    // with the next set() (or at close), never waited for. Losing one loses
+    // nothing: the entries set() wrote at each move still lead there.
+    void hint(const Location& loc);
     std::optional<Location> get(const std::string& gid) const;
     std::vector<Location> all() const;
     void erase(const std::string& gid);
@@ -93,6 +101,7 @@ class Locations {
     std::string path_, host_;
     std::uint64_t next_ = 1;
     std::map<std::string, Location> map_;
+    mutable bool dirty_ = false; // hints not yet written
     mutable std::mutex mu_;
 };
 

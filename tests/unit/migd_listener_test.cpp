@@ -18,6 +18,7 @@
 
 #include "listener.hpp"
 #include "migd_certs.hpp"
+#include "pool.hpp"
 
 namespace {
 
@@ -133,8 +134,10 @@ TEST(MigdListener, ExcessConnectionsAreRefusedAndStopEndsOpenOnes) {
         if (!ch->read(std::as_writable_bytes(std::span(buf)))) // blocks until stop()
             ++handler_errors;
     });
-    // One authenticated connection in its handler, four stuck before their
-    // handshake: the limit (max_transfers 1 + 4) is reached.
+    // One authenticated connection in its handler, the rest stuck before
+    // their handshake: the limit (max_transfers 1 + 4 spare + what the one
+    // peer may keep idle) is reached.
+    const unsigned limit = 1 + 4 + unsigned(migd::kept_per_peer);
     auto h2 = client("h2")->connect("127.0.0.1", l->port(), "h1", 5s);
     ASSERT_TRUE(h2) << h2.error().what();
     std::vector<ghost::UniqueFd> idle;
@@ -147,17 +150,17 @@ TEST(MigdListener, ExcessConnectionsAreRefusedAndStopEndsOpenOnes) {
         EXPECT_EQ(::connect(s.get(), reinterpret_cast<sockaddr*>(&a), sizeof(a)), 0);
         return s;
     };
-    for (int i = 0; i < 4; ++i)
+    for (unsigned i = 1; i < limit; ++i)
         idle.push_back(tcp());
-    for (int i = 0; i < 100 && l->active() < 5; ++i)
+    for (int i = 0; i < 100 && l->active() < limit; ++i)
         std::this_thread::sleep_for(10ms);
-    EXPECT_EQ(l->active(), 5u);
+    EXPECT_EQ(l->active(), limit);
     ghost::UniqueFd extra = tcp();
     const timeval tv{3, 0}; // not closed: fail, do not hang
     ::setsockopt(extra.get(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
     char b;
-    EXPECT_EQ(::recv(extra.get(), &b, 1, 0), 0) << "the sixth connection should be closed";
-    cap.log->wait_for("too many connections (5 at once, limit 5");
+    EXPECT_EQ(::recv(extra.get(), &b, 1, 0), 0) << "the connection past the limit should be closed";
+    cap.log->wait_for(fmt::format("too many connections ({} at once, limit {}", limit, limit));
 
     const auto t0 = steady_clock::now();
     l->stop(); // the handshakes would wait 5 s; stop() must not

@@ -7,11 +7,11 @@
 #include <gtest/gtest.h>
 
 #include <fcntl.h>
+#include <grp.h>
 #include <signal.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
-#include <grp.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -55,7 +55,8 @@ class Net {
                 if (j != i)
                     c.peers.push_back({"h" + std::to_string(j), "127.0.0.1", 1});
             auto d = std::make_unique<migd::Daemon>(c, nullptr);
-            d->set_connector([this, from = c.host](const std::string& to) { return link(from, to); });
+            d->set_connector(
+                [this, from = c.host](const std::string& to) { return link(from, to); });
             hosts_[c.host] = std::move(d);
         }
         for (auto& [name, d] : hosts_)
@@ -72,6 +73,17 @@ class Net {
     }
     migd::Daemon& operator[](const std::string& h) { return *hosts_.at(h); }
     void cut(const std::string& h) { down_.push_back(h); }
+    // Connections made so far (each would be a TCP and TLS handshake).
+    int connections() {
+        std::lock_guard lock(mu_);
+        return int(far_.size());
+    }
+    // Every connection's serving end hangs up, as when the peer restarts.
+    void hang_up() {
+        std::lock_guard lock(mu_);
+        for (auto& fd : far_)
+            ::shutdown(fd.get(), SHUT_RDWR);
+    }
     fs::path root() const { return root_; }
 
   private:
@@ -88,6 +100,7 @@ class Net {
         auto far = migd::plain_channel(ghost::UniqueFd(sv[1]), from);
         far->set_timeout(5s);
         std::lock_guard lock(mu_);
+        far_.emplace_back(::fcntl(sv[1], F_DUPFD_CLOEXEC, 0));
         threads_.emplace_back([d = hosts_.at(to).get(), ch = std::move(far)]() mutable {
             d->serve_peer(std::move(ch));
         });
@@ -97,6 +110,7 @@ class Net {
     std::map<std::string, std::unique_ptr<migd::Daemon>> hosts_;
     std::mutex mu_;
     std::vector<std::thread> threads_;
+    std::vector<ghost::UniqueFd> far_;
     std::vector<std::string> down_;
 };
 
@@ -105,8 +119,8 @@ struct Counter {
     pid_t pid = -1;
     std::string out;
     Counter(const fs::path& dir, bool pipe_stdout = false) {
-        out = (dir / ("counter-" + std::to_string(::getpid()) + "-" +
-                      std::to_string(seq_++) + ".txt"))
+        out = (dir /
+               ("counter-" + std::to_string(::getpid()) + "-" + std::to_string(seq_++) + ".txt"))
                   .string();
         // The worker runs as nobody: a user's own process (root-owned ones
         // move only where [limits] allow_root says so).
@@ -124,7 +138,8 @@ struct Counter {
             ::setsid();
             if (::setgroups(0, nullptr) != 0 || ::setgid(nobody) != 0 || ::setuid(nobody) != 0)
                 ::_exit(126);
-            const int o = pipe_stdout ? p[1] : ::open(out.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+            const int o =
+                pipe_stdout ? p[1] : ::open(out.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
             const int n = ::open("/dev/null", O_RDWR);
             ::dup2(n, 0);
             ::dup2(o, 1);
@@ -218,7 +233,8 @@ TEST(MigdOps, MigrateMovesTheProcessAndItContinues) {
     EXPECT_EQ(w.value("host", ""), "h2") << w.dump();
     EXPECT_EQ(w.value("pid", 0), np);
     EXPECT_EQ(w.value("state", ""), "running");
-    const json k = net["h1"].local({{"op", "kill"}, {"gid", r["gid"]}, {"signal", SIGKILL}}, user, {});
+    const json k =
+        net["h1"].local({{"op", "kill"}, {"gid", r["gid"]}, {"signal", SIGKILL}}, user, {});
     EXPECT_TRUE(k.value("ok", false)) << k.dump();
     EXPECT_TRUE(eventually([&] { return !alive(np); }));
 }
@@ -258,8 +274,8 @@ TEST(MigdOps, CheckpointServerStoresListsRestartsAndRemoves) {
     EXPECT_EQ(list["images"].size(), 2u);
     const std::string id = r["images"][0]["id"];
     const auto before = a.last();
-    const json rs = net["h1"].local({{"op", "restart"}, {"server", "h3"}, {"id", id}, {"on", "h2"}},
-                                    user, {});
+    const json rs =
+        net["h1"].local({{"op", "restart"}, {"server", "h3"}, {"id", id}, {"on", "h2"}}, user, {});
     ASSERT_TRUE(rs.value("ok", false)) << rs.dump();
     EXPECT_EQ(rs["host"], "h2");
     const pid_t np = rs["pid"];
@@ -295,6 +311,32 @@ TEST(MigdOps, ForwardingFollowsAChainAndTheAnswerShortensIt) {
     EXPECT_EQ(w.value("hops", 0), 2);
     const json w2 = net["h1"].local({{"op", "where"}, {"gid", gid}}, root, {});
     EXPECT_EQ(w2.value("hops", 0), 1) << w2.dump(); // h1 now points at h3 directly
+    ::kill(np, SIGKILL);
+}
+
+// Short requests keep their connection: a lookup costs a round trip, not a
+// handshake. A kept connection the peer hung up is replaced without error.
+TEST(MigdOps, LookupsReuseAKeptConnectionAndReconnectAfterAHangUp) {
+    Net net(2);
+    Counter c(net.root());
+    json r = net["h1"].local({{"op", "migrate"}, {"pid", c.pid}, {"to", "h2"}}, user, {});
+    ASSERT_TRUE(r.value("ok", false)) << r.dump();
+    ::waitpid(c.pid, nullptr, 0);
+    c.pid = -1;
+    const std::string gid = r["gid"];
+    const pid_t np = r["pid"];
+    json w = net["h1"].local({{"op", "where"}, {"gid", gid}}, root, {});
+    ASSERT_EQ(w.value("host", ""), "h2") << w.dump();
+    const int before = net.connections();
+    for (int i = 0; i < 5; ++i) {
+        w = net["h1"].local({{"op", "where"}, {"gid", gid}}, root, {});
+        EXPECT_EQ(w.value("pid", 0), np) << w.dump();
+    }
+    EXPECT_EQ(net.connections(), before) << "every lookup after the first reuses its connection";
+    net.hang_up();
+    w = net["h1"].local({{"op", "where"}, {"gid", gid}}, root, {});
+    EXPECT_EQ(w.value("pid", 0), np) << w.dump();
+    EXPECT_EQ(net.connections(), before + 1);
     ::kill(np, SIGKILL);
 }
 
