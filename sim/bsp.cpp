@@ -65,15 +65,21 @@ class Runner {
             result_.step_end.reserve(app.supersteps());
     }
 
+    // "p7", "b7": built by appending, since GCC 12's -Wrestrict misfires on
+    // "p" + std::to_string(i) in Release builds.
+    static std::string numbered(char prefix, balance::ProcId i) {
+        std::string s(1, prefix);
+        s += std::to_string(i);
+        return s;
+    }
+
     void start() {
         for (balance::ProcId i = 0; i < procs_; ++i) {
-            auto* mbox = sg4::Mailbox::by_name("p" + std::to_string(i));
-            mailboxes_.push_back(mbox);
-            barrier_boxes_.push_back(sg4::Mailbox::by_name("b" + std::to_string(i)));
+            mailboxes_.push_back(sg4::Mailbox::by_name(numbered('p', i)));
+            barrier_boxes_.push_back(sg4::Mailbox::by_name(numbered('b', i)));
         }
         for (balance::ProcId i = 0; i < procs_; ++i)
-            sg4::Actor::create("p" + std::to_string(i), plat_.hosts[where_[i]],
-                               [this, i] { process(i); });
+            sg4::Actor::create(numbered('p', i), plat_.hosts[where_[i]], [this, i] { process(i); });
     }
 
     RunResult finish() {

@@ -14,6 +14,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <fmt/format.h>
+
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
@@ -45,7 +47,7 @@ class Net {
         fs::create_directories(root_);
         for (int i = 1; i <= n; ++i) {
             migd::Config c;
-            c.host = "h" + std::to_string(i);
+            c.host = fmt::format("h{}", i);
             c.state_dir = (root_ / c.host / "state").string();
             c.server_dir = (root_ / c.host / "images").string();
             c.engine = "user";
@@ -53,7 +55,7 @@ class Net {
             c.source = "test";
             for (int j = 1; j <= n; ++j)
                 if (j != i)
-                    c.peers.push_back({"h" + std::to_string(j), "127.0.0.1", 1});
+                    c.peers.push_back({fmt::format("h{}", j), "127.0.0.1", 1});
             auto d = std::make_unique<migd::Daemon>(c, nullptr);
             d->set_connector(
                 [this, from = c.host](const std::string& to) { return link(from, to); });
