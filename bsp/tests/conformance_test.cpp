@@ -35,6 +35,11 @@ const Mode kModes[] = {
     {"migrate_n2", true, 2, 1}, {"migrate_n3", true, 3, 1},
 };
 
+// gtest prints parameters with these (the test names stay readable).
+[[maybe_unused]] void PrintTo(const Mode& m, std::ostream* os) {
+    *os << m.name;
+}
+
 std::string prog(const std::string& name) {
     return std::string(BSP_TEST_DIR) + "/bsp_" + name;
 }
@@ -147,6 +152,10 @@ const Misuse kMisuses[] = {
      1},
     {"sync-after-end", {"bsp_end"}, 0},
 };
+
+[[maybe_unused]] void PrintTo(const Misuse& m, std::ostream* os) {
+    *os << m.name;
+}
 
 using MisuseParam = std::tuple<Misuse, bool>; // bsprun?
 
