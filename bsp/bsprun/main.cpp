@@ -1,0 +1,359 @@
+// SPDX-License-Identifier: GPL-2.0
+// bsprun: starts a BSP job of P virtual processors on this host, runs its
+// hub, relays the VPs' output, and exits with the job's status.
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/signalfd.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include "ghost/engine.hpp"
+#include "hub.hpp"
+#include "migrate.hpp"
+#include "wire.hpp"
+
+using namespace ghost;
+using namespace ghost::bsp;
+
+namespace {
+
+constexpr const char* kFooter = R"(SYNOPSIS
+  bsprun -n P [--policy none] [--migrate-every N] [--verbose] PROGRAM [ARGS...]
+
+DESCRIPTION
+  bsprun makes a job id, listens on the job's abstract Unix socket
+  "@ghost-bsp/<job>" (the hub), and starts P virtual processors (VPs): P
+  processes running PROGRAM ARGS with GHOST_BSP_JOB, GHOST_BSP_PID (0..P-1)
+  and GHOST_BSP_NPROCS in their environment. The program's bsp_begin()
+  connects to the hub; every bsp_sync() is a barrier the hub completes.
+  Where each VP runs (vp, host, pid) is printed on standard error. The VPs'
+  standard output and error go through pipes that bsprun copies to its own,
+  so they keep reaching it after a VP moved.
+
+  A VP that calls bsp_abort(), misuses the library (the message names the
+  call and the problem), or dies before bsp_end() ends the job: bsprun kills
+  the other VPs (by pid) and prints which VP failed and why.
+
+MIGRATION
+  --migrate-every N moves VP number (s mod P) at barrier s+1 whenever s+1 is
+  a multiple of N (s: the superstep that ends there): the hub sends it
+  DETACH, the VP closes its socket and waits in sigsuspend() for SIGUSR2,
+  bsprun checkpoints it with libghost (the user engine without ghost.ko)
+  into a pipe while restarting the copy from the other end, kills the
+  original only once the copy exists, and wakes the copy, which reconnects.
+  Every move is printed: superstep, vp, old pid -> new pid, why. bsp_pid()
+  stays the same; the process id changes. Programs must leave SIGUSR2 to
+  the runtime.
+
+EXIT STATUS
+  0 when every VP exited with status 0; otherwise the status of the VP that
+  failed first (its exit status, or 128+N when signal N killed it); 1 for a
+  job-wide error (e.g. registrations that differ between VPs); 2 for a
+  usage error.
+
+EXAMPLES
+  bsprun -n 4 ./lu 512
+  bsprun -n 3 --migrate-every 1 --verbose ./inner_product
+
+SEE ALSO
+  Documentation/bsp.md (process model, protocol, semantics, limits).)";
+
+std::string make_job_id() {
+    std::random_device rd;
+    return fmt::format("bsprun-{}-{:08x}", ::getpid(), rd());
+}
+
+int status_code(int st) {
+    if (WIFEXITED(st))
+        return WEXITSTATUS(st);
+    if (WIFSIGNALED(st))
+        return 128 + WTERMSIG(st);
+    return 1;
+}
+
+void copy_out(int from, int to, bool& open) {
+    char buf[65536];
+    const ssize_t n = ::read(from, buf, sizeof buf);
+    if (n <= 0) {
+        if (n < 0 && errno == EINTR)
+            return;
+        open = false;
+        return;
+    }
+    for (ssize_t done = 0; done < n;) {
+        const ssize_t w = ::write(to, buf + done, static_cast<std::size_t>(n - done));
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            return; // our own output is gone: drop the rest
+        done += w;
+    }
+}
+
+class PrintingMover final : public Mover {
+  public:
+    PrintingMover(LocalMover& m, unsigned every) : m_(m), every_(every) {}
+    Result<pid_t> move(int vp, pid_t pid, std::uint64_t superstep) override {
+        auto r = m_.move(vp, pid, superstep);
+        if (r)
+            std::fprintf(stderr,
+                         "bsprun: end of superstep %llu: vp %d moved, pid %d -> %d "
+                         "(forced: --migrate-every %u)\n",
+                         static_cast<unsigned long long>(superstep), vp, pid, *r, every_);
+        else
+            std::fprintf(stderr,
+                         "bsprun: end of superstep %llu: moving vp %d (pid %d) failed: %s; it "
+                         "continues where it is\n",
+                         static_cast<unsigned long long>(superstep), vp, pid,
+                         r.error().what().c_str());
+        return r;
+    }
+
+  private:
+    LocalMover& m_;
+    unsigned every_;
+};
+
+// --verbose: every barrier's statistics, then the moves of the inner hook.
+class VerboseHook final : public BarrierHook {
+  public:
+    VerboseHook(BarrierHook& inner, bool verbose) : inner_(inner), verbose_(verbose) {}
+    std::vector<int> barrier(std::uint64_t superstep, std::span<const VpStats> stats) override {
+        if (verbose_)
+            for (const auto& s : stats)
+                std::fprintf(stderr,
+                             "bsprun: superstep %llu: vp %d pid %d computed %.6f s "
+                             "(cpu %.6f s), sent %llu bytes\n",
+                             static_cast<unsigned long long>(superstep), s.vp, s.pid, s.comp_wall,
+                             s.comp_cpu, static_cast<unsigned long long>(s.bytes_sent));
+        return inner_.barrier(superstep, stats);
+    }
+
+  private:
+    BarrierHook& inner_;
+    bool verbose_;
+};
+
+} // namespace
+
+int main(int argc, char** argv) {
+    CLI::App app{"bsprun - run a BSPlib program as P virtual processors (ghost bsp/)", "bsprun"};
+    app.footer(kFooter);
+    app.prefix_command(); // everything from PROGRAM on is the program's
+    int nprocs = 0;
+    std::string policy = "none";
+    unsigned every = 0;
+    bool verbose = false;
+    std::string hosts;
+    bool cluster = false;
+    app.add_option("-n,--nprocs", nprocs, "number of virtual processors P (at least 1)")
+        ->required()
+        ->check(CLI::Range(1, 4096));
+    app.add_option("--policy", policy,
+                   "load-balancing policy; only 'none' exists on one host so far (migbsp and "
+                   "the pub-* strategies come with --hosts)");
+    app.add_option("--migrate-every", every,
+                   "testing: move one VP at every N-th barrier on this host (see MIGRATION)");
+    app.add_flag("-v,--verbose", verbose, "print every barrier's statistics on standard error");
+    app.add_option("--hosts", hosts, "(not yet) run the VPs on these hosts");
+    app.add_flag("--cluster", cluster, "(not yet) run the VPs on the migd cluster");
+    try {
+        app.parse(argc, argv);
+    } catch (const CLI::ParseError& e) {
+        return app.exit(e) == 0 ? 0 : 2;
+    }
+    if (!hosts.empty() || cluster) {
+        std::fprintf(stderr, "bsprun: --hosts and --cluster are not yet implemented: this "
+                             "bsprun runs every VP on this host\n");
+        return 2;
+    }
+    if (policy != "none") {
+        std::fprintf(stderr,
+                     "bsprun: --policy %s is not yet implemented on one host (only "
+                     "'none')\n",
+                     policy.c_str());
+        return 2;
+    }
+    std::vector<std::string> cmd = app.remaining();
+    if (cmd.empty()) {
+        std::fprintf(stderr, "bsprun: no PROGRAM given (bsprun --help)\n");
+        return 2;
+    }
+
+    const std::string job = make_job_id();
+    auto listen = wire::listen_abstract(job);
+    if (!listen) {
+        std::fprintf(stderr, "bsprun: cannot start the hub: %s\n", listen.error().what().c_str());
+        return 1;
+    }
+    std::unique_ptr<Engine> engine;
+    if (every > 0) {
+        auto e = Engine::open(EngineKind::Auto);
+        if (!e) {
+            std::fprintf(stderr, "bsprun: --migrate-every: no ghost engine: %s\n",
+                         e.error().what().c_str());
+            return 1;
+        }
+        engine = std::move(*e);
+    }
+    int op[2], ep[2];
+    if (::pipe2(op, O_CLOEXEC) != 0 || ::pipe2(ep, O_CLOEXEC) != 0) {
+        std::fprintf(stderr, "bsprun: pipe: %s\n", std::strerror(errno));
+        return 1;
+    }
+    UniqueFd out_r(op[0]), out_w(op[1]), err_r(ep[0]), err_w(ep[1]);
+    std::unique_ptr<LocalMover> local;
+    if (engine)
+        local = std::make_unique<LocalMover>(std::move(engine), out_w.get(), err_w.get());
+
+    // SIGCHLD through a signalfd: blocked before any thread exists.
+    sigset_t chld, oldmask;
+    sigemptyset(&chld);
+    sigaddset(&chld, SIGCHLD);
+    sigprocmask(SIG_BLOCK, &chld, &oldmask);
+    UniqueFd sfd(::signalfd(-1, &chld, SFD_CLOEXEC | SFD_NONBLOCK));
+    if (!sfd) {
+        std::fprintf(stderr, "bsprun: signalfd: %s\n", std::strerror(errno));
+        return 1;
+    }
+
+    char host[256] = "?";
+    ::gethostname(host, sizeof host - 1);
+    std::vector<pid_t> pids(static_cast<std::size_t>(nprocs), -1);
+    std::vector<int> status(static_cast<std::size_t>(nprocs), -1);
+    std::fflush(nullptr);
+    for (int v = 0; v < nprocs; ++v) {
+        const pid_t c = ::fork();
+        if (c < 0) {
+            std::fprintf(stderr, "bsprun: fork of vp %d: %s\n", v, std::strerror(errno));
+            for (pid_t p : pids)
+                if (p > 0)
+                    ::kill(p, SIGKILL);
+            return 1;
+        }
+        if (c == 0) {
+            sigprocmask(SIG_SETMASK, &oldmask, nullptr);
+            ::dup2(out_w.get(), 1);
+            ::dup2(err_w.get(), 2);
+            ::close_range(3, ~0U, 0); // a VP holds only what migration carries
+            ::setenv("GHOST_BSP_JOB", job.c_str(), 1);
+            ::setenv("GHOST_BSP_PID", std::to_string(v).c_str(), 1);
+            ::setenv("GHOST_BSP_NPROCS", std::to_string(nprocs).c_str(), 1);
+            std::vector<char*> av;
+            for (auto& a : cmd)
+                av.push_back(a.data());
+            av.push_back(nullptr);
+            ::execvp(av[0], av.data());
+            std::fprintf(stderr, "bsprun: vp %d: cannot run %s: %s\n", v, av[0],
+                         std::strerror(errno));
+            ::_exit(127);
+        }
+        pids[static_cast<std::size_t>(v)] = c;
+        std::fprintf(stderr, "bsprun: vp %d on %s pid %d\n", v, host, c);
+    }
+
+    Hub hub(std::move(*listen), job, nprocs);
+    for (int v = 0; v < nprocs; ++v)
+        hub.set_pid(v, pids[static_cast<std::size_t>(v)]);
+    EveryNth hook(every, nprocs);
+    std::unique_ptr<PrintingMover> mover;
+    VerboseHook verbose_hook(hook, verbose);
+    hub.set_hook(&verbose_hook);
+    if (local) {
+        mover = std::make_unique<PrintingMover>(*local, every);
+        hub.set_mover(mover.get());
+    }
+    bool out_open = true, err_open = true;
+    int alive = nprocs;
+    const auto reap = [&](bool tell_hub) {
+        signalfd_siginfo si;
+        while (::read(sfd.get(), &si, sizeof si) > 0) {
+        }
+        for (;;) {
+            int st;
+            const pid_t p = ::waitpid(-1, &st, WNOHANG);
+            if (p <= 0)
+                break;
+            for (int v = 0; v < nprocs; ++v)
+                if (hub.pid(v) == p && status[static_cast<std::size_t>(v)] < 0) {
+                    status[static_cast<std::size_t>(v)] = st;
+                    --alive;
+                    if (tell_hub)
+                        hub.process_exited(v, st);
+                }
+        }
+    };
+    hub.watch(out_r.get(), [&] {
+        copy_out(out_r.get(), 1, out_open);
+        if (!out_open)
+            hub.unwatch(out_r.get());
+    });
+    hub.watch(err_r.get(), [&] {
+        copy_out(err_r.get(), 2, err_open);
+        if (!err_open)
+            hub.unwatch(err_r.get());
+    });
+    hub.watch(sfd.get(), [&] { reap(true); });
+    if (verbose)
+        std::fprintf(stderr, "bsprun: job %s: %d VPs, hub @%s\n", job.c_str(), nprocs,
+                     wire::socket_name(job).c_str() + 1);
+    const Outcome outcome = hub.run();
+    if (!outcome.ok)
+        std::fprintf(stderr, "bsprun: job failed: %s\n", outcome.why.c_str());
+
+    // Let the VPs finish (after bsp_end they may still run and print), and
+    // copy their output to the end.
+    local.reset();
+    out_w.reset();
+    err_w.reset();
+    while (alive > 0 || out_open || err_open) {
+        std::vector<pollfd> fds;
+        if (out_open)
+            fds.push_back({out_r.get(), POLLIN, 0});
+        if (err_open)
+            fds.push_back({err_r.get(), POLLIN, 0});
+        if (alive > 0)
+            fds.push_back({sfd.get(), POLLIN, 0});
+        if (::poll(fds.data(), fds.size(), -1) < 0 && errno != EINTR)
+            break;
+        for (const auto& f : fds) {
+            if (!(f.revents & (POLLIN | POLLHUP | POLLERR)))
+                continue;
+            if (f.fd == out_r.get())
+                copy_out(out_r.get(), 1, out_open);
+            else if (f.fd == err_r.get())
+                copy_out(err_r.get(), 2, err_open);
+            else
+                reap(false);
+        }
+    }
+    if (!outcome.ok) {
+        if (outcome.failed_vp >= 0) {
+            const int st = status[static_cast<std::size_t>(outcome.failed_vp)];
+            const int code = st >= 0 ? status_code(st) : 1;
+            return code != 0 ? code : 1;
+        }
+        return 1;
+    }
+    for (int v = 0; v < nprocs; ++v)
+        if (const int code = status_code(status[static_cast<std::size_t>(v)]); code != 0) {
+            std::fprintf(stderr, "bsprun: vp %d %s %d\n", v,
+                         WIFSIGNALED(status[static_cast<std::size_t>(v)]) ? "was killed by signal"
+                                                                          : "exited with status",
+                         WIFSIGNALED(status[static_cast<std::size_t>(v)])
+                             ? WTERMSIG(status[static_cast<std::size_t>(v)])
+                             : WEXITSTATUS(status[static_cast<std::size_t>(v)]));
+            return code;
+        }
+    return 0;
+}

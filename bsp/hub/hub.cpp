@@ -1,0 +1,314 @@
+// SPDX-License-Identifier: GPL-2.0
+// The hub's event loop: HELLO, SYNC, END, ABORT from the VPs; the barrier
+// (GETS round, DELIVER, DETACH and the move); failures end the job.
+#include "hub.hpp"
+
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+#include <fmt/format.h>
+
+namespace ghost::bsp {
+
+using wire::Type;
+
+Hub::Hub(UniqueFd listen, std::string job, int nprocs)
+    : listen_(std::move(listen)), job_(std::move(job)), nprocs_(nprocs),
+      vps_(static_cast<std::size_t>(nprocs)) {}
+
+void Hub::watch(int fd, std::function<void()> readable) {
+    watches_.push_back({fd, std::move(readable)});
+}
+
+void Hub::unwatch(int fd) {
+    std::erase_if(watches_, [fd](const Watch& w) { return w.fd == fd; });
+}
+
+void Hub::fail(int failed_vp, std::string why) {
+    if (done_)
+        return;
+    done_ = true;
+    outcome_ = {false, failed_vp, std::move(why)};
+    for (int v = 0; v < nprocs_; ++v) {
+        Vp& p = vps_[static_cast<std::size_t>(v)];
+        if (v != failed_vp && p.pid > 0 && p.state != State::Gone)
+            ::kill(p.pid, SIGKILL);
+        p.fd.reset();
+    }
+}
+
+void Hub::process_exited(int vp, int status) {
+    Vp& p = vps_.at(static_cast<std::size_t>(vp));
+    const State was = p.state;
+    p.state = State::Gone;
+    if (done_ || was == State::Ended)
+        return;
+    const std::string how = WIFSIGNALED(status)
+                                ? fmt::format("was killed by signal {} ({})", WTERMSIG(status),
+                                              strsignal(WTERMSIG(status)))
+                                : fmt::format("exited with status {}", WEXITSTATUS(status));
+    fail(vp, fmt::format("vp {} (pid {}) {} before bsp_end", vp, p.pid, how));
+}
+
+void Hub::send_or_fail(int vp, Type type, std::span<const std::byte> payload) {
+    Vp& p = vps_[static_cast<std::size_t>(vp)];
+    if (auto r = wire::send_frame(p.fd.get(), type, payload); !r)
+        fail(vp, fmt::format("vp {} (pid {}): sending {} failed: {} (the process died?)", vp, p.pid,
+                             wire::type_name(type), r.error().what()));
+}
+
+void Hub::accept_one() {
+    UniqueFd fd(::accept4(listen_.get(), nullptr, nullptr, SOCK_CLOEXEC));
+    if (!fd)
+        return;
+    auto f = wire::recv_frame(fd.get());
+    if (!f || f->type != Type::Hello)
+        return; // not one of ours, or it died at once: its process exit tells
+    wire::Reader r(f->payload);
+    const std::uint32_t version = r.u32(), vp = r.u32(), nprocs = r.u32(), resumed = r.u32();
+    const std::string job = r.str();
+    const pid_t pid = wire::peer_pid(fd.get());
+    if (r.failed() || version != wire::kVersion || job != job_)
+        return fail(-1, fmt::format("a process (pid {}) said HELLO for job '{}' version {}, not "
+                                    "this job '{}' version {}",
+                                    pid, job, version, job_, wire::kVersion));
+    if (vp >= static_cast<std::uint32_t>(nprocs_) || nprocs != static_cast<std::uint32_t>(nprocs_))
+        return fail(-1, fmt::format("pid {} said HELLO as vp {} of {}, but the job has {} "
+                                    "processes",
+                                    pid, vp, nprocs, nprocs_));
+    Vp& p = vps_[vp];
+    const State want = resumed ? State::Detached : State::Absent;
+    if (p.state != want)
+        return fail(static_cast<int>(vp),
+                    fmt::format("vp {} connected twice (pid {}, resumed {})", vp, pid, resumed));
+    p.fd = std::move(fd);
+    p.pid = pid;
+    p.state = State::Running;
+    if (resumed) {
+        std::vector<std::byte> held = std::move(p.held);
+        send_or_fail(static_cast<int>(vp), Type::Deliver, held);
+    }
+}
+
+void Hub::on_frame(int vp) {
+    Vp& p = vps_[static_cast<std::size_t>(vp)];
+    auto f = wire::recv_frame(p.fd.get());
+    if (!f) {
+        const std::string when =
+            p.state == State::Ended ? "after bsp_end, before the others" : "before bsp_end";
+        return fail(vp, fmt::format("vp {} (pid {}) lost its connection to the hub {}: it exited "
+                                    "or died ({})",
+                                    vp, p.pid, when, f.error().what()));
+    }
+    switch (f->type) {
+    case Type::Sync:
+        return on_sync(vp, std::move(*f));
+    case Type::End:
+        return on_end(vp);
+    case Type::Abort: {
+        wire::Reader r(f->payload);
+        return fail(vp, fmt::format("vp {} (pid {}) aborted: {}", vp, p.pid, r.str()));
+    }
+    default:
+        return fail(vp, fmt::format("vp {} (pid {}) sent an unexpected {} frame", vp, p.pid,
+                                    wire::type_name(f->type)));
+    }
+}
+
+void Hub::on_sync(int vp, Frame&& f) {
+    Vp& p = vps_[static_cast<std::size_t>(vp)];
+    if (p.state != State::Running)
+        return fail(vp, fmt::format("vp {} sent SYNC while not running", vp));
+    for (int v = 0; v < nprocs_; ++v)
+        if (vps_[static_cast<std::size_t>(v)].state == State::Ended)
+            return fail(-1, fmt::format("bsp_sync on vp {} while vp {} already called bsp_end "
+                                        "(superstep {}): every process must make the same "
+                                        "number of bsp_sync calls",
+                                        vp, v, superstep_));
+    auto s = decode_sync(std::move(f.payload), nprocs_);
+    if (!s)
+        return fail(vp, fmt::format("vp {}: {}", vp, s.error().what()));
+    p.sync = std::move(*s);
+    p.state = State::AtSync;
+    if (std::all_of(vps_.begin(), vps_.end(), [](const Vp& x) { return x.state == State::AtSync; }))
+        barrier();
+}
+
+void Hub::on_end(int vp) {
+    Vp& p = vps_[static_cast<std::size_t>(vp)];
+    for (int v = 0; v < nprocs_; ++v)
+        if (vps_[static_cast<std::size_t>(v)].state == State::AtSync)
+            return fail(-1, fmt::format("bsp_end on vp {} while vp {} waits in bsp_sync "
+                                        "(superstep {}): every process must make the same "
+                                        "number of bsp_sync calls",
+                                        vp, v, superstep_));
+    p.state = State::Ended;
+    if (!std::all_of(vps_.begin(), vps_.end(), [](const Vp& x) { return x.state == State::Ended; }))
+        return;
+    for (int v = 0; v < nprocs_ && !done_; ++v)
+        send_or_fail(v, Type::EndOk, {});
+    done_ = true;
+}
+
+bool Hub::answer_gets(std::vector<std::vector<std::byte>>& replies) {
+    std::vector<SyncRequest> syncs;
+    syncs.reserve(vps_.size());
+    for (auto& p : vps_)
+        syncs.push_back(std::move(p.sync));
+    std::vector<std::vector<std::span<const std::byte>>> per_get(vps_.size());
+    bool any = false;
+    for (std::size_t r = 0; r < syncs.size(); ++r) {
+        per_get[r].resize(syncs[r].gets.size());
+        any = any || !syncs[r].gets.empty();
+    }
+    std::vector<std::vector<std::byte>> data(vps_.size());
+    if (any) {
+        // Everyone is in bsp_sync: ask every target, then read every answer.
+        std::vector<bool> asked(vps_.size());
+        for (int t = 0; t < nprocs_ && !done_; ++t) {
+            auto g = gets_for(t, syncs);
+            if (wire::Reader(g).u32() == 0)
+                continue;
+            asked[static_cast<std::size_t>(t)] = true;
+            send_or_fail(t, Type::Gets, g);
+        }
+        for (int t = 0; t < nprocs_ && !done_; ++t) {
+            if (!asked[static_cast<std::size_t>(t)])
+                continue;
+            auto f = wire::recv_frame(vps_[static_cast<std::size_t>(t)].fd.get());
+            if (!f || f->type != Type::GetData) {
+                fail(t, fmt::format("vp {} did not answer its gets ({})", t,
+                                    f ? std::string(wire::type_name(f->type)) : f.error().what()));
+                break;
+            }
+            data[static_cast<std::size_t>(t)] = std::move(f->payload);
+            if (auto s = split_getdata(t, data[static_cast<std::size_t>(t)], syncs, per_get); !s)
+                fail(t, s.error().what());
+        }
+    }
+    if (!done_)
+        for (int v = 0; v < nprocs_; ++v)
+            replies[static_cast<std::size_t>(v)] = build_deliver(
+                v, superstep_ + 1, tagsize_, syncs, per_get[static_cast<std::size_t>(v)]);
+    for (std::size_t v = 0; v < vps_.size(); ++v)
+        vps_[v].sync = std::move(syncs[v]);
+    return !done_;
+}
+
+void Hub::barrier() {
+    {
+        std::vector<SyncRequest> tmp;
+        for (auto& p : vps_)
+            tmp.push_back(std::move(p.sync));
+        std::int64_t ts = tagsize_;
+        const std::string err = check_collectives(tmp, superstep_, &ts);
+        for (std::size_t v = 0; v < vps_.size(); ++v)
+            vps_[v].sync = std::move(tmp[v]);
+        if (!err.empty())
+            return fail(-1, "bsp_sync: " + err);
+        tagsize_ = ts;
+    }
+    std::vector<std::vector<std::byte>> out(vps_.size());
+    if (!answer_gets(out))
+        return;
+    std::vector<VpStats> stats;
+    for (int v = 0; v < nprocs_; ++v) {
+        const Vp& p = vps_[static_cast<std::size_t>(v)];
+        stats.push_back({v, p.pid, p.sync.wall, p.sync.cpu, p.sync.bytes_sent});
+    }
+    std::vector<int> moves;
+    if (hook_)
+        moves = hook_->barrier(superstep_, stats);
+    if (!mover_)
+        moves.clear(); // nobody to carry a move out
+    for (auto& p : vps_)
+        p.sync = {};
+    ++superstep_;
+    for (int v = 0; v < nprocs_ && !done_; ++v) {
+        if (std::find(moves.begin(), moves.end(), v) != moves.end())
+            continue;
+        vps_[static_cast<std::size_t>(v)].state = State::Running;
+        send_or_fail(v, Type::Deliver, out[static_cast<std::size_t>(v)]);
+    }
+    if (!done_ && !moves.empty())
+        detach_and_move(moves, out);
+}
+
+void Hub::detach_and_move(const std::vector<int>& moves, std::vector<std::vector<std::byte>>& out) {
+    for (int v : moves) {
+        if (v < 0 || v >= nprocs_ || done_)
+            continue;
+        Vp& p = vps_[static_cast<std::size_t>(v)];
+        send_or_fail(v, Type::Detach, {});
+        if (done_)
+            return;
+        // DETACHED, then EOF: the VP has closed its only descriptor of the
+        // socket and is on its way into sigsuspend (with SIGUSR2 blocked
+        // until it gets there, so the wake-up cannot be lost).
+        auto f = wire::recv_frame(p.fd.get());
+        if (!f || f->type != Type::Detached)
+            return fail(v, fmt::format("vp {} (pid {}) did not answer DETACH", v, p.pid));
+        auto eof = wire::recv_frame(p.fd.get());
+        if (eof)
+            return fail(v,
+                        fmt::format("vp {} sent {} after DETACHED", v, wire::type_name(eof->type)));
+        p.fd.reset();
+        p.state = State::Detached;
+        p.held = std::move(out[static_cast<std::size_t>(v)]);
+        const pid_t old = p.pid;
+        auto moved = mover_->move(v, old, superstep_ - 1); // the superstep that ended
+        if (moved)
+            p.pid = *moved;
+        // On failure the original is still there, waiting: wake it where it is.
+        if (::kill(p.pid, SIGUSR2) != 0)
+            return fail(v, fmt::format("vp {}: cannot wake pid {} with SIGUSR2: {}", v, p.pid,
+                                       std::strerror(errno)));
+    }
+}
+
+Outcome Hub::run() {
+    while (!done_) {
+        std::vector<pollfd> fds;
+        std::vector<int> who; // VP index, -1 listen, -2 - i watch i
+        fds.push_back({listen_.get(), POLLIN, 0});
+        who.push_back(-1);
+        for (int v = 0; v < nprocs_; ++v)
+            if (vps_[static_cast<std::size_t>(v)].fd) {
+                fds.push_back({vps_[static_cast<std::size_t>(v)].fd.get(), POLLIN, 0});
+                who.push_back(v);
+            }
+        for (std::size_t i = 0; i < watches_.size(); ++i) {
+            fds.push_back({watches_[i].fd, POLLIN, 0});
+            who.push_back(-2 - static_cast<int>(i));
+        }
+        if (::poll(fds.data(), fds.size(), -1) < 0) {
+            if (errno == EINTR)
+                continue;
+            fail(-1, fmt::format("hub: poll: {}", std::strerror(errno)));
+            break;
+        }
+        for (std::size_t i = 0; i < fds.size() && !done_; ++i) {
+            if (!(fds[i].revents & (POLLIN | POLLHUP | POLLERR)))
+                continue;
+            if (who[i] == -1)
+                accept_one();
+            else if (who[i] >= 0)
+                on_frame(who[i]);
+            else {
+                const auto w = static_cast<std::size_t>(-2 - who[i]);
+                if (w < watches_.size()) {
+                    auto cb = watches_[w].cb; // it may unwatch itself
+                    cb();
+                }
+            }
+        }
+    }
+    return outcome_;
+}
+
+} // namespace ghost::bsp

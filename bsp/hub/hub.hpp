@@ -1,0 +1,119 @@
+// SPDX-License-Identifier: GPL-2.0
+// The per-host hub of a BSP job: accepts the virtual processors (VPs), holds
+// everything they send until the barrier, answers gets, delivers, and moves
+// VPs at barriers through a BarrierHook and a Mover (Documentation/bsp.md).
+#pragma once
+
+#include <poll.h>
+#include <sys/types.h>
+
+#include <cstdint>
+#include <functional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "ghost/fd.hpp"
+#include "ghost/result.hpp"
+#include "sync.hpp"
+
+namespace ghost::bsp {
+
+// What a VP reports at a barrier about the superstep it just ended.
+struct VpStats {
+    int vp = 0;
+    pid_t pid = -1;               // its process now
+    double comp_wall = 0;         // seconds of wall time computing (since its last sync)
+    double comp_cpu = 0;          // seconds of CPU time in the same span
+    std::uint64_t bytes_sent = 0; // put, hpput and send payload bytes of the superstep
+};
+
+// Called once per barrier (after gets are answered, before delivery) with
+// every VP's statistics; returns the VPs to move (later: the balance/
+// policies and migd). The default moves nothing.
+class BarrierHook {
+  public:
+    virtual ~BarrierHook() = default;
+    virtual std::vector<int> barrier(std::uint64_t superstep, std::span<const VpStats> stats) = 0;
+};
+
+// Moves a detached VP (blocked in sigsuspend with no socket) and returns its
+// new pid, with the copy running (it still waits for SIGUSR2, which the hub
+// sends). On an error the original must still exist and be untouched.
+class Mover {
+  public:
+    virtual ~Mover() = default;
+    virtual Result<pid_t> move(int vp, pid_t pid, std::uint64_t superstep) = 0;
+};
+
+// How a job ended.
+struct Outcome {
+    bool ok = true;
+    int failed_vp = -1; // the VP that aborted or died; -1 for a job-wide error
+    std::string why;    // for the user, naming the VP and the cause
+};
+
+class Hub {
+  public:
+    // listen: the job's abstract socket; nprocs VPs are expected.
+    Hub(UniqueFd listen, std::string job, int nprocs);
+
+    void set_hook(BarrierHook* hook) { hook_ = hook; }
+    void set_mover(Mover* mover) { mover_ = mover; }
+    // The VP's process before it says HELLO (bsprun knows it from fork), so
+    // that a failure before then still kills it.
+    void set_pid(int vp, pid_t pid) { vps_.at(vp).pid = pid; }
+    pid_t pid(int vp) const { return vps_.at(vp).pid; }
+    // Another descriptor the loop polls (bsprun: output pipes, SIGCHLD).
+    void watch(int fd, std::function<void()> readable);
+    void unwatch(int fd);
+    // VP vp's process ended with a wait status (bsprun's SIGCHLD): fails the
+    // job unless the VP had ended or is being moved.
+    void process_exited(int vp, int status);
+    // Fails the job: kills every VP's process (SIGKILL, by pid) but
+    // failed_vp's, and makes run() return.
+    void fail(int failed_vp, std::string why);
+
+    // Runs until every VP called bsp_end (ENDOK sent) or the job failed.
+    Outcome run();
+
+    std::uint64_t superstep() const { return superstep_; }
+
+  private:
+    enum class State { Absent, Running, AtSync, Detached, Ended, Gone };
+    struct Vp {
+        State state = State::Absent;
+        pid_t pid = -1;
+        UniqueFd fd;
+        SyncRequest sync;            // while AtSync
+        std::vector<std::byte> held; // DELIVER kept while Detached
+    };
+
+    void accept_one();
+    void on_frame(int vp);
+    void on_sync(int vp, Frame&& f);
+    void on_end(int vp);
+    void barrier();
+    bool answer_gets(std::vector<std::vector<std::byte>>& replies);
+    void detach_and_move(const std::vector<int>& moves, std::vector<std::vector<std::byte>>& out);
+    void send_or_fail(int vp, wire::Type type, std::span<const std::byte> payload);
+
+    UniqueFd listen_;
+    std::string job_;
+    int nprocs_;
+    std::vector<Vp> vps_;
+    BarrierHook* hook_ = nullptr;
+    Mover* mover_ = nullptr;
+    struct Watch {
+        int fd;
+        std::function<void()> cb;
+    };
+    std::vector<Watch> watches_;
+    std::uint64_t superstep_ = 0;
+    std::int64_t tagsize_ = 0;
+    std::uint64_t reg_count_ = 0; // registrations pushed so far (the next id)
+    bool done_ = false;
+    Outcome outcome_;
+};
+
+} // namespace ghost::bsp

@@ -1,0 +1,106 @@
+// SPDX-License-Identifier: GPL-2.0
+// The hub protocol of the bsp/ runtime: frames between a virtual processor
+// (VP) and its host's hub over a Unix stream socket, and the little-endian
+// encoding of their payloads (Documentation/bsp.md, "The hub protocol").
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "ghost/fd.hpp"
+#include "ghost/result.hpp"
+
+namespace ghost::bsp::wire {
+
+inline constexpr std::uint32_t kVersion = 1;
+// Largest payload accepted (1 GiB): a bound against a corrupt header.
+inline constexpr std::uint64_t kMaxPayload = std::uint64_t{1} << 30;
+
+enum class Type : std::uint32_t {
+    Hello = 1,    // VP -> hub: version, vp, nprocs, resumed, job
+    Sync = 2,     // VP -> hub: the superstep's communication and statistics
+    Gets = 3,     // hub -> VP: (registration, offset, length) to read now
+    GetData = 4,  // VP -> hub: the bytes of those reads, concatenated
+    Deliver = 5,  // hub -> VP: what the barrier brings this VP
+    Detach = 6,   // hub -> VP: close the socket and wait for SIGUSR2
+    Detached = 7, // VP -> hub: about to close and wait
+    End = 8,      // VP -> hub: bsp_end
+    EndOk = 9,    // hub -> VP: every VP called bsp_end
+    Abort = 10,   // VP -> hub: bsp_abort or misuse, with the message
+};
+
+std::string_view type_name(Type t);
+
+// A frame is a 16-byte header (u32 type, u32 reserved = 0, u64 payload
+// length; little-endian) and the payload.
+struct Frame {
+    Type type{};
+    std::vector<std::byte> payload;
+};
+
+class Writer {
+  public:
+    void u8(std::uint8_t v) { buf_.push_back(static_cast<std::byte>(v)); }
+    void u32(std::uint32_t v);
+    void u64(std::uint64_t v);
+    void i64(std::int64_t v) { u64(static_cast<std::uint64_t>(v)); }
+    void f64(double v);
+    void bytes(std::span<const std::byte> b) { buf_.insert(buf_.end(), b.begin(), b.end()); }
+    void blob(std::span<const std::byte> b) { // u64 length, then the bytes
+        u64(b.size());
+        bytes(b);
+    }
+    void str(std::string_view s) { blob(std::as_bytes(std::span(s.data(), s.size()))); }
+    // Overwrites a u32 written earlier at offset at (a count known later).
+    void patch_u32(std::size_t at, std::uint32_t v);
+    std::size_t size() const { return buf_.size(); }
+    std::span<const std::byte> data() const { return buf_; }
+    void clear() { buf_.clear(); }
+
+  private:
+    std::vector<std::byte> buf_;
+};
+
+// Reads a payload front to back. A read past the end sets failed() and
+// returns zeros (or an empty span), so a parser checks once at the end.
+class Reader {
+  public:
+    explicit Reader(std::span<const std::byte> b) : b_(b) {}
+    std::uint8_t u8();
+    std::uint32_t u32();
+    std::uint64_t u64();
+    std::int64_t i64() { return static_cast<std::int64_t>(u64()); }
+    double f64();
+    std::span<const std::byte> bytes(std::uint64_t n);
+    std::span<const std::byte> blob() { return bytes(u64()); }
+    std::string str();
+    bool failed() const { return failed_; }
+    bool at_end() const { return pos_ == b_.size(); }
+
+  private:
+    std::span<const std::byte> b_;
+    std::size_t pos_ = 0;
+    bool failed_ = false;
+};
+
+// Blocking, whole frames; EINTR is retried, SIGPIPE never raised.
+Result<void> send_frame(int fd, Type type, std::span<const std::byte> payload = {});
+// ECONNRESET with "the peer closed the connection" on a clean EOF before a
+// header.
+Result<Frame> recv_frame(int fd);
+
+// The abstract socket name of a job's hub on this host (network namespace):
+// "\0ghost-bsp/<job>".
+std::string socket_name(std::string_view job);
+Result<UniqueFd> listen_abstract(std::string_view job);
+Result<UniqueFd> connect_abstract(std::string_view job);
+// The process at the other end of a connected Unix socket (SO_PEERCRED).
+pid_t peer_pid(int fd);
+
+} // namespace ghost::bsp::wire
