@@ -3,12 +3,16 @@
 // (GETS round, DELIVER, DETACH and the move); failures end the job.
 #include "hub.hpp"
 
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <signal.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <sys/wait.h>
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 
 #include <fmt/format.h>
@@ -20,6 +24,18 @@ using wire::Type;
 Hub::Hub(UniqueFd listen, std::string job, int nprocs)
     : listen_(std::move(listen)), job_(std::move(job)), nprocs_(nprocs),
       vps_(static_cast<std::size_t>(nprocs)) {}
+
+Result<void> Mover::wake(int vp, pid_t pid) {
+    if (::kill(pid, SIGUSR2) != 0)
+        return Error::from_errno(errno, fmt::format("vp {}: cannot wake pid {} with SIGUSR2: {}",
+                                                    vp, pid, std::strerror(errno)));
+    return {};
+}
+
+void Hub::set_tcp(UniqueFd listen, wire::TlsContext ctx) {
+    tcp_ = std::move(listen);
+    tls_.emplace(std::move(ctx));
+}
 
 void Hub::watch(int fd, std::function<void()> readable) {
     watches_.push_back({fd, std::move(readable)});
@@ -36,9 +52,13 @@ void Hub::fail(int failed_vp, std::string why) {
     outcome_ = {false, failed_vp, std::move(why)};
     for (int v = 0; v < nprocs_; ++v) {
         Vp& p = vps_[static_cast<std::size_t>(v)];
-        if (v != failed_vp && p.pid > 0 && p.state != State::Gone)
-            ::kill(p.pid, SIGKILL);
-        p.fd.reset();
+        if (v != failed_vp && p.pid > 0 && p.state != State::Gone) {
+            if (killer_)
+                killer_(v, p.pid);
+            else
+                ::kill(p.pid, SIGKILL);
+        }
+        p.fd.close();
     }
 }
 
@@ -57,22 +77,50 @@ void Hub::process_exited(int vp, int status) {
 
 void Hub::send_or_fail(int vp, Type type, std::span<const std::byte> payload) {
     Vp& p = vps_[static_cast<std::size_t>(vp)];
-    if (auto r = wire::send_frame(p.fd.get(), type, payload); !r)
+    if (auto r = wire::send_frame(p.fd, type, payload); !r)
         fail(vp, fmt::format("vp {} (pid {}): sending {} failed: {} (the process died?)", vp, p.pid,
                              wire::type_name(type), r.error().what()));
 }
 
 void Hub::accept_one() {
     UniqueFd fd(::accept4(listen_.get(), nullptr, nullptr, SOCK_CLOEXEC));
+    if (fd)
+        hello(wire::Link(std::move(fd)), false);
+}
+
+void Hub::accept_tcp() {
+    UniqueFd fd(::accept4(tcp_.get(), nullptr, nullptr, SOCK_CLOEXEC));
     if (!fd)
         return;
-    auto f = wire::recv_frame(fd.get());
+    const std::string from = wire::peer_address(fd.get());
+    // A silent client cannot hold the hub for long.
+    const timeval limit{10, 0}, none{0, 0};
+    ::setsockopt(fd.get(), SOL_SOCKET, SO_RCVTIMEO, &limit, sizeof limit);
+    ::setsockopt(fd.get(), SOL_SOCKET, SO_SNDTIMEO, &limit, sizeof limit);
+    const int one = 1;
+    ::setsockopt(fd.get(), IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    auto link = wire::tls_accept(*tls_, std::move(fd));
+    if (!link) {
+        std::fprintf(stderr,
+                     "bsprun: hub: refused a connection from %s: %s (not this job's key?)\n",
+                     from.c_str(), link.error().what().c_str());
+        return;
+    }
+    ::setsockopt(link->fd(), SOL_SOCKET, SO_RCVTIMEO, &none, sizeof none);
+    ::setsockopt(link->fd(), SOL_SOCKET, SO_SNDTIMEO, &none, sizeof none);
+    hello(std::move(*link), true);
+}
+
+void Hub::hello(wire::Link link, bool tcp) {
+    auto f = wire::recv_frame(link);
     if (!f || f->type != Type::Hello)
         return; // not one of ours, or it died at once: its process exit tells
     wire::Reader r(f->payload);
     const std::uint32_t version = r.u32(), vp = r.u32(), nprocs = r.u32(), resumed = r.u32();
     const std::string job = r.str();
-    const pid_t pid = wire::peer_pid(fd.get());
+    // Over TCP the peer's pid is another host's: keep the one the mover
+    // reported.
+    const pid_t pid = tcp ? (vp < vps_.size() ? vps_[vp].pid : -1) : wire::peer_pid(link.fd());
     if (r.failed() || version != wire::kVersion || job != job_)
         return fail(-1, fmt::format("a process (pid {}) said HELLO for job '{}' version {}, not "
                                     "this job '{}' version {}",
@@ -86,7 +134,7 @@ void Hub::accept_one() {
     if (p.state != want)
         return fail(static_cast<int>(vp),
                     fmt::format("vp {} connected twice (pid {}, resumed {})", vp, pid, resumed));
-    p.fd = std::move(fd);
+    p.fd = std::move(link);
     p.pid = pid;
     p.state = State::Running;
     if (resumed) {
@@ -97,7 +145,7 @@ void Hub::accept_one() {
 
 void Hub::on_frame(int vp) {
     Vp& p = vps_[static_cast<std::size_t>(vp)];
-    auto f = wire::recv_frame(p.fd.get());
+    auto f = wire::recv_frame(p.fd);
     if (!f) {
         const std::string when =
             p.state == State::Ended ? "after bsp_end, before the others" : "before bsp_end";
@@ -180,7 +228,7 @@ bool Hub::answer_gets(std::vector<std::vector<std::byte>>& replies) {
         for (int t = 0; t < nprocs_ && !done_; ++t) {
             if (!asked[static_cast<std::size_t>(t)])
                 continue;
-            auto f = wire::recv_frame(vps_[static_cast<std::size_t>(t)].fd.get());
+            auto f = wire::recv_frame(vps_[static_cast<std::size_t>(t)].fd);
             if (!f || f->type != Type::GetData) {
                 fail(t, fmt::format("vp {} did not answer its gets ({})", t,
                                     f ? std::string(wire::type_name(f->type)) : f.error().what()));
@@ -250,14 +298,14 @@ void Hub::detach_and_move(const std::vector<int>& moves, std::vector<std::vector
         // DETACHED, then EOF: the VP has closed its only descriptor of the
         // socket and is on its way into sigsuspend (with SIGUSR2 blocked
         // until it gets there, so the wake-up cannot be lost).
-        auto f = wire::recv_frame(p.fd.get());
+        auto f = wire::recv_frame(p.fd);
         if (!f || f->type != Type::Detached)
             return fail(v, fmt::format("vp {} (pid {}) did not answer DETACH", v, p.pid));
-        auto eof = wire::recv_frame(p.fd.get());
+        auto eof = wire::recv_frame(p.fd);
         if (eof)
             return fail(v,
                         fmt::format("vp {} sent {} after DETACHED", v, wire::type_name(eof->type)));
-        p.fd.reset();
+        p.fd.close();
         p.state = State::Detached;
         p.held = std::move(out[static_cast<std::size_t>(v)]);
         const pid_t old = p.pid;
@@ -265,26 +313,38 @@ void Hub::detach_and_move(const std::vector<int>& moves, std::vector<std::vector
         if (moved)
             p.pid = *moved;
         // On failure the original is still there, waiting: wake it where it is.
-        if (::kill(p.pid, SIGUSR2) != 0)
-            return fail(v, fmt::format("vp {}: cannot wake pid {} with SIGUSR2: {}", v, p.pid,
-                                       std::strerror(errno)));
+        if (auto w = mover_->wake(v, p.pid); !w)
+            return fail(v, w.error().what());
     }
 }
 
 Outcome Hub::run() {
     while (!done_) {
+        // Frames TLS already decrypted are not seen by poll(): take them first.
+        bool pending = false;
+        for (int v = 0; v < nprocs_ && !done_; ++v)
+            if (vps_[static_cast<std::size_t>(v)].fd.pending()) {
+                pending = true;
+                on_frame(v);
+            }
+        if (pending)
+            continue;
         std::vector<pollfd> fds;
-        std::vector<int> who; // VP index, -1 listen, -2 - i watch i
+        std::vector<int> who; // VP index, -1 listen, -3 tcp, -4 - i watch i
         fds.push_back({listen_.get(), POLLIN, 0});
         who.push_back(-1);
+        if (tcp_) {
+            fds.push_back({tcp_.get(), POLLIN, 0});
+            who.push_back(-3);
+        }
         for (int v = 0; v < nprocs_; ++v)
             if (vps_[static_cast<std::size_t>(v)].fd) {
-                fds.push_back({vps_[static_cast<std::size_t>(v)].fd.get(), POLLIN, 0});
+                fds.push_back({vps_[static_cast<std::size_t>(v)].fd.fd(), POLLIN, 0});
                 who.push_back(v);
             }
         for (std::size_t i = 0; i < watches_.size(); ++i) {
             fds.push_back({watches_[i].fd, POLLIN, 0});
-            who.push_back(-2 - static_cast<int>(i));
+            who.push_back(-4 - static_cast<int>(i));
         }
         if (::poll(fds.data(), fds.size(), -1) < 0) {
             if (errno == EINTR)
@@ -297,10 +357,12 @@ Outcome Hub::run() {
                 continue;
             if (who[i] == -1)
                 accept_one();
+            else if (who[i] == -3)
+                accept_tcp();
             else if (who[i] >= 0)
                 on_frame(who[i]);
             else {
-                const auto w = static_cast<std::size_t>(-2 - who[i]);
+                const auto w = static_cast<std::size_t>(-4 - who[i]);
                 if (w < watches_.size()) {
                     auto cb = watches_[w].cb; // it may unwatch itself
                     cb();

@@ -9,12 +9,14 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
 
 #include "ghost/fd.hpp"
 #include "ghost/result.hpp"
+#include "link.hpp"
 #include "sync.hpp"
 
 namespace ghost::bsp {
@@ -44,6 +46,8 @@ class Mover {
   public:
     virtual ~Mover() = default;
     virtual Result<pid_t> move(int vp, pid_t pid, std::uint64_t superstep) = 0;
+    // Wakes the detached VP (moved or not) with SIGUSR2 wherever it is.
+    virtual Result<void> wake(int vp, pid_t pid);
 };
 
 // How a job ended.
@@ -60,6 +64,10 @@ class Hub {
 
     void set_hook(BarrierHook* hook) { hook_ = hook; }
     void set_mover(Mover* mover) { mover_ = mover; }
+    // VPs on other hosts: a TCP listener whose connections must complete a
+    // TLS-PSK handshake with the job key (ctx) before their HELLO. A
+    // refused connection is logged on stderr and changes nothing else.
+    void set_tcp(UniqueFd listen, wire::TlsContext ctx);
     // The VP's process before it says HELLO (bsprun knows it from fork), so
     // that a failure before then still kills it.
     void set_pid(int vp, pid_t pid) { vps_.at(vp).pid = pid; }
@@ -70,9 +78,13 @@ class Hub {
     // VP vp's process ended with a wait status (bsprun's SIGCHLD): fails the
     // job unless the VP had ended or is being moved.
     void process_exited(int vp, int status);
-    // Fails the job: kills every VP's process (SIGKILL, by pid) but
-    // failed_vp's, and makes run() return.
+    // Fails the job: kills every VP's process (SIGKILL: by pid, or through
+    // the killer for a VP on another host) but failed_vp's, and makes run()
+    // return.
     void fail(int failed_vp, std::string why);
+    // How fail() kills a VP (default: SIGKILL to its pid; bsprun: through
+    // migd for a VP on another host).
+    void set_killer(std::function<void(int vp, pid_t pid)> k) { killer_ = std::move(k); }
 
     // Runs until every VP called bsp_end (ENDOK sent) or the job failed.
     Outcome run();
@@ -84,12 +96,14 @@ class Hub {
     struct Vp {
         State state = State::Absent;
         pid_t pid = -1;
-        UniqueFd fd;
+        wire::Link fd;
         SyncRequest sync;            // while AtSync
         std::vector<std::byte> held; // DELIVER kept while Detached
     };
 
     void accept_one();
+    void accept_tcp();
+    void hello(wire::Link link, bool tcp);
     void on_frame(int vp);
     void on_sync(int vp, Frame&& f);
     void on_end(int vp);
@@ -99,6 +113,9 @@ class Hub {
     void send_or_fail(int vp, wire::Type type, std::span<const std::byte> payload);
 
     UniqueFd listen_;
+    UniqueFd tcp_;
+    std::optional<wire::TlsContext> tls_;
+    std::function<void(int, pid_t)> killer_;
     std::string job_;
     int nprocs_;
     std::vector<Vp> vps_;

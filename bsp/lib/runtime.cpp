@@ -44,7 +44,7 @@ namespace {
 [[noreturn]] void tell_hub_and_exit(const std::string& text) {
     State& s = state();
     std::fflush(stdout);
-    if (s.sock >= 0) {
+    if (s.sock) {
         wire::Writer w;
         w.str(text);
         (void)wire::send_frame(s.sock, wire::Type::Abort, w.data());
@@ -112,13 +112,39 @@ void need_running(const char* call) {
         die(call, "called after bsp_end");
 }
 
+namespace {
+
+// The home hub over TCP and TLS (this host has no hub of the job).
+Result<wire::Link> connect_tcp_hub(State& s) {
+    if (!s.tls) {
+        auto ctx = wire::TlsContext::make(wire::TlsContext::Role::Client, *s.key);
+        if (!ctx)
+            return ctx.error();
+        s.tls.emplace(std::move(*ctx));
+    }
+    auto fd = wire::connect_tcp(s.hub_tcp);
+    if (!fd)
+        return fd.error();
+    return wire::tls_connect(*s.tls, std::move(*fd));
+}
+
+} // namespace
+
 void connect_hub(bool resumed) {
     State& s = state();
+    const char* call = resumed ? "bsp_sync" : "bsp_begin";
     auto fd = wire::connect_abstract(s.job);
-    if (!fd)
-        die(resumed ? "bsp_sync" : "bsp_begin",
-            fmt::format("cannot reach the hub of job {}: {}", s.job, fd.error().what()));
-    s.sock = fd->release();
+    if (fd) {
+        s.sock = wire::Link(std::move(*fd));
+    } else if (fd.error().code.value() == ECONNREFUSED && s.key && !s.hub_tcp.empty()) {
+        auto l = connect_tcp_hub(s);
+        if (!l)
+            die(call, fmt::format("cannot reach the hub of job {} at {}: {}", s.job, s.hub_tcp,
+                                  l.error().what()));
+        s.sock = std::move(*l);
+    } else {
+        die(call, fmt::format("cannot reach the hub of job {}: {}", s.job, fd.error().what()));
+    }
     wire::Writer w;
     w.u32(wire::kVersion);
     w.u32(static_cast<std::uint32_t>(s.pid));
@@ -126,7 +152,13 @@ void connect_hub(bool resumed) {
     w.u32(resumed ? 1 : 0);
     w.str(s.job);
     if (auto r = wire::send_frame(s.sock, wire::Type::Hello, w.data()); !r)
-        die("bsp_begin", fmt::format("HELLO to the hub: {}", r.error().what()));
+        die(call, fmt::format("HELLO to the hub: {}", r.error().what()));
+}
+
+void disconnect_hub() {
+    State& s = state();
+    s.sock.close();
+    s.tls.reset();
 }
 
 } // namespace ghost::bsp::vp
@@ -164,6 +196,18 @@ void bsp_begin(int maxprocs) {
         s.job = job;
         s.pid = env_int("GHOST_BSP_PID", pid);
         s.nprocs = env_int("GHOST_BSP_NPROCS", np);
+        if (const char* hub = std::getenv("GHOST_BSP_HUB"))
+            s.hub_tcp = hub;
+        if (char* key = std::getenv("GHOST_BSP_KEY")) {
+            auto k = ghost::bsp::wire::key_from_hex(key);
+            if (!k)
+                die("bsp_begin", fmt::format("GHOST_BSP_KEY: {}", k.error().what()));
+            s.key = *k;
+            // Only in our memory from now on: not in /proc/PID/environ, not
+            // in a child's environment.
+            std::memset(key, 'x', std::strlen(key));
+            ::unsetenv("GHOST_BSP_KEY");
+        }
         if (s.nprocs < 1 || s.pid >= s.nprocs)
             die("bsp_begin",
                 fmt::format("GHOST_BSP_PID={} is not below GHOST_BSP_NPROCS={}", s.pid, s.nprocs));
@@ -196,8 +240,7 @@ void bsp_end(void) {
     auto f = ghost::bsp::wire::recv_frame(s.sock);
     if (!f || f->type != ghost::bsp::wire::Type::EndOk)
         die("bsp_end", "lost the hub before every process reached bsp_end (the job was aborted)");
-    ::close(s.sock);
-    s.sock = -1;
+    disconnect_hub();
     s.phase = State::Phase::Ended;
     if (s.pid != 0) {
         // Only process 0 continues after bsp_end.

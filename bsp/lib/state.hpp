@@ -8,11 +8,12 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
 
-#include "wire.hpp"
+#include "link.hpp"
 
 namespace ghost::bsp::vp {
 
@@ -47,8 +48,13 @@ struct State {
     bool under_bsprun = false; // GHOST_BSP_* set: bsprun started us
     int pid = 0, nprocs = 1;
     std::string job;
-    int sock = -1;               // the hub connection (the only descriptor held)
-    std::vector<pid_t> children; // forked mode, vp 0: the hub and vps 1..P-1
+    wire::Link sock; // the hub connection (the only descriptor held)
+    // Another host's VP reaches the hub over TCP with TLS and the job key
+    // (GHOST_BSP_HUB, GHOST_BSP_KEY: read once, the key then only here).
+    std::string hub_tcp;
+    std::optional<wire::Key> key;
+    std::optional<wire::TlsContext> tls; // while connected over TCP
+    std::vector<pid_t> children;         // forked mode, vp 0: the hub and vps 1..P-1
 
     void (*spmd)() = nullptr; // bsp_init's
     double t0 = 0;            // bsp_begin's monotonic time

@@ -43,8 +43,7 @@ void detach_and_wait() {
         g_armed = 1;
         std::fflush(nullptr);
         (void)wire::send_frame(s.sock, wire::Type::Detached);
-        ::close(s.sock);
-        s.sock = -1;
+        disconnect_hub(); // no socket, no TLS state across the move
         sigset_t wait = old;
         sigdelset(&wait, SIGUSR2);
         for (;;)

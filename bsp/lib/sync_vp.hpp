@@ -4,9 +4,13 @@
 
 namespace ghost::bsp::vp {
 
-// Connects to the job's hub on this host and says HELLO (resumed: after a
-// DETACH, possibly in a restarted copy of this process).
+// Connects to the job's hub and says HELLO (resumed: after a DETACH,
+// possibly in a restarted copy of this process, possibly on another host):
+// the abstract socket when this host runs the hub, else the home hub over
+// TCP with TLS and the job key.
 void connect_hub(bool resumed);
+// Closes the connection (TLS close_notify first) and frees its TLS state.
+void disconnect_hub();
 // The SIGUSR2 handler that ends the wait of a detached VP (bsp_begin).
 void install_wakeup_handler();
 

@@ -102,61 +102,7 @@ std::string Reader::str() {
     return {reinterpret_cast<const char*>(s.data()), s.size()};
 }
 
-namespace {
-
-Result<void> write_all(int fd, const std::byte* p, std::size_t n) {
-    while (n > 0) {
-        const ssize_t w = ::send(fd, p, n, MSG_NOSIGNAL);
-        if (w < 0) {
-            if (errno == EINTR)
-                continue;
-            return Error::from_errno(errno, fmt::format("send: {}", std::strerror(errno)));
-        }
-        p += w;
-        n -= static_cast<std::size_t>(w);
-    }
-    return {};
-}
-
-// false with errno 0 on EOF before the first byte.
-Result<bool> read_all(int fd, std::byte* p, std::size_t n) {
-    std::size_t got = 0;
-    while (got < n) {
-        const ssize_t r = ::recv(fd, p + got, n - got, 0);
-        if (r < 0) {
-            if (errno == EINTR)
-                continue;
-            return Error::from_errno(errno, fmt::format("recv: {}", std::strerror(errno)));
-        }
-        if (r == 0) {
-            if (got == 0)
-                return false;
-            return Error::from_errno(EPROTO, "recv: the peer closed the connection inside a frame");
-        }
-        got += static_cast<std::size_t>(r);
-    }
-    return true;
-}
-
-} // namespace
-
-Result<void> send_frame(int fd, Type type, std::span<const std::byte> payload) {
-    Writer h;
-    h.u32(static_cast<std::uint32_t>(type));
-    h.u32(0);
-    h.u64(payload.size());
-    if (auto r = write_all(fd, h.data().data(), h.size()); !r)
-        return r;
-    return write_all(fd, payload.data(), payload.size());
-}
-
-Result<Frame> recv_frame(int fd) {
-    std::byte hdr[16];
-    auto r = read_all(fd, hdr, sizeof hdr);
-    if (!r)
-        return r.error();
-    if (!*r)
-        return Error::from_errno(ECONNRESET, "the peer closed the connection");
+Result<std::pair<Frame, std::uint64_t>> decode_header(std::span<const std::byte, 16> hdr) {
     Reader rd(hdr);
     Frame f;
     f.type = static_cast<Type>(rd.u32());
@@ -167,15 +113,7 @@ Result<Frame> recv_frame(int fd) {
                                  fmt::format("bad frame header (type {}, reserved {}, "
                                              "length {})",
                                              static_cast<std::uint32_t>(f.type), reserved, len));
-    f.payload.resize(len);
-    if (len > 0) {
-        auto p = read_all(fd, f.payload.data(), len);
-        if (!p)
-            return p.error();
-        if (!*p)
-            return Error::from_errno(EPROTO, "recv: the peer closed the connection inside a frame");
-    }
-    return f;
+    return std::pair<Frame, std::uint64_t>{std::move(f), len};
 }
 
 std::string socket_name(std::string_view job) {

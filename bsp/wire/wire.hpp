@@ -11,6 +11,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "ghost/fd.hpp"
@@ -89,11 +90,9 @@ class Reader {
     bool failed_ = false;
 };
 
-// Blocking, whole frames; EINTR is retried, SIGPIPE never raised.
-Result<void> send_frame(int fd, Type type, std::span<const std::byte> payload = {});
-// ECONNRESET with "the peer closed the connection" on a clean EOF before a
-// header.
-Result<Frame> recv_frame(int fd);
+// A frame header: the frame (type set) and its payload length, or EPROTO
+// for a bad header. Frames are sent and received on a Link (link.hpp).
+Result<std::pair<Frame, std::uint64_t>> decode_header(std::span<const std::byte, 16> hdr);
 
 // The abstract socket name of a job's hub on this host (network namespace):
 // "\0ghost-bsp/<job>".

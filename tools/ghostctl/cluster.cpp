@@ -17,6 +17,7 @@
 
 #include "commands.hpp"
 #include "ghost/fd.hpp"
+#include "migd_client.hpp"
 #include "progress.hpp"
 
 namespace ghostctl {
@@ -25,50 +26,17 @@ namespace {
 
 using nlohmann::json;
 
-// One request to migd; progress lines drive the bar, the last line is the
-// reply. Errors (no daemon, refused) come back as {"ok":false,"error":...}.
+// One request to migd (tools/migd_client); progress lines drive the bar.
 json migd_call(const Globals& g, const json& req, ProgressBar* bar) {
-    sockaddr_un addr{};
-    addr.sun_family = AF_UNIX;
-    if (g.migd_socket.size() >= sizeof(addr.sun_path))
-        return {{"ok", false}, {"error", fmt::format("socket path too long: {}", g.migd_socket)}};
-    std::memcpy(addr.sun_path, g.migd_socket.c_str(), g.migd_socket.size() + 1);
-    ghost::UniqueFd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
-    if (!fd || ::connect(fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0)
-        return {{"ok", false},
-                {"error", fmt::format("cannot reach migd at {}: {} (is migd running? "
-                                      "--migd-socket or $GHOST_MIGD_SOCKET name another)",
-                                      g.migd_socket, std::strerror(errno))}};
-    const std::string line = req.dump() + "\n";
-    if (::send(fd.get(), line.data(), line.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(line.size()))
-        return {{"ok", false}, {"error", fmt::format("cannot talk to migd: {}", std::strerror(errno))}};
     auto cb = bar ? bar->callback() : ghost::ProgressFn{};
-    std::string buf;
-    for (;;) {
-        char chunk[4096];
-        const ssize_t n = ::recv(fd.get(), chunk, sizeof(chunk), 0);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0)
-            return {{"ok", false}, {"error", "migd closed the connection without a reply"}};
-        buf.append(chunk, static_cast<std::size_t>(n));
-        std::size_t nl;
-        while ((nl = buf.find('\n')) != std::string::npos) {
-            auto j = json::parse(buf.substr(0, nl), nullptr, false);
-            buf.erase(0, nl + 1);
-            if (j.is_discarded())
-                return {{"ok", false}, {"error", "migd sent a malformed reply"}};
-            if (j.contains("progress") && !j.contains("ok")) {
-                if (cb)
-                    cb({j["progress"].value("done", std::uint64_t{0}),
-                        j["progress"].value("total", std::uint64_t{0})});
-                continue;
-            }
-            if (bar)
-                bar->finish();
-            return j;
-        }
-    }
+    json r =
+        ghost::migd_client::call(g.migd_socket, req, [&](std::uint64_t done, std::uint64_t total) {
+            if (cb)
+                cb({done, total});
+        });
+    if (bar)
+        bar->finish();
+    return r;
 }
 
 int reply_or_fail(const json& r) {
@@ -140,8 +108,8 @@ int cmd_images(const Globals& g, const ImagesArgs& a) {
     fmt::print("{:<20} {:<16} {:>10} {:<19} {:>6} {}\n", "ID", "COMMAND", "SIZE", "TIME", "OWNER",
                "FROM");
     for (const auto& i : r.value("images", json::array()))
-        fmt::print("{:<20} {:<16} {:>10} {:<19} {:>6} {}\n", i.value("id", ""),
-                   i.value("comm", ""), human_bytes(i.value("bytes", std::uint64_t{0})),
+        fmt::print("{:<20} {:<16} {:>10} {:<19} {:>6} {}\n", i.value("id", ""), i.value("comm", ""),
+                   human_bytes(i.value("bytes", std::uint64_t{0})),
                    when(i.value("time_ms", std::uint64_t{0})), i.value("owner", 0u),
                    i.value("origin", ""));
     return exit_ok;
@@ -204,8 +172,8 @@ int cmd_kill(const Globals& g, const std::string& gid, const std::string& sig) {
                     signo = i;
         }
         if (signo <= 0 || signo >= NSIG)
-            return fail(fmt::format("unknown signal '{}' (a number or a name like TERM, KILL)",
-                                    sig));
+            return fail(
+                fmt::format("unknown signal '{}' (a number or a name like TERM, KILL)", sig));
     }
     return reply_or_fail(migd_call(g, {{"op", "kill"}, {"gid", gid}, {"signal", signo}}, nullptr));
 }
