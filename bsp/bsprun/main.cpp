@@ -10,6 +10,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -19,7 +20,9 @@
 
 #include "ghost/engine.hpp"
 #include "hub.hpp"
+#include "migd_client.hpp"
 #include "migrate.hpp"
+#include "multihost.hpp"
 #include "wire.hpp"
 
 using namespace ghost;
@@ -165,16 +168,48 @@ int main(int argc, char** argv) {
     app.add_option("--migrate-every", every,
                    "testing: move one VP at every N-th barrier on this host (see MIGRATION)");
     app.add_flag("-v,--verbose", verbose, "print every barrier's statistics on standard error");
-    app.add_option("--hosts", hosts, "(not yet) run the VPs on these hosts");
-    app.add_flag("--cluster", cluster, "(not yet) run the VPs on the migd cluster");
+    std::string job_dir, migd_socket{migd_client::default_socket()}, migd_sockets, home,
+        hub_address;
+    app.add_option("--hosts", hosts,
+                   "run VP i on host i mod N of this comma-separated list of migd host names "
+                   "(see HOSTS)");
+    app.add_flag("--cluster", cluster, "(not yet) run the VPs on every host of the migd cluster");
+    app.add_option("--job-dir", job_dir,
+                   "with --hosts: the directory of the VPs' output files (default: a new "
+                   "/tmp/bsprun-XXXXXX, removed at the end); must be at the same path on every "
+                   "host");
+    app.add_option("--migd-socket", migd_socket,
+                   "with --hosts: this host's migd control socket (default $GHOST_MIGD_SOCKET, "
+                   "else /run/ghost/migd.sock)");
+    app.add_option("--migd-sockets", migd_sockets,
+                   "with --hosts: the control socket of another host's migd, with {host} for "
+                   "its name (needed to move a VP that is not on this host)");
+    app.add_option("--home", home,
+                   "with --hosts: this host's migd name (default $GHOST_CLUSTER_HOST, else the "
+                   "host name)");
+    app.add_option("--hub-address", hub_address,
+                   "with --hosts: the IPv4 address the hub listens on for the other hosts' VPs "
+                   "(default: the first address of an interface that is up, not loopback)");
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {
         return app.exit(e) == 0 ? 0 : 2;
     }
-    if (!hosts.empty() || cluster) {
-        std::fprintf(stderr, "bsprun: --hosts and --cluster are not yet implemented: this "
-                             "bsprun runs every VP on this host\n");
+    if (cluster) {
+        std::fprintf(stderr, "bsprun: --cluster is not yet implemented (migd has no operation "
+                             "that lists its hosts): name them with --hosts h1,h2,...\n");
+        return 2;
+    }
+    const std::vector<std::string> host_list = split_hosts(hosts);
+    if (!hosts.empty() && host_list.empty()) {
+        std::fprintf(stderr, "bsprun: --hosts '%s' names no host\n", hosts.c_str());
+        return 2;
+    }
+    const bool multi = !host_list.empty();
+    if (!multi &&
+        (!job_dir.empty() || !migd_sockets.empty() || !home.empty() || !hub_address.empty())) {
+        std::fprintf(stderr, "bsprun: --job-dir, --migd-sockets, --home and --hub-address go "
+                             "with --hosts\n");
         return 2;
     }
     if (policy != "none") {
@@ -197,7 +232,7 @@ int main(int argc, char** argv) {
         return 1;
     }
     std::unique_ptr<Engine> engine;
-    if (every > 0) {
+    if (every > 0 && !multi) {
         auto e = Engine::open(EngineKind::Auto);
         if (!e) {
             std::fprintf(stderr, "bsprun: --migrate-every: no ghost engine: %s\n",
@@ -205,6 +240,16 @@ int main(int argc, char** argv) {
             return 1;
         }
         engine = std::move(*e);
+    }
+    std::optional<MultiHost> mh;
+    if (multi) {
+        auto m = MultiHost::make(host_list, home, migd_socket, migd_sockets, hub_address, job_dir,
+                                 nprocs);
+        if (!m) {
+            std::fprintf(stderr, "bsprun: --hosts: %s\n", m.error().what().c_str());
+            return 1;
+        }
+        mh.emplace(std::move(*m));
     }
     int op[2], ep[2];
     if (::pipe2(op, O_CLOEXEC) != 0 || ::pipe2(ep, O_CLOEXEC) != 0) {
@@ -243,12 +288,19 @@ int main(int argc, char** argv) {
         }
         if (c == 0) {
             sigprocmask(SIG_SETMASK, &oldmask, nullptr);
-            ::dup2(out_w.get(), 1);
-            ::dup2(err_w.get(), 2);
+            if (mh) {
+                if (!mh->redirect(v))
+                    ::_exit(127);
+            } else {
+                ::dup2(out_w.get(), 1);
+                ::dup2(err_w.get(), 2);
+            }
             ::close_range(3, ~0U, 0); // a VP holds only what migration carries
             ::setenv("GHOST_BSP_JOB", job.c_str(), 1);
             ::setenv("GHOST_BSP_PID", std::to_string(v).c_str(), 1);
             ::setenv("GHOST_BSP_NPROCS", std::to_string(nprocs).c_str(), 1);
+            if (mh)
+                mh->set_env();
             std::vector<char*> av;
             for (auto& a : cmd)
                 av.push_back(a.data());
@@ -259,22 +311,29 @@ int main(int argc, char** argv) {
             ::_exit(127);
         }
         pids[static_cast<std::size_t>(v)] = c;
-        std::fprintf(stderr, "bsprun: vp %d on %s pid %d\n", v, host, c);
+        std::fprintf(stderr, "bsprun: vp %d on %s pid %d\n", v, mh ? mh->home().c_str() : host, c);
     }
 
     Hub hub(std::move(*listen), job, nprocs);
     for (int v = 0; v < nprocs; ++v)
         hub.set_pid(v, pids[static_cast<std::size_t>(v)]);
-    EveryNth hook(every, nprocs);
+    EveryNth every_nth(every, nprocs);
     std::unique_ptr<PrintingMover> mover;
-    VerboseHook verbose_hook(hook, verbose);
+    VerboseHook verbose_hook(mh ? mh->hook(every) : static_cast<BarrierHook&>(every_nth), verbose);
     hub.set_hook(&verbose_hook);
     if (local) {
         mover = std::make_unique<PrintingMover>(*local, every);
         hub.set_mover(mover.get());
     }
+    int alive = nprocs; // bsprun's children still running
+    if (mh) {
+        mh->attach(hub, pids);
+        mh->mover().on_child_left([&](int v) {
+            status[static_cast<std::size_t>(v)] = 0; // it lives on under migd
+            --alive;
+        });
+    }
     bool out_open = true, err_open = true;
-    int alive = nprocs;
     const auto reap = [&](bool tell_hub) {
         signalfd_siginfo si;
         while (::read(sfd.get(), &si, sizeof si) > 0) {
@@ -316,6 +375,8 @@ int main(int argc, char** argv) {
     local.reset();
     out_w.reset();
     err_w.reset();
+    if (mh)
+        mh->finish(outcome.ok); // VPs under migd: until they exited
     while (alive > 0 || out_open || err_open) {
         std::vector<pollfd> fds;
         if (out_open)
@@ -324,6 +385,8 @@ int main(int argc, char** argv) {
             fds.push_back({err_r.get(), POLLIN, 0});
         if (alive > 0)
             fds.push_back({sfd.get(), POLLIN, 0});
+        if (mh)
+            fds.push_back({mh->output().timer(), POLLIN, 0});
         if (::poll(fds.data(), fds.size(), -1) < 0 && errno != EINTR)
             break;
         for (const auto& f : fds) {
@@ -333,10 +396,14 @@ int main(int argc, char** argv) {
                 copy_out(out_r.get(), 1, out_open);
             else if (f.fd == err_r.get())
                 copy_out(err_r.get(), 2, err_open);
+            else if (mh && f.fd == mh->output().timer())
+                mh->output().tick();
             else
                 reap(false);
         }
     }
+    if (mh)
+        mh->output().copy(); // the last bytes of bsprun's children
     if (!outcome.ok) {
         if (outcome.failed_vp >= 0) {
             const int st = status[static_cast<std::size_t>(outcome.failed_vp)];

@@ -1,0 +1,174 @@
+// SPDX-License-Identifier: GPL-2.0
+// HostsMover and HostsHook: VPs on several hosts through migd's control
+// socket (tools/migd_client).
+#include "hosts.hpp"
+
+#include <arpa/inet.h>
+#include <ifaddrs.h>
+#include <net/if.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/wait.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <memory>
+
+#include <fmt/format.h>
+
+#include "migd_client.hpp"
+
+namespace ghost::bsp {
+
+using nlohmann::json;
+
+HostsMover::HostsMover(std::string home, std::string home_socket, std::string sockets, int nprocs)
+    : home_(std::move(home)), home_socket_(std::move(home_socket)), sockets_(std::move(sockets)),
+      places_(static_cast<std::size_t>(nprocs)), plans_(static_cast<std::size_t>(nprocs)) {
+    for (auto& p : places_)
+        p.host = home_;
+}
+
+void HostsMover::plan(int vp, std::string to, std::string why) {
+    plans_.at(static_cast<std::size_t>(vp)) = {std::move(to), std::move(why)};
+}
+
+std::string HostsMover::socket_of(const std::string& host) const {
+    if (host == home_)
+        return home_socket_;
+    const auto at = sockets_.find("{host}");
+    if (at == std::string::npos)
+        return {};
+    std::string s = sockets_;
+    s.replace(at, 6, host);
+    return s;
+}
+
+Result<pid_t> HostsMover::move(int vp, pid_t pid, std::uint64_t superstep) {
+    auto [to, why] = std::move(plans_.at(static_cast<std::size_t>(vp)));
+    plans_[static_cast<std::size_t>(vp)] = {};
+    Place& pl = places_.at(static_cast<std::size_t>(vp));
+    if (to.empty() || to == pl.host)
+        return pid;
+    const auto failed = [&](const std::string& e) -> Result<pid_t> {
+        std::fprintf(stderr,
+                     "bsprun: end of superstep %llu: moving vp %d from %s:%d to %s failed: %s; it "
+                     "continues on %s\n",
+                     static_cast<unsigned long long>(superstep), vp, pl.host.c_str(), pid,
+                     to.c_str(), e.c_str(), pl.host.c_str());
+        return Error::from_errno(EIO, e);
+    };
+    const std::string sock = socket_of(pl.host);
+    if (sock.empty())
+        return failed(
+            fmt::format("bsprun knows no control socket of {}'s migd (--migd-sockets)", pl.host));
+    const json r = migd_client::call(sock, {{"op", "migrate"}, {"pid", pid}, {"to", to}});
+    if (!r.value("ok", false))
+        return failed(fmt::format("migd on {} ({}): migrate: {}", pl.host, sock,
+                                  r.value("error", "refused without a reason")));
+    const Place was = pl;
+    pl.host = r.value("host", to);
+    pl.pid = r.value("pid", -1);
+    pl.gid = r.value("gid", "");
+    if (was.gid.empty()) { // it was our child: migd killed it, reap it
+        while (::waitpid(pid, nullptr, 0) < 0 && errno == EINTR) {
+        }
+        if (child_left_)
+            child_left_(vp);
+    }
+    std::fprintf(stderr, "bsprun: end of superstep %llu: vp %d moved from %s:%d to %s:%d (%s)\n",
+                 static_cast<unsigned long long>(superstep), vp, was.host.c_str(), pid,
+                 pl.host.c_str(), pl.pid, why.c_str());
+    if (r.contains("pending"))
+        std::fprintf(stderr, "bsprun: note: %s\n", r.value("pending", "").c_str());
+    return pl.pid;
+}
+
+Result<void> HostsMover::wake(int vp, pid_t pid) {
+    const Place& pl = places_.at(static_cast<std::size_t>(vp));
+    if (pl.gid.empty())
+        return Mover::wake(vp, pid);
+    const json r =
+        migd_client::call(home_socket_, {{"op", "kill"}, {"gid", pl.gid}, {"signal", SIGUSR2}});
+    if (!r.value("ok", false))
+        return Error::from_errno(EIO, fmt::format("vp {}: cannot wake {} ({}:{}) through migd: {}",
+                                                  vp, pl.gid, pl.host, pl.pid,
+                                                  r.value("error", "refused without a reason")));
+    return {};
+}
+
+void HostsMover::kill(int vp, pid_t pid) {
+    const Place& pl = places_.at(static_cast<std::size_t>(vp));
+    if (pl.gid.empty()) {
+        ::kill(pid, SIGKILL);
+        return;
+    }
+    const json r =
+        migd_client::call(home_socket_, {{"op", "kill"}, {"gid", pl.gid}, {"signal", SIGKILL}});
+    if (!r.value("ok", false))
+        std::fprintf(stderr, "bsprun: killing vp %d (%s, %s:%d) through migd: %s\n", vp,
+                     pl.gid.c_str(), pl.host.c_str(), pl.pid,
+                     r.value("error", "refused without a reason").c_str());
+}
+
+bool HostsMover::gone(int vp) {
+    const Place& pl = places_.at(static_cast<std::size_t>(vp));
+    if (pl.gid.empty())
+        return false;
+    const json r = migd_client::call(home_socket_, {{"op", "where"}, {"gid", pl.gid}});
+    return !r.value("ok", false) || r.value("state", "") == "exited";
+}
+
+std::vector<int> HostsHook::barrier(std::uint64_t superstep, std::span<const VpStats> stats) {
+    (void)stats;
+    const auto n = hosts_.size();
+    std::vector<int> out;
+    std::vector<std::string> dest(static_cast<std::size_t>(nprocs_));
+    for (int v = 0; v < nprocs_; ++v)
+        dest[static_cast<std::size_t>(v)] = mover_.place(v).host;
+    if (superstep == 0)
+        for (int v = 0; v < nprocs_; ++v) {
+            const std::string& h = hosts_[static_cast<std::size_t>(v) % n];
+            if (h == dest[static_cast<std::size_t>(v)])
+                continue;
+            dest[static_cast<std::size_t>(v)] = h;
+            mover_.plan(v, h, "placement: --hosts");
+            out.push_back(v);
+        }
+    if (every_ > 0 && (superstep + 1) % every_ == 0) {
+        const int v = static_cast<int>(superstep % static_cast<std::uint64_t>(nprocs_));
+        const std::string& cur = dest[static_cast<std::size_t>(v)];
+        const auto it = std::find(hosts_.begin(), hosts_.end(), cur);
+        const std::string& next =
+            it == hosts_.end() ? hosts_[0]
+                               : hosts_[static_cast<std::size_t>(it - hosts_.begin() + 1) % n];
+        if (next != mover_.place(v).host) {
+            mover_.plan(v, next, fmt::format("forced: --migrate-every {}", every_));
+            if (std::find(out.begin(), out.end(), v) == out.end())
+                out.push_back(v);
+        }
+    }
+    return out;
+}
+
+Result<std::string> default_hub_address() {
+    ifaddrs* list = nullptr;
+    if (::getifaddrs(&list) != 0)
+        return Error::from_errno(errno, fmt::format("getifaddrs: {}", std::strerror(errno)));
+    std::unique_ptr<ifaddrs, void (*)(ifaddrs*)> guard(list, ::freeifaddrs);
+    for (ifaddrs* i = list; i; i = i->ifa_next) {
+        if (!i->ifa_addr || i->ifa_addr->sa_family != AF_INET || !(i->ifa_flags & IFF_UP) ||
+            (i->ifa_flags & IFF_LOOPBACK))
+            continue;
+        char buf[INET_ADDRSTRLEN];
+        const auto* a = reinterpret_cast<const sockaddr_in*>(i->ifa_addr);
+        if (::inet_ntop(AF_INET, &a->sin_addr, buf, sizeof buf))
+            return std::string(buf);
+    }
+    return Error::from_errno(EADDRNOTAVAIL, "no interface is up with an IPv4 address other than "
+                                            "loopback: give --hub-address");
+}
+
+} // namespace ghost::bsp

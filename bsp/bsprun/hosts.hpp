@@ -1,0 +1,78 @@
+// SPDX-License-Identifier: GPL-2.0
+// bsprun --hosts: where each VP runs, moves between hosts through migd
+// (migrate, then SIGUSR2 through migd's kill by gid), and the barrier hook
+// that places VPs and forces moves (Documentation/bsp.md, "Hosts").
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "hub.hpp"
+
+namespace ghost::bsp {
+
+// Where a VP is: its host, its pid there, its migd gid once migd moved it
+// (then it is no longer bsprun's child).
+struct Place {
+    std::string host;
+    pid_t pid = -1;
+    std::string gid;
+};
+
+class HostsMover final : public Mover {
+  public:
+    // home: this host's migd name; home_socket: its control socket;
+    // sockets: a pattern with "{host}" giving another host's control socket
+    // (empty: none; a VP is then moved only from the home host).
+    HostsMover(std::string home, std::string home_socket, std::string sockets, int nprocs);
+
+    const std::string& home() const { return home_; }
+    const Place& place(int vp) const { return places_.at(static_cast<std::size_t>(vp)); }
+    void set_pid(int vp, pid_t pid) { places_.at(static_cast<std::size_t>(vp)).pid = pid; }
+    // The destination and the reason of the VP's next move.
+    void plan(int vp, std::string to, std::string why);
+    // Called after a move of one of bsprun's children (reaped here).
+    void on_child_left(std::function<void(int vp)> cb) { child_left_ = std::move(cb); }
+
+    Result<pid_t> move(int vp, pid_t pid, std::uint64_t superstep) override;
+    Result<void> wake(int vp, pid_t pid) override;
+    // SIGKILL to the VP wherever it is (by pid, or through migd by gid).
+    void kill(int vp, pid_t pid);
+    // Whether a VP that migd moved has exited (migd says "exited", or no
+    // longer knows it); always false for bsprun's own children.
+    bool gone(int vp);
+
+  private:
+    std::string socket_of(const std::string& host) const;
+
+    std::string home_, home_socket_, sockets_;
+    std::vector<Place> places_;
+    std::vector<std::pair<std::string, std::string>> plans_; // to, why
+    std::function<void(int)> child_left_;
+};
+
+// Places VP i on hosts[i % n] at the first barrier, and with every > 0
+// moves VP (s mod P) to the next host of the list at every every-th
+// barrier (as EveryNth).
+class HostsHook final : public BarrierHook {
+  public:
+    HostsHook(HostsMover& mover, std::vector<std::string> hosts, unsigned every, int nprocs)
+        : mover_(mover), hosts_(std::move(hosts)), every_(every), nprocs_(nprocs) {}
+    std::vector<int> barrier(std::uint64_t superstep, std::span<const VpStats> stats) override;
+
+  private:
+    HostsMover& mover_;
+    std::vector<std::string> hosts_;
+    unsigned every_;
+    int nprocs_;
+};
+
+// The first IPv4 address of an interface that is up and not loopback, or
+// an error naming why there is none.
+Result<std::string> default_hub_address();
+
+} // namespace ghost::bsp

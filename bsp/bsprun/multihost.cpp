@@ -1,0 +1,127 @@
+// SPDX-License-Identifier: GPL-2.0
+// MultiHost: the parts of bsprun --hosts (see multihost.hpp).
+#include "multihost.hpp"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <sstream>
+
+#include <fmt/format.h>
+
+namespace ghost::bsp {
+
+std::vector<std::string> split_hosts(const std::string& list) {
+    std::vector<std::string> out;
+    std::stringstream ss(list);
+    std::string h;
+    while (std::getline(ss, h, ','))
+        if (!h.empty())
+            out.push_back(h);
+    return out;
+}
+
+Result<MultiHost> MultiHost::make(std::vector<std::string> hosts, std::string home,
+                                  std::string migd_socket, std::string migd_sockets,
+                                  std::string hub_address, std::string job_dir, int nprocs) {
+    if (home.empty()) {
+        if (const char* h = std::getenv("GHOST_CLUSTER_HOST"); h && *h) {
+            home = h;
+        } else {
+            char name[256] = {};
+            ::gethostname(name, sizeof name - 1);
+            home = name;
+            if (const auto dot = home.find('.'); dot != std::string::npos)
+                home.resize(dot);
+        }
+    }
+    if (hub_address.empty()) {
+        auto a = default_hub_address();
+        if (!a)
+            return a.error();
+        hub_address = *a;
+    }
+    auto out = JobOutput::open(std::move(job_dir), nprocs);
+    if (!out)
+        return out.error();
+    MultiHost m(std::move(*out));
+    m.hosts_ = std::move(hosts);
+    m.nprocs_ = nprocs;
+    auto key = wire::make_key();
+    if (!key)
+        return key.error();
+    m.key_ = *key;
+    auto tcp = wire::listen_tcp(hub_address, &m.hub_addr_);
+    if (!tcp)
+        return Error::from_errno(tcp.error().code.value(),
+                                 fmt::format("the hub's TCP listener: {}", tcp.error().what()));
+    m.tcp_ = std::move(*tcp);
+    auto tls = wire::TlsContext::make(wire::TlsContext::Role::Server, m.key_);
+    if (!tls)
+        return tls.error();
+    m.tls_ = std::make_unique<wire::TlsContext>(std::move(*tls));
+    m.mover_ = std::make_unique<HostsMover>(std::move(home), std::move(migd_socket),
+                                            std::move(migd_sockets), nprocs);
+    return m;
+}
+
+BarrierHook& MultiHost::hook(unsigned every) {
+    hook_ = std::make_unique<HostsHook>(*mover_, hosts_, every, nprocs_);
+    return *hook_;
+}
+
+bool MultiHost::redirect(int v) const {
+    const int in = ::open("/dev/null", O_RDONLY);
+    const int out = ::open(output_.path(v, false).c_str(), O_WRONLY | O_APPEND);
+    const int err = ::open(output_.path(v, true).c_str(), O_WRONLY | O_APPEND);
+    if (in < 0 || out < 0 || err < 0) {
+        std::fprintf(stderr, "bsprun: vp %d: cannot open its output files in %s: %s\n", v,
+                     output_.dir().c_str(), std::strerror(errno));
+        return false;
+    }
+    ::dup2(in, 0);
+    ::dup2(out, 1);
+    ::dup2(err, 2);
+    return true; // close_range(3, ...) closes the originals
+}
+
+void MultiHost::set_env() const {
+    ::setenv("GHOST_BSP_HUB", hub_addr_.c_str(), 1);
+    ::setenv("GHOST_BSP_KEY", wire::key_hex(key_).c_str(), 1);
+}
+
+void MultiHost::attach(Hub& hub, const std::vector<pid_t>& pids) {
+    for (std::size_t v = 0; v < pids.size(); ++v)
+        mover_->set_pid(static_cast<int>(v), pids[v]);
+    hub.set_tcp(std::move(tcp_), std::move(*tls_));
+    hub.set_mover(mover_.get());
+    hub.set_killer([this](int vp, pid_t pid) { mover_->kill(vp, pid); });
+    hub.watch(output_.timer(), [this] { output_.tick(); });
+}
+
+void MultiHost::finish(bool ok) {
+    (void)ok; // a failed job's VPs were killed: they are gone soon either way
+    std::vector<bool> done(static_cast<std::size_t>(nprocs_));
+    for (;;) {
+        bool all = true;
+        for (int v = 0; v < nprocs_; ++v) {
+            auto d = done[static_cast<std::size_t>(v)];
+            if (!d)
+                done[static_cast<std::size_t>(v)] = mover_->place(v).gid.empty() || mover_->gone(v);
+            all = all && done[static_cast<std::size_t>(v)];
+        }
+        output_.copy();
+        if (all)
+            return;
+        pollfd p{output_.timer(), POLLIN, 0};
+        if (::poll(&p, 1, -1) > 0)
+            output_.tick();
+    }
+}
+
+} // namespace ghost::bsp
