@@ -10,20 +10,15 @@
 #include <string.h>
 
 #include "bsp.h"
-
-#define CHECK(c, ...)                                                                              \
-    do {                                                                                           \
-        if (!(c))                                                                                  \
-            bsp_abort("basic: pid %d: check failed (%s) line %d", bsp_pid(), #c, __LINE__);        \
-    } while (0)
+#include "check.h"
 
 static int cell;      /* one int per process */
 static int slots[64]; /* slot i written by pid i */
 static int winner;    /* every pid writes its pid: the highest source wins */
 static int hp;
 
-int main(void) {
-    bsp_begin(bsp_nprocs());
+int main(int argc, char** argv) {
+    bsp_begin(test_nprocs(argc, argv));
     int p = bsp_nprocs(), s = bsp_pid();
     CHECK(p >= 1 && p <= 64);
     CHECK(s >= 0 && s < p);
