@@ -183,49 +183,18 @@ class Exchange {
     std::uint64_t wrong_ = 0, checked_ = 0;
 };
 
-} // namespace
-
-int main(int argc, char** argv) {
+// The parameters: set by process 0's main(), sent to the others by Session.
+struct Params {
     std::uint64_t bytes = 0, rounds = 0;
     bool fault = false, hp = false;
-    CLI::App app;
-    bspapps::describe(
-        app, {
-                 "bsp-alltoall",
-                 "total exchange by put, send and get, every byte checked",
-                 "  ROUNDS supersteps in which every ordered pair of processes exchanges\n"
-                 "  BYTES bytes three ways: the sender's bsp_put into slot pid of the\n"
-                 "  receiver's registered inbox, its bsp_send with the tag (sender, round),\n"
-                 "  and the receiver's bsp_get from slot pid of the sender's registered\n"
-                 "  outbox (with --hp: bsp_hpput, bsp_hpget, and bsp_hpmove to read the\n"
-                 "  messages). Inbox and outbox have a half for even and one for odd\n"
-                 "  rounds (2 x P x BYTES bytes each), so unbuffered transfers never touch\n"
-                 "  what is read or written in the same superstep. Each copy carries its\n"
-                 "  own pattern, a function of sender, receiver, round, kind and position,\n"
-                 "  so a byte that is lost, stale, misplaced or delivered to the wrong\n"
-                 "  process is seen. ROUNDS + 3 supersteps in all (set-up, gather, verdict).",
-                 "  Every receiver compares every byte of the three copies with the pattern\n"
-                 "  and checks that each other process's message came exactly once with the\n"
-                 "  right tag and size (a violation aborts the job naming it); VP 0 adds up\n"
-                 "  the wrong bytes, which must be 0, and the bytes checked, which must be\n"
-                 "  3 x BYTES x ROUNDS x P x (P - 1).",
-                 "the number of wrong bytes (0)",
-                 "bsprun -n 8 bsp-alltoall 65536 100",
-             });
-    app.add_option("BYTES", bytes, "Bytes per message.")
-        ->required()
-        ->check(CLI::Range(std::uint64_t(1), std::uint64_t(1) << 28));
-    app.add_option("ROUNDS", rounds, "Rounds (one superstep each).")
-        ->required()
-        ->check(CLI::Range(std::uint64_t(1), std::uint64_t(1) << 30));
-    app.add_flag("--hp", hp,
-                 "Unbuffered transfers: bsp_hpput from a buffer per destination, bsp_hpget, "
-                 "and messages read with bsp_hpmove.");
-    bspapps::add_fault_option(app, fault);
-    if (auto status = bspapps::parse(app, argc, argv))
-        return *status;
+};
+Params params;
+int exit_status = 0; // process 0's
 
-    Session s("bsp-alltoall");
+// The SPMD part: every process.
+void spmd() {
+    Session s("bsp-alltoall", params);
+    const auto [bytes, rounds, fault, hp] = params;
     Exchange x(s, bytes, hp);
     s.start_clock();
     x.run(rounds, fault);
@@ -241,6 +210,50 @@ int main(int argc, char** argv) {
     if (sum.checked != expected)
         why = std::to_string(sum.checked) + " bytes were checked instead of " +
               std::to_string(expected);
-    return s.finish(sum.wrong == 0 && sum.checked == expected, std::to_string(sum.wrong), details,
-                    why);
+    exit_status = s.finish(sum.wrong == 0 && sum.checked == expected, std::to_string(sum.wrong),
+                           details, why);
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+    bsp_init(spmd, argc, argv);
+    CLI::App app;
+    bspapps::describe(
+        app, {
+                 "bsp-alltoall",
+                 "total exchange by put, send and get, every byte checked",
+                 "  ROUNDS supersteps in which every ordered pair of processes exchanges\n"
+                 "  BYTES bytes three ways: the sender's bsp_put into slot pid of the\n"
+                 "  receiver's registered inbox, its bsp_send with the tag (sender, round),\n"
+                 "  and the receiver's bsp_get from slot pid of the sender's registered\n"
+                 "  outbox (with --hp: bsp_hpput, bsp_hpget, and bsp_hpmove to read the\n"
+                 "  messages). Inbox and outbox have a half for even and one for odd\n"
+                 "  rounds (2 x P x BYTES bytes each), so unbuffered transfers never touch\n"
+                 "  what is read or written in the same superstep. Each copy carries its\n"
+                 "  own pattern, a function of sender, receiver, round, kind and position,\n"
+                 "  so a byte that is lost, stale, misplaced or delivered to the wrong\n"
+                 "  process is seen. ROUNDS + 4 supersteps in all (parameters, set-up, gather, verdict).",
+                 "  Every receiver compares every byte of the three copies with the pattern\n"
+                 "  and checks that each other process's message came exactly once with the\n"
+                 "  right tag and size (a violation aborts the job naming it); VP 0 adds up\n"
+                 "  the wrong bytes, which must be 0, and the bytes checked, which must be\n"
+                 "  3 x BYTES x ROUNDS x P x (P - 1).",
+                 "the number of wrong bytes (0)",
+                 "bsprun -n 8 bsp-alltoall 65536 100",
+             });
+    app.add_option("BYTES", params.bytes, "Bytes per message.")
+        ->required()
+        ->check(CLI::Range(std::uint64_t(1), std::uint64_t(1) << 28));
+    app.add_option("ROUNDS", params.rounds, "Rounds (one superstep each).")
+        ->required()
+        ->check(CLI::Range(std::uint64_t(1), std::uint64_t(1) << 30));
+    app.add_flag("--hp", params.hp,
+                 "Unbuffered transfers: bsp_hpput from a buffer per destination, bsp_hpget, "
+                 "and messages read with bsp_hpmove.");
+    bspapps::add_fault_option(app, params.fault);
+    if (auto status = bspapps::parse(app, argc, argv))
+        return bspapps::stop(*status);
+    spmd();
+    return exit_status;
 }

@@ -5,6 +5,9 @@
 #include <cinttypes>
 #include <climits>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <vector>
 
 #include <bsp.h>
 
@@ -65,17 +68,22 @@ void describe(CLI::App& app, const Help& help) {
                std::string(help.value) +
                ";\n"
                "  it is the same whatever the number of processes and wherever they run.\n"
-               "  S counts every bsp_sync, set-up and check included; T is the time of\n"
-               "  the computation on VP 0 (bsp_time), the check excluded.\n"
+               "  S counts every bsp_sync, parameters, set-up and check included; T is\n"
+               "  the time of"
+               " the computation on VP 0 (bsp_time), the check excluded.\n"
                "\nEXIT STATUS\n"
                "  0 if the answer checked out, 1 if the check failed (VP 0 prints\n"
                "  \"" +
                std::string(help.name) +
-               ": check failed: WHY\" on standard error and every process exits 1),\n"
+               ": check failed: WHY\" on standard error and exits 1),\n"
                "  2 for a bad command line.\n"
                "\nNOTES\n"
-               "  Uses only the BSPlib standard interface (bsp.h): every virtual processor\n"
-               "  parses the same arguments, then bsp_begin(bsp_nprocs()).\n"
+               "  Uses only the BSPlib standard interface (bsp.h), structured as the\n"
+               "  standard asks when the SPMD section is not the whole of main():\n"
+               "  bsp_init() first, the arguments parsed by process 0, bsp_begin(\n"
+               "  bsp_nprocs()) in the SPMD function, and process 0's parameters sent to\n"
+               "  the others in the first superstep. Run it under bsprun -n P, or alone\n"
+               "  (the runtime then starts as many processes as there are processors).\n"
                "\nEXAMPLE\n  " +
                std::string(help.example) + "\n");
 }
@@ -93,10 +101,59 @@ std::optional<int> parse(CLI::App& app, int argc, char** argv) {
     return std::nullopt;
 }
 
-Session::Session(std::string_view name) : name_(name) {
+namespace {
+
+// What process 0 sends every other process in superstep 1: whether to stop
+// (an exit status, or -1 to run), then the parameters.
+struct Header {
+    int stop = -1;
+};
+
+} // namespace
+
+int stop(int status) {
+    bsp_begin(bsp_nprocs());
+    const Header h{status};
+    for (int p = 1; p < bsp_nprocs(); ++p)
+        bsp_send(p, nullptr, &h, sizeof h);
+    bsp_sync();
+    bsp_end();
+    return status;
+}
+
+Session::Session(std::string_view name, std::span<std::byte> params) : name_(name) {
     bsp_begin(bsp_nprocs());
     pid_ = bsp_pid();
     nprocs_ = bsp_nprocs();
+    const int size = bsp_bytes(params.size(), "parameters");
+    if (pid_ == 0) {
+        std::vector<std::byte> message(sizeof(Header) + params.size());
+        const Header h;
+        std::memcpy(message.data(), &h, sizeof h);
+        std::memcpy(message.data() + sizeof h, params.data(), params.size());
+        for (int p = 1; p < nprocs_; ++p)
+            bsp_send(p, nullptr, message.data(), int(message.size()));
+    }
+    sync();
+    if (pid_ != 0) {
+        int count = 0, bytes = 0, status = -1;
+        bsp_qsize(&count, &bytes);
+        char tag = 0; // the tag size is 0
+        bsp_get_tag(&status, &tag);
+        if (count != 1 || (status != int(sizeof(Header)) + size && status != int(sizeof(Header))))
+            bsp_abort("%s: process %d: expected the parameters from process 0 (one message of "
+                      "%d bytes), got %d messages, the first of %d bytes",
+                      name_.c_str(), pid_, int(sizeof(Header)) + size, count, status);
+        std::vector<std::byte> message(std::size_t(status), std::byte{0});
+        bsp_move(message.data(), status);
+        Header h;
+        std::memcpy(&h, message.data(), sizeof h);
+        if (h.stop >= 0) { // process 0 stopped at its command line
+            bsp_end();
+            std::exit(0); // only process 0 goes on after bsp_end
+        }
+        std::memcpy(params.data(), message.data() + sizeof h, params.size());
+    }
     bsp_push_reg(&verdict_, sizeof verdict_);
     start_ = bsp_time();
 }

@@ -12,6 +12,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <type_traits>
 
 #include <CLI/CLI.hpp>
 
@@ -58,19 +59,32 @@ struct Help {
 };
 void describe(CLI::App& app, const Help& help);
 
-// Parses argv on this process (before bsp_begin: every virtual processor is
-// started with the same arguments). Returns the exit status when the program
-// must stop here (--help: 0; a bad argument: 2, message on stderr).
+// Parses argv on process 0 (in main(), after bsp_init()). Returns the exit
+// status when the program must stop here (--help: 0; a bad argument: 2,
+// message on stderr): main() then returns stop(status).
 std::optional<int> parse(CLI::App& app, int argc, char** argv);
+
+// Process 0 ends the job before it started: it tells the other processes
+// (which wait in Session's constructor) to end too, and returns status.
+int stop(int status);
 
 // --- the SPMD section -------------------------------------------------------
 
-// Starts the SPMD section on every processor available (bsp_begin) and keeps
-// the count of supersteps and the time. The application registers its areas
-// and sets its tag size after construction, then calls sync() once.
+// The standard's program structure: main() calls bsp_init(spmd, argc, argv)
+// first, parses its arguments into a plain struct, then calls spmd(); the
+// other processes start in spmd() (with no arguments). spmd() constructs a
+// Session, which starts the SPMD section on every processor available
+// (bsp_begin), gives every process process 0's parameters (one bsp_send
+// each: superstep 1), and keeps the count of supersteps and the time. The
+// application then registers its areas, sets its tag size and calls sync().
 class Session {
   public:
-    explicit Session(std::string_view name);
+    Session(std::string_view name, std::span<std::byte> params);
+    template <class Params>
+    Session(std::string_view name, Params& params)
+        : Session(name, std::as_writable_bytes(std::span(&params, 1))) {
+        static_assert(std::is_trivially_copyable_v<Params>);
+    }
     Session(const Session&) = delete;
     Session& operator=(const Session&) = delete;
     ~Session() = default;
@@ -91,8 +105,9 @@ class Session {
     // stop_clock() if it was called.
     double seconds() const;
 
-    // Ends the job (collective). VP 0's verdict is broadcast so that every
-    // process exits with the same status: if ok, VP 0 prints
+    // Ends the job (collective). VP 0's verdict is broadcast (every process
+    // returns the same status, whatever the BSPlib lets it do after
+    // bsp_end): if ok, VP 0 prints
     //   NAME: value=VALUE DETAILS supersteps=S procs=P seconds=T
     // on stdout; otherwise it prints "NAME: check failed: WHY" on stderr.
     // Calls bsp_end(); returns the exit status for main (0 or 1). Only VP 0's

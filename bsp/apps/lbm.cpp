@@ -185,55 +185,25 @@ class Lbm {
     int last_ = 0;
 };
 
-} // namespace
-
-int main(int argc, char** argv) {
+// The parameters: set by process 0's main(), sent to the others by Session.
+struct Params {
     std::uint64_t nx = 0, ny = 0, steps = 0, seed = 1;
     bool fault = false, no_reference = false;
-    CLI::App app;
-    bspapps::describe(
-        app, {
-                 "bsp-lbm",
-                 "2-D Lattice Boltzmann (D2Q9, BGK) with rows distributed and halo exchange",
-                 "  Runs STEPS time steps of the D2Q9 lattice Boltzmann method with BGK\n"
-                 "  collision (relaxation time 0.6) on an NX x NY lattice, periodic in both\n"
-                 "  directions, from a density bump (from SEED) and a shear wave. The NY rows\n"
-                 "  are split in contiguous blocks over the P processes (NY >= P). Each time\n"
-                 "  step is one superstep: collide the own rows, bsp_put the first and last\n"
-                 "  rows into the halo rows of the neighbours below and above (registered\n"
-                 "  areas, two buffers alternating), sync, stream (pull) into the other\n"
-                 "  buffer. STEPS + 3 supersteps in all (set-up, gather, verdict).",
-                 "  VP 0 gathers the lattice (one bsp_send per process) and checks that the\n"
-                 "  total mass equals the initial mass to 1e-12 (relative) and that the\n"
-                 "  lattice is bit-identical to its own sequential run of the same steps\n"
-                 "  (skipped with --no-reference).",
-                 "the FNV-1a hash (16 hex digits) of the final lattice (doubles, row by\n"
-                 "  row, nine directions per cell)",
-                 "bsprun -n 4 bsp-lbm 256 128 100",
-             });
-    app.add_option("NX", nx, "Columns of the lattice.")
-        ->required()
-        ->check(CLI::Range(std::uint64_t(1), std::uint64_t(1) << 20));
-    app.add_option("NY", ny, "Rows of the lattice (split over the processes; at least P).")
-        ->required()
-        ->check(CLI::Range(std::uint64_t(1), std::uint64_t(1) << 20));
-    app.add_option("STEPS", steps, "Time steps (one superstep each).")
-        ->required()
-        ->check(CLI::Range(std::uint64_t(0), std::uint64_t(1) << 30));
-    app.add_option("--seed", seed, "Seed of the initial density.")->capture_default_str();
-    app.add_flag("--no-reference", no_reference,
-                 "Skip VP 0's sequential reference run (the mass is still checked).");
-    bspapps::add_fault_option(app, fault);
-    if (auto status = bspapps::parse(app, argc, argv))
-        return *status;
+};
+Params params;
+int exit_status = 0; // process 0's
 
-    Session s("bsp-lbm");
+// The SPMD part: every process.
+void spmd() {
+    Session s("bsp-lbm", params);
+    const auto [nx, ny, steps, seed, fault, no_reference] = params;
     if (ny < std::uint64_t(s.nprocs())) {
         if (s.pid() == 0)
             std::fprintf(stderr, "bsp-lbm: NY = %llu rows cannot be split over %d processes\n",
                          (unsigned long long)ny, s.nprocs());
+        exit_status = 2;
         bsp_end();
-        return 2;
+        return;
     }
     Lbm lbm(s, nx, ny, seed);
     s.start_clock();
@@ -279,5 +249,49 @@ int main(int argc, char** argv) {
                 }
         }
     }
-    return s.finish(ok, value, details, why);
+    exit_status = s.finish(ok, value, details, why);
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+    bsp_init(spmd, argc, argv);
+    CLI::App app;
+    bspapps::describe(
+        app, {
+                 "bsp-lbm",
+                 "2-D Lattice Boltzmann (D2Q9, BGK) with rows distributed and halo exchange",
+                 "  Runs STEPS time steps of the D2Q9 lattice Boltzmann method with BGK\n"
+                 "  collision (relaxation time 0.6) on an NX x NY lattice, periodic in both\n"
+                 "  directions, from a density bump (from SEED) and a shear wave. The NY rows\n"
+                 "  are split in contiguous blocks over the P processes (NY >= P). Each time\n"
+                 "  step is one superstep: collide the own rows, bsp_put the first and last\n"
+                 "  rows into the halo rows of the neighbours below and above (registered\n"
+                 "  areas, two buffers alternating), sync, stream (pull) into the other\n"
+                 "  buffer. STEPS + 4 supersteps in all (parameters, set-up, gather, verdict).",
+                 "  VP 0 gathers the lattice (one bsp_send per process) and checks that the\n"
+                 "  total mass equals the initial mass to 1e-12 (relative) and that the\n"
+                 "  lattice is bit-identical to its own sequential run of the same steps\n"
+                 "  (skipped with --no-reference).",
+                 "the FNV-1a hash (16 hex digits) of the final lattice (doubles, row by\n"
+                 "  row, nine directions per cell)",
+                 "bsprun -n 4 bsp-lbm 256 128 100",
+             });
+    app.add_option("NX", params.nx, "Columns of the lattice.")
+        ->required()
+        ->check(CLI::Range(std::uint64_t(1), std::uint64_t(1) << 20));
+    app.add_option("NY", params.ny, "Rows of the lattice (split over the processes; at least P).")
+        ->required()
+        ->check(CLI::Range(std::uint64_t(1), std::uint64_t(1) << 20));
+    app.add_option("STEPS", params.steps, "Time steps (one superstep each).")
+        ->required()
+        ->check(CLI::Range(std::uint64_t(0), std::uint64_t(1) << 30));
+    app.add_option("--seed", params.seed, "Seed of the initial density.")->capture_default_str();
+    app.add_flag("--no-reference", params.no_reference,
+                 "Skip VP 0's sequential reference run (the mass is still checked).");
+    bspapps::add_fault_option(app, params.fault);
+    if (auto status = bspapps::parse(app, argc, argv))
+        return bspapps::stop(*status);
+    spmd();
+    return exit_status;
 }

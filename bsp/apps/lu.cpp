@@ -227,50 +227,26 @@ class Lu {
     double pivot_ = 0.0;
 };
 
-} // namespace
-
-int main(int argc, char** argv) {
+// The parameters: set by process 0's main(), sent to the others by Session.
+struct Params {
     std::uint64_t n = 0, seed = 1;
     bool fault = false;
-    CLI::App app;
-    bspapps::describe(
-        app, {
-                 "bsp-lu",
-                 "LU decomposition on a cyclic M x N' process grid (MigBSP's LU model)",
-                 "  Factors A = LU (L unit lower, U upper triangular, no pivoting) for an\n"
-                 "  N x N matrix with entries uniform in [-1, 1) from SEED and N added on\n"
-                 "  the diagonal (strictly diagonally dominant). a(i,j) lives on process\n"
-                 "  P(i mod M, j mod N') = s N' + t of an M x N' grid: 25, 50, 100 and 200\n"
-                 "  processes give the paper's 5x5, 10x5, 10x10 and 20x10, any other P the\n"
-                 "  grid M x N' with M >= N' closest to square (4: 2x2, 6: 3x2, 7: 7x1).\n"
-                 "  2N+1 supersteps of three kinds: (1) the owner of a(k,k) passes it down\n"
-                 "  its process column; (2) the owners of a(i,k), i > k, divide them by\n"
-                 "  a(k,k) and put them along their process row, the owners of a(k,j)\n"
-                 "  put them along their process column; (3) every a(i,j), i,j > k, is\n"
-                 "  updated and the next a(k,k) is passed. Communication is bsp_put into\n"
-                 "  registered areas; N must be at least M.",
-                 "  VP 0 gathers the factors (one bsp_send per process) and computes\n"
-                 "  ||LU - A||_F / ||A||_F in O(N^3); it must be below 64 N DBL_EPSILON.",
-                 "the FNV-1a hash (16 hex digits) of the factors, row-major doubles:\n"
-                 "  the factors are bit-identical for any number of processes",
-                 "bsprun -n 4 bsp-lu 200",
-             });
-    app.add_option("N", n, "Order of the matrix (at least the grid's M).")
-        ->required()
-        ->check(CLI::Range(std::uint64_t(1), std::uint64_t(20000)));
-    app.add_option("--seed", seed, "Seed of the matrix's entries.")->capture_default_str();
-    bspapps::add_fault_option(app, fault);
-    if (auto status = bspapps::parse(app, argc, argv))
-        return *status;
+};
+Params params;
+int exit_status = 0; // process 0's
 
-    Session s("bsp-lu");
+// The SPMD part: every process.
+void spmd() {
+    Session s("bsp-lu", params);
+    const auto [n, seed, fault] = params;
     const Grid g = grid_for(s.nprocs());
     if (n < std::uint64_t(g.m)) {
         if (s.pid() == 0)
             std::fprintf(stderr, "bsp-lu: N = %llu is smaller than the %d x %d process grid\n",
                          (unsigned long long)n, g.m, g.n);
+        exit_status = 2;
         bsp_end();
-        return 2;
+        return;
     }
     Lu lu(s, n, seed);
     s.start_clock();
@@ -295,5 +271,43 @@ int main(int argc, char** argv) {
                       bound);
         why = buf;
     }
-    return s.finish(ok, value, details, why);
+    exit_status = s.finish(ok, value, details, why);
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+    bsp_init(spmd, argc, argv);
+    CLI::App app;
+    bspapps::describe(
+        app, {
+                 "bsp-lu",
+                 "LU decomposition on a cyclic M x N' process grid (MigBSP's LU model)",
+                 "  Factors A = LU (L unit lower, U upper triangular, no pivoting) for an\n"
+                 "  N x N matrix with entries uniform in [-1, 1) from SEED and N added on\n"
+                 "  the diagonal (strictly diagonally dominant). a(i,j) lives on process\n"
+                 "  P(i mod M, j mod N') = s N' + t of an M x N' grid: 25, 50, 100 and 200\n"
+                 "  processes give the paper's 5x5, 10x5, 10x10 and 20x10, any other P the\n"
+                 "  grid M x N' with M >= N' closest to square (4: 2x2, 6: 3x2, 7: 7x1).\n"
+                 "  2N+1 supersteps of three kinds: (1) the owner of a(k,k) passes it down\n"
+                 "  its process column; (2) the owners of a(i,k), i > k, divide them by\n"
+                 "  a(k,k) and put them along their process row, the owners of a(k,j)\n"
+                 "  put them along their process column; (3) every a(i,j), i,j > k, is\n"
+                 "  updated and the next a(k,k) is passed. Communication is bsp_put into\n"
+                 "  registered areas; N must be at least M.",
+                 "  VP 0 gathers the factors (one bsp_send per process) and computes\n"
+                 "  ||LU - A||_F / ||A||_F in O(N^3); it must be below 64 N DBL_EPSILON.",
+                 "the FNV-1a hash (16 hex digits) of the factors, row-major doubles:\n"
+                 "  the factors are bit-identical for any number of processes",
+                 "bsprun -n 4 bsp-lu 200",
+             });
+    app.add_option("N", params.n, "Order of the matrix (at least the grid's M).")
+        ->required()
+        ->check(CLI::Range(std::uint64_t(1), std::uint64_t(20000)));
+    app.add_option("--seed", params.seed, "Seed of the matrix's entries.")->capture_default_str();
+    bspapps::add_fault_option(app, params.fault);
+    if (auto status = bspapps::parse(app, argc, argv))
+        return bspapps::stop(*status);
+    spmd();
+    return exit_status;
 }

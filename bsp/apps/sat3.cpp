@@ -257,54 +257,19 @@ class Solver {
     std::uint64_t subproblems_ = 0, rounds_ = 0;
 };
 
-} // namespace
-
-int main(int argc, char** argv) {
+// The parameters: set by process 0's main(), sent to the others by Session.
+struct Params {
     std::uint32_t vars = 0, clauses = 0;
     std::uint64_t seed = 0, budget = 10000;
     bool fault = false, no_reference = false;
-    CLI::App app;
-    bspapps::describe(
-        app, {
-                 "bsp-sat3",
-                 "3-SAT by divide and conquer over the processes (PUB's 3-SAT solver)",
-                 "  Generates CLAUSES random 3-literal clauses over VARS variables from SEED,\n"
-                 "  keeping only clauses that a random planted assignment satisfies, so the\n"
-                 "  instance is satisfiable. The search branches on variables 0, 1, ... in\n"
-                 "  order (false first) and cuts a branch when a clause has all its\n"
-                 "  variables set and is false. Superstep 1: process 0 expands the tree level\n"
-                 "  by level until at least 4 P subproblems exist (PUB's c p, c = 4) and\n"
-                 "  sends subproblem j to process j mod P (bsp_send). Then every process\n"
-                 "  searches its subproblems in order, --steps divide steps per superstep\n"
-                 "  (PUB: 10000), and puts (bsp_put) to everyone the lowest subproblem in\n"
-                 "  which it found a solution and the lowest it has not finished. When no\n"
-                 "  subproblem below the lowest solution is left, the owner puts that\n"
-                 "  solution into process 0's area: the first solution in depth-first\n"
-                 "  order, whatever the number of processes.",
-                 "  VP 0 checks that the assignment satisfies every clause and (unless\n"
-                 "  --no-reference) that it equals the first solution of its own sequential\n"
-                 "  depth-first search.",
-                 "the FNV-1a hash (16 hex digits) of the assignment, one byte (0 or 1)\n"
-                 "  per variable",
-                 "bsprun -n 8 bsp-sat3 60 250 7",
-             });
-    app.add_option("VARS", vars, "Variables (at least 3).")
-        ->required()
-        ->check(CLI::Range(std::uint32_t(3), std::uint32_t(1) << 20));
-    app.add_option("CLAUSES", clauses, "Clauses (4.26 VARS is the hard ratio).")
-        ->required()
-        ->check(CLI::Range(std::uint32_t(1), std::uint32_t(1) << 24));
-    app.add_option("SEED", seed, "Seed of the instance.")->required();
-    app.add_option("--steps", budget, "Divide steps per process and superstep.")
-        ->capture_default_str()
-        ->check(CLI::Range(std::uint64_t(1), std::uint64_t(1) << 40));
-    app.add_flag("--no-reference", no_reference,
-                 "Skip VP 0's sequential search (the clauses are still checked).");
-    bspapps::add_fault_option(app, fault);
-    if (auto status = bspapps::parse(app, argc, argv))
-        return *status;
+};
+Params params;
+int exit_status = 0; // process 0's
 
-    Session s("bsp-sat3");
+// The SPMD part: every process.
+void spmd() {
+    Session s("bsp-sat3", params);
+    const auto [vars, clauses, seed, budget, fault, no_reference] = params;
     const Formula f = generate(vars, clauses, seed);
     Solver solver(s, f);
     s.start_clock();
@@ -346,5 +311,53 @@ int main(int argc, char** argv) {
             }
         }
     }
-    return s.finish(ok, value, details, why);
+    exit_status = s.finish(ok, value, details, why);
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+    bsp_init(spmd, argc, argv);
+    CLI::App app;
+    bspapps::describe(
+        app, {
+                 "bsp-sat3",
+                 "3-SAT by divide and conquer over the processes (PUB's 3-SAT solver)",
+                 "  Generates CLAUSES random 3-literal clauses over VARS variables from SEED,\n"
+                 "  keeping only clauses that a random planted assignment satisfies, so the\n"
+                 "  instance is satisfiable. The search branches on variables 0, 1, ... in\n"
+                 "  order (false first) and cuts a branch when a clause has all its\n"
+                 "  variables set and is false. Superstep 1: process 0 expands the tree level\n"
+                 "  by level until at least 4 P subproblems exist (PUB's c p, c = 4) and\n"
+                 "  sends subproblem j to process j mod P (bsp_send). Then every process\n"
+                 "  searches its subproblems in order, --steps divide steps per superstep\n"
+                 "  (PUB: 10000), and puts (bsp_put) to everyone the lowest subproblem in\n"
+                 "  which it found a solution and the lowest it has not finished. When no\n"
+                 "  subproblem below the lowest solution is left, the owner puts that\n"
+                 "  solution into process 0's area: the first solution in depth-first\n"
+                 "  order, whatever the number of processes.",
+                 "  VP 0 checks that the assignment satisfies every clause and (unless\n"
+                 "  --no-reference) that it equals the first solution of its own sequential\n"
+                 "  depth-first search.",
+                 "the FNV-1a hash (16 hex digits) of the assignment, one byte (0 or 1)\n"
+                 "  per variable",
+                 "bsprun -n 8 bsp-sat3 60 250 7",
+             });
+    app.add_option("VARS", params.vars, "Variables (at least 3).")
+        ->required()
+        ->check(CLI::Range(std::uint32_t(3), std::uint32_t(1) << 20));
+    app.add_option("CLAUSES", params.clauses, "Clauses (4.26 VARS is the hard ratio).")
+        ->required()
+        ->check(CLI::Range(std::uint32_t(1), std::uint32_t(1) << 24));
+    app.add_option("SEED", params.seed, "Seed of the instance.")->required();
+    app.add_option("--steps", params.budget, "Divide steps per process and superstep.")
+        ->capture_default_str()
+        ->check(CLI::Range(std::uint64_t(1), std::uint64_t(1) << 40));
+    app.add_flag("--no-reference", params.no_reference,
+                 "Skip VP 0's sequential search (the clauses are still checked).");
+    bspapps::add_fault_option(app, params.fault);
+    if (auto status = bspapps::parse(app, argc, argv))
+        return bspapps::stop(*status);
+    spmd();
+    return exit_status;
 }

@@ -169,56 +169,27 @@ class Sw {
     int best_ = 0;
 };
 
-} // namespace
-
-int main(int argc, char** argv) {
+// The parameters: set by process 0's main(), sent to the others by Session.
+struct Params {
     std::uint64_t len_a = 0, len_b = 0, seed = 1, blocks = 0;
     bool fault = false, no_reference = false;
-    CLI::App app;
-    bspapps::describe(
-        app, {
-                 "bsp-sw",
-                 "Smith-Waterman local alignment score by wavefront supersteps (MigBSP's SW)",
-                 "  Computes the best local alignment score of two random DNA sequences\n"
-                 "  (A of LEN_A, B of LEN_B letters from SEED; match +3, mismatch -3, gap\n"
-                 "  -2, linear). The LEN_A x LEN_B matrix is cut into n x n tiles, n =\n"
-                 "  --blocks (default: the number of processes, one column block each as in\n"
-                 "  the paper); column block y belongs to process y mod P. Superstep d =\n"
-                 "  0 .. 2n-2 computes the anti-diagonal of tiles x + y = d: 2n-1 wavefront\n"
-                 "  supersteps, the work rising then falling along them. A tile's last column\n"
-                 "  goes to the owner of the next column block by bsp_send (tag: block and\n"
-                 "  row block). 2n+2 supersteps in all (set-up, gather, verdict).",
-                 "  VP 0 takes the maximum of the processes' best cells (bsp_put) and compares\n"
-                 "  it with its own sequential run over the whole matrix (--no-reference\n"
-                 "  skips it and checks nothing but the score's range).",
-                 "the score (an integer)",
-                 "bsprun -n 4 bsp-sw 2000 2000 --blocks 8",
-             });
-    app.add_option("LEN_A", len_a, "Length of the first sequence (rows).")
-        ->required()
-        ->check(CLI::Range(std::uint64_t(1), std::uint64_t(1) << 24));
-    app.add_option("LEN_B", len_b, "Length of the second sequence (columns).")
-        ->required()
-        ->check(CLI::Range(std::uint64_t(1), std::uint64_t(1) << 24));
-    app.add_option("--blocks", blocks,
-                   "Tiles per side n (2n-1 wavefront supersteps); at most LEN_A and LEN_B. "
-                   "Default: the number of processes.")
-        ->check(CLI::Range(std::uint64_t(1), std::uint64_t(1) << 20));
-    app.add_option("--seed", seed, "Seed of the sequences.")->capture_default_str();
-    app.add_flag("--no-reference", no_reference, "Skip VP 0's sequential run.");
-    bspapps::add_fault_option(app, fault);
-    if (auto status = bspapps::parse(app, argc, argv))
-        return *status;
+};
+Params params;
+int exit_status = 0; // process 0's
 
-    Session s("bsp-sw");
+// The SPMD part: every process.
+void spmd() {
+    Session s("bsp-sw", params);
+    const auto [len_a, len_b, seed, blocks, fault, no_reference] = params;
     const std::uint64_t n = blocks ? blocks : std::uint64_t(s.nprocs());
     if (n > len_a || n > len_b) {
         if (s.pid() == 0)
             std::fprintf(stderr, "bsp-sw: %llu tiles per side do not fit a %llu x %llu matrix\n",
                          (unsigned long long)n, (unsigned long long)len_a,
                          (unsigned long long)len_b);
+        exit_status = 2;
         bsp_end();
-        return 2;
+        return;
     }
     const std::string a = sequence(bspapps::mix64(seed), len_a);
     const std::string b = sequence(bspapps::mix64(seed + 1), len_b);
@@ -250,5 +221,48 @@ int main(int argc, char** argv) {
             }
         }
     }
-    return s.finish(ok, value, details, why);
+    exit_status = s.finish(ok, value, details, why);
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+    bsp_init(spmd, argc, argv);
+    CLI::App app;
+    bspapps::describe(
+        app, {
+                 "bsp-sw",
+                 "Smith-Waterman local alignment score by wavefront supersteps (MigBSP's SW)",
+                 "  Computes the best local alignment score of two random DNA sequences\n"
+                 "  (A of LEN_A, B of LEN_B letters from SEED; match +3, mismatch -3, gap\n"
+                 "  -2, linear). The LEN_A x LEN_B matrix is cut into n x n tiles, n =\n"
+                 "  --blocks (default: the number of processes, one column block each as in\n"
+                 "  the paper); column block y belongs to process y mod P. Superstep d =\n"
+                 "  0 .. 2n-2 computes the anti-diagonal of tiles x + y = d: 2n-1 wavefront\n"
+                 "  supersteps, the work rising then falling along them. A tile's last column\n"
+                 "  goes to the owner of the next column block by bsp_send (tag: block and\n"
+                 "  row block). 2n+3 supersteps in all (parameters, set-up, gather, verdict).",
+                 "  VP 0 takes the maximum of the processes' best cells (bsp_put) and compares\n"
+                 "  it with its own sequential run over the whole matrix (--no-reference\n"
+                 "  skips it and checks nothing but the score's range).",
+                 "the score (an integer)",
+                 "bsprun -n 4 bsp-sw 2000 2000 --blocks 8",
+             });
+    app.add_option("LEN_A", params.len_a, "Length of the first sequence (rows).")
+        ->required()
+        ->check(CLI::Range(std::uint64_t(1), std::uint64_t(1) << 24));
+    app.add_option("LEN_B", params.len_b, "Length of the second sequence (columns).")
+        ->required()
+        ->check(CLI::Range(std::uint64_t(1), std::uint64_t(1) << 24));
+    app.add_option("--blocks", params.blocks,
+                   "Tiles per side n (2n-1 wavefront supersteps); at most LEN_A and LEN_B. "
+                   "Default: the number of processes.")
+        ->check(CLI::Range(std::uint64_t(1), std::uint64_t(1) << 20));
+    app.add_option("--seed", params.seed, "Seed of the sequences.")->capture_default_str();
+    app.add_flag("--no-reference", params.no_reference, "Skip VP 0's sequential run.");
+    bspapps::add_fault_option(app, params.fault);
+    if (auto status = bspapps::parse(app, argc, argv))
+        return bspapps::stop(*status);
+    spmd();
+    return exit_status;
 }
