@@ -124,6 +124,26 @@ class PrintingMover final : public Mover {
     unsigned every_;
 };
 
+// --verbose: every barrier's statistics, then the moves of the inner hook.
+class VerboseHook final : public BarrierHook {
+  public:
+    VerboseHook(BarrierHook& inner, bool verbose) : inner_(inner), verbose_(verbose) {}
+    std::vector<int> barrier(std::uint64_t superstep, std::span<const VpStats> stats) override {
+        if (verbose_)
+            for (const auto& s : stats)
+                std::fprintf(stderr,
+                             "bsprun: superstep %llu: vp %d pid %d computed %.6f s "
+                             "(cpu %.6f s), sent %llu bytes\n",
+                             static_cast<unsigned long long>(superstep), s.vp, s.pid, s.comp_wall,
+                             s.comp_cpu, static_cast<unsigned long long>(s.bytes_sent));
+        return inner_.barrier(superstep, stats);
+    }
+
+  private:
+    BarrierHook& inner_;
+    bool verbose_;
+};
+
 } // namespace
 
 int main(int argc, char** argv) {
@@ -247,9 +267,10 @@ int main(int argc, char** argv) {
         hub.set_pid(v, pids[static_cast<std::size_t>(v)]);
     EveryNth hook(every, nprocs);
     std::unique_ptr<PrintingMover> mover;
+    VerboseHook verbose_hook(hook, verbose);
+    hub.set_hook(&verbose_hook);
     if (local) {
         mover = std::make_unique<PrintingMover>(*local, every);
-        hub.set_hook(&hook);
         hub.set_mover(mover.get());
     }
     bool out_open = true, err_open = true;

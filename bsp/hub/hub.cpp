@@ -222,8 +222,10 @@ void Hub::barrier() {
         stats.push_back({v, p.pid, p.sync.wall, p.sync.cpu, p.sync.bytes_sent});
     }
     std::vector<int> moves;
-    if (hook_ && mover_)
+    if (hook_)
         moves = hook_->barrier(superstep_, stats);
+    if (!mover_)
+        moves.clear(); // nobody to carry a move out
     for (auto& p : vps_)
         p.sync = {};
     ++superstep_;

@@ -201,6 +201,16 @@ TEST(BspRun, HelpIsAManPage) {
         EXPECT_NE(r.out.find(s), std::string::npos) << s;
 }
 
+TEST(BspRun, VerbosePrintsEveryBarriersStatistics) {
+    const auto r = run({BSPRUN_PATH, "-n", "2", "--verbose", prog("bsmp"), "2"});
+    EXPECT_EQ(r.code, 0) << r.err;
+    // bsmp: 4 + 12 supersteps end in a sync; 16 barriers x 2 VPs.
+    EXPECT_EQ(count(r.err, " computed "), 32) << r.err;
+    // superstep 4 is the first of the numbered rounds: 3 messages of 32 bytes to each of 2.
+    EXPECT_NE(r.err.find("bsprun: superstep 4: vp 1 pid "), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("sent 192 bytes"), std::string::npos) << r.err;
+}
+
 TEST(BspRun, HostsAreNotYet) {
     for (auto opt : {std::vector<std::string>{"--hosts", "a,b"}, {"--cluster"}}) {
         std::vector<std::string> c{BSPRUN_PATH, "-n", "2"};
