@@ -101,7 +101,20 @@ void MultiHost::attach(Hub& hub, const std::vector<pid_t>& pids) {
     hub.set_tcp(std::move(tcp_), std::move(*tls_));
     hub.set_mover(mover_.get());
     hub.set_killer([this](int vp, pid_t pid) { mover_->kill(vp, pid); });
-    hub.watch(output_.timer(), [this] { output_.tick(); });
+    hub.watch(output_.timer(), [this, &hub] {
+        output_.tick();
+        // A VP that died while detached (e.g. it could not reconnect) has
+        // no connection to drop: ask migd now and then (every 20 ticks, 1 s).
+        if (++ticks_ % 20 != 0)
+            return;
+        for (int v = 0; v < nprocs_; ++v)
+            if (hub.detached(v) && mover_->gone(v)) {
+                const Place& p = mover_->place(v);
+                return hub.fail(v, fmt::format("vp {} ({} on {}, pid {}) exited while detached, "
+                                               "before it reconnected to the hub",
+                                               v, p.gid, p.host, p.pid));
+            }
+    });
 }
 
 void MultiHost::finish(bool ok) {

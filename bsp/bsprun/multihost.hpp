@@ -54,6 +54,7 @@ class MultiHost {
     JobOutput output_;
     std::unique_ptr<HostsMover> mover_;
     std::unique_ptr<HostsHook> hook_;
+    unsigned ticks_ = 0;
 };
 
 } // namespace ghost::bsp

@@ -72,6 +72,8 @@ class Hub {
     // that a failure before then still kills it.
     void set_pid(int vp, pid_t pid) { vps_.at(vp).pid = pid; }
     pid_t pid(int vp) const { return vps_.at(vp).pid; }
+    // Whether the VP was sent DETACH and has not said HELLO again.
+    bool detached(int vp) const { return vps_.at(vp).state == State::Detached; }
     // Another descriptor the loop polls (bsprun: output pipes, SIGCHLD).
     void watch(int fd, std::function<void()> readable);
     void unwatch(int fd);
