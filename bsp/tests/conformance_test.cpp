@@ -211,15 +211,27 @@ TEST(BspRun, VerbosePrintsEveryBarriersStatistics) {
     EXPECT_NE(r.err.find("sent 192 bytes"), std::string::npos) << r.err;
 }
 
-TEST(BspRun, HostsAreNotYet) {
-    for (auto opt : {std::vector<std::string>{"--hosts", "a,b"}, {"--cluster"}}) {
-        std::vector<std::string> c{BSPRUN_PATH, "-n", "2"};
-        c.insert(c.end(), opt.begin(), opt.end());
-        c.push_back(prog("basic"));
-        const auto r = run(c);
-        EXPECT_EQ(r.code, 2);
-        EXPECT_NE(r.err.find("not yet implemented"), std::string::npos) << r.err;
-    }
+TEST(BspRun, ClusterIsNotYetAndHostOptionsNeedHosts) {
+    auto r = run({BSPRUN_PATH, "-n", "2", "--cluster", prog("basic")});
+    EXPECT_EQ(r.code, 2);
+    EXPECT_NE(r.err.find("--cluster is not yet implemented"), std::string::npos) << r.err;
+    r = run({BSPRUN_PATH, "-n", "2", "--job-dir", "/tmp/x", prog("basic")});
+    EXPECT_EQ(r.code, 2);
+    EXPECT_NE(r.err.find("go with --hosts"), std::string::npos) << r.err;
+}
+
+// Without a migd, --hosts cannot move anything: every VP stays on this
+// host, each failed move is said, and the job still gives its answer.
+TEST(BspRun, HostsWithoutMigdKeepEveryVpHome) {
+    const auto r = run({BSPRUN_PATH, "-n", "2", "--hosts", "elsewhere1,elsewhere2", "--home",
+                        "here", "--migd-socket", "/nonexistent/migd.sock", prog("basic")});
+    EXPECT_EQ(r.code, 0) << r.err;
+    EXPECT_EQ(r.out, "basic ok 2\n");
+    for (const char* line : {"moving vp 0 from here:", "moving vp 1 from here:",
+                             "cannot reach migd at "
+                             "/nonexistent/migd.sock"})
+        EXPECT_NE(r.err.find(line), std::string::npos) << line << " in " << r.err;
+    EXPECT_NE(r.err.find("it continues on here"), std::string::npos) << r.err;
 }
 
 TEST(BspRun, UnknownPolicyIsRefused) {
