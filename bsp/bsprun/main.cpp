@@ -32,6 +32,9 @@ namespace {
 
 constexpr const char* kFooter = R"(SYNOPSIS
   bsprun -n P [--policy none] [--migrate-every N] [--verbose] PROGRAM [ARGS...]
+  bsprun -n P --hosts H1,H2,... [--job-dir DIR] [--migd-socket PATH]
+         [--migd-sockets PATTERN] [--home NAME] [--hub-address ADDR]
+         [--migrate-every N] [--verbose] PROGRAM [ARGS...]
 
 DESCRIPTION
   bsprun makes a job id, listens on the job's abstract Unix socket
@@ -48,7 +51,7 @@ DESCRIPTION
   the other VPs (by pid) and prints which VP failed and why.
 
 MIGRATION
-  --migrate-every N moves VP number (s mod P) at barrier s+1 whenever s+1 is
+  Without --hosts, --migrate-every N moves VP number (s mod P) at barrier s+1 whenever s+1 is
   a multiple of N (s: the superstep that ends there): the hub sends it
   DETACH, the VP closes its socket and waits in sigsuspend() for SIGUSR2,
   bsprun checkpoints it with libghost (the user engine without ghost.ko)
@@ -57,6 +60,42 @@ MIGRATION
   Every move is printed: superstep, vp, old pid -> new pid, why. bsp_pid()
   stays the same; the process id changes. Programs must leave SIGUSR2 to
   the runtime.
+
+HOSTS
+  With --hosts, bsprun (the hub) stays on this host, the home host, and the
+  VPs start here too; at the first barrier, before its first DELIVER, VP i
+  is moved to host H(i mod N) of the list (one already there stays) through
+  migd: DETACH, the VP closes its connection, bsprun asks the migd of the
+  host where the VP is ({"op":"migrate"}: this host's --migd-socket, another
+  host's from --migd-sockets), then wakes the copy with SIGUSR2 through
+  migd's kill by gid. A VP on another host finds no hub of its job there and
+  connects to the home hub over TCP (--hub-address, an ephemeral port) with
+  TLS 1.3 authenticated and encrypted by a pre-shared key: 32 random bytes
+  bsprun makes per job and gives the VPs in GHOST_BSP_KEY, which the
+  library removes from the environment at bsp_begin. A connection without
+  the key is refused and the hub says why on standard error.
+
+  A process that holds a pipe or a terminal cannot move, so each VP's stdin
+  is /dev/null and its stdout and stderr are the files DIR/vpN.out and
+  DIR/vpN.err of the job directory (--job-dir; default a new
+  /tmp/bsprun-XXXXXX, removed at the end). bsprun follows them and copies
+  what they gain to its own stdout and stderr. DIR must be at the same path
+  on every host (a shared filesystem on a real cluster).
+
+  Every move is printed (superstep, vp, from HOST:PID, to HOST:PID, why);
+  with --migrate-every N, VP (s mod P) moves on to the next host of the
+  list. A VP moved by migd is no longer bsprun's child: its end comes
+  through the protocol (bsp_end), and its exit status is taken as 0. A VP
+  whose connection drops before bsp_end, or that exits while detached,
+  fails the job; the other VPs are killed (here by pid, elsewhere through
+  migd by gid). --cluster (every host of migd's configuration) is not yet
+  implemented: migd has no operation that lists its hosts.
+
+ENVIRONMENT
+  GHOST_MIGD_SOCKET   this host's migd control socket (--migd-socket)
+  GHOST_CLUSTER_HOST  this host's migd name (--home; set by tests/cluster)
+  A VP gets GHOST_BSP_JOB, GHOST_BSP_PID, GHOST_BSP_NPROCS and, with
+  --hosts, GHOST_BSP_HUB (ADDR:PORT) and GHOST_BSP_KEY.
 
 EXIT STATUS
   0 when every VP exited with status 0; otherwise the status of the VP that
@@ -67,6 +106,8 @@ EXIT STATUS
 EXAMPLES
   bsprun -n 4 ./lu 512
   bsprun -n 3 --migrate-every 1 --verbose ./inner_product
+  bsprun -n 6 --hosts h1,h2,h3 --job-dir /shared/job1 ./lu 2000
+  bsprun -n 3 --hosts h1,h2,h3 --migrate-every 1 --migd-sockets '/tmp/c/{host}/migd.sock' ./lu 64
 
 SEE ALSO
   Documentation/bsp.md (process model, protocol, semantics, limits).)";
@@ -166,7 +207,7 @@ int main(int argc, char** argv) {
                    "load-balancing policy; only 'none' exists on one host so far (migbsp and "
                    "the pub-* strategies come with --hosts)");
     app.add_option("--migrate-every", every,
-                   "testing: move one VP at every N-th barrier on this host (see MIGRATION)");
+                   "testing: move one VP at every N-th barrier (see MIGRATION, HOSTS)");
     app.add_flag("-v,--verbose", verbose, "print every barrier's statistics on standard error");
     std::string job_dir, migd_socket{migd_client::default_socket()}, migd_sockets, home,
         hub_address;
@@ -364,8 +405,9 @@ int main(int argc, char** argv) {
     });
     hub.watch(sfd.get(), [&] { reap(true); });
     if (verbose)
-        std::fprintf(stderr, "bsprun: job %s: %d VPs, hub @%s\n", job.c_str(), nprocs,
-                     wire::socket_name(job).c_str() + 1);
+        std::fprintf(stderr, "bsprun: job %s: %d VPs, hub @%s%s%s\n", job.c_str(), nprocs,
+                     wire::socket_name(job).c_str() + 1, mh ? " and TLS on " : "",
+                     mh ? mh->hub_address().c_str() : "");
     const Outcome outcome = hub.run();
     if (!outcome.ok)
         std::fprintf(stderr, "bsprun: job failed: %s\n", outcome.why.c_str());

@@ -27,6 +27,7 @@ class MultiHost {
                                   std::string hub_address, std::string job_dir, int nprocs);
 
     const std::string& home() const { return mover_->home(); }
+    const std::string& hub_address() const { return hub_addr_; }
     HostsMover& mover() { return *mover_; }
     JobOutput& output() { return output_; }
     BarrierHook& hook(unsigned every);
