@@ -94,7 +94,7 @@ void Hub::accept_tcp() {
         return;
     const std::string from = wire::peer_address(fd.get());
     // A silent client cannot hold the hub for long.
-    const timeval limit{10, 0}, none{0, 0};
+    const timeval limit{10, 0};
     ::setsockopt(fd.get(), SOL_SOCKET, SO_RCVTIMEO, &limit, sizeof limit);
     ::setsockopt(fd.get(), SOL_SOCKET, SO_SNDTIMEO, &limit, sizeof limit);
     const int one = 1;
@@ -106,15 +106,18 @@ void Hub::accept_tcp() {
                      from.c_str(), link.error().what().c_str());
         return;
     }
-    ::setsockopt(link->fd(), SOL_SOCKET, SO_RCVTIMEO, &none, sizeof none);
-    ::setsockopt(link->fd(), SOL_SOCKET, SO_SNDTIMEO, &none, sizeof none);
-    hello(std::move(*link), true);
+    hello(std::move(*link), true); // HELLO within the same limit
 }
 
 void Hub::hello(wire::Link link, bool tcp) {
     auto f = wire::recv_frame(link);
     if (!f || f->type != Type::Hello)
         return; // not one of ours, or it died at once: its process exit tells
+    if (tcp) {  // a VP of ours: from now on it may be slow
+        const timeval none{0, 0};
+        ::setsockopt(link.fd(), SOL_SOCKET, SO_RCVTIMEO, &none, sizeof none);
+        ::setsockopt(link.fd(), SOL_SOCKET, SO_SNDTIMEO, &none, sizeof none);
+    }
     wire::Reader r(f->payload);
     const std::uint32_t version = r.u32(), vp = r.u32(), nprocs = r.u32(), resumed = r.u32();
     const std::string job = r.str();
