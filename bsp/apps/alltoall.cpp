@@ -233,7 +233,8 @@ int main(int argc, char** argv) {
                  "  what is read or written in the same superstep. Each copy carries its\n"
                  "  own pattern, a function of sender, receiver, round, kind and position,\n"
                  "  so a byte that is lost, stale, misplaced or delivered to the wrong\n"
-                 "  process is seen. ROUNDS + 4 supersteps in all (parameters, set-up, gather, verdict).",
+                 "  process is seen. ROUNDS + 4 supersteps in all (parameters, set-up, gather, "
+                 "verdict).",
                  "  Every receiver compares every byte of the three copies with the pattern\n"
                  "  and checks that each other process's message came exactly once with the\n"
                  "  right tag and size (a violation aborts the job naming it); VP 0 adds up\n"

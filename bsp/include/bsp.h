@@ -26,17 +26,17 @@ extern "C" {
  * For programs whose SPMD section is not the whole of main(): call first in
  * main(); processes other than 0 run spmd_part() and exit.
  */
-void bsp_init(void (*spmd_part)(void), int argc, char *argv[]);
+void bsp_init(void (*spmd_part)(void), int argc, char* argv[]);
 /* Starts the SPMD section with at most maxprocs processes. */
 void bsp_begin(int maxprocs);
 /* Ends it: no BSPlib call but bsp_nprocs() and bsp_pid() may follow. */
 void bsp_end(void);
 /* Ends the whole job with a printf-style message, from any process. */
-void bsp_abort(const char *format, ...)
+void bsp_abort(const char* format, ...)
 #if defined(__GNUC__)
-	__attribute__((format(printf, 1, 2), noreturn))
+    __attribute__((format(printf, 1, 2), noreturn))
 #endif
-	;
+    ;
 
 /* --- enquiry --------------------------------------------------------------- */
 
@@ -55,33 +55,33 @@ void bsp_sync(void);
 /* --- direct remote memory access (DRMA) ------------------------------------ */
 
 /* Registers (collectively, in the same order everywhere) an area of size bytes. */
-void bsp_push_reg(const void *ident, int size);
+void bsp_push_reg(const void* ident, int size);
 /* Removes the most recent registration of ident (collective). */
-void bsp_pop_reg(const void *ident);
+void bsp_pop_reg(const void* ident);
 /* Buffered: src is copied at the call; written into dst + offset on pid at the sync. */
-void bsp_put(int pid, const void *src, void *dst, int offset, int nbytes);
+void bsp_put(int pid, const void* src, void* dst, int offset, int nbytes);
 /* Unbuffered: src must stay unchanged until the end of the next sync. */
-void bsp_hpput(int pid, const void *src, void *dst, int offset, int nbytes);
+void bsp_hpput(int pid, const void* src, void* dst, int offset, int nbytes);
 /* Reads src + offset on pid at the start of the sync, before any put lands. */
-void bsp_get(int pid, const void *src, int offset, void *dst, int nbytes);
+void bsp_get(int pid, const void* src, int offset, void* dst, int nbytes);
 /* Unbuffered get: may read at any time up to the end of the sync. */
-void bsp_hpget(int pid, const void *src, int offset, void *dst, int nbytes);
+void bsp_hpget(int pid, const void* src, int offset, void* dst, int nbytes);
 
 /* --- bulk synchronous message passing (BSMP) ------------------------------- */
 
 /* Sets the tag size from the next superstep on; returns the old one in *tag_nbytes. */
-void bsp_set_tagsize(int *tag_nbytes);
+void bsp_set_tagsize(int* tag_nbytes);
 /* Sends tag and payload to pid; readable there in the next superstep. */
-void bsp_send(int pid, const void *tag, const void *payload, int payload_nbytes);
+void bsp_send(int pid, const void* tag, const void* payload, int payload_nbytes);
 /* Messages received in the last superstep and not yet moved, and their payload bytes. */
-void bsp_qsize(int *nmessages, int *accum_nbytes);
+void bsp_qsize(int* nmessages, int* accum_nbytes);
 /* *status: -1 if the queue is empty, else the first message's payload size; copies its tag. */
-void bsp_get_tag(int *status, void *tag);
+void bsp_get_tag(int* status, void* tag);
 /* Copies at most reception_nbytes of the first message's payload and removes it. */
-void bsp_move(void *payload, int reception_nbytes);
+void bsp_move(void* payload, int reception_nbytes);
 /* Points at the first message's tag and payload (valid until the next sync),
  * removes it and returns its payload size, or -1 if the queue is empty. */
-int bsp_hpmove(void **tag_ptr_buf, void **payload_ptr_buf);
+int bsp_hpmove(void** tag_ptr_buf, void** payload_ptr_buf);
 
 #ifdef __cplusplus
 }
