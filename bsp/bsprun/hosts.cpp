@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0
-// HostsMover and HostsHook: VPs on several hosts through migd's control
+// HostsMover: VPs on several hosts through migd's control
 // socket (tools/migd_client).
 #include "hosts.hpp"
 
@@ -119,38 +119,6 @@ bool HostsMover::gone(int vp) {
         return false;
     const json r = migd_client::call(home_socket_, {{"op", "where"}, {"gid", pl.gid}});
     return !r.value("ok", false) || r.value("state", "") == "exited";
-}
-
-std::vector<int> HostsHook::barrier(std::uint64_t superstep, std::span<const VpStats> stats) {
-    (void)stats;
-    const auto n = hosts_.size();
-    std::vector<int> out;
-    std::vector<std::string> dest(static_cast<std::size_t>(nprocs_));
-    for (int v = 0; v < nprocs_; ++v)
-        dest[static_cast<std::size_t>(v)] = mover_.place(v).host;
-    if (superstep == 0)
-        for (int v = 0; v < nprocs_; ++v) {
-            const std::string& h = hosts_[static_cast<std::size_t>(v) % n];
-            if (h == dest[static_cast<std::size_t>(v)])
-                continue;
-            dest[static_cast<std::size_t>(v)] = h;
-            mover_.plan(v, h, "placement: --hosts");
-            out.push_back(v);
-        }
-    if (every_ > 0 && (superstep + 1) % every_ == 0) {
-        const int v = static_cast<int>(superstep % static_cast<std::uint64_t>(nprocs_));
-        const std::string& cur = dest[static_cast<std::size_t>(v)];
-        const auto it = std::find(hosts_.begin(), hosts_.end(), cur);
-        const std::string& next =
-            it == hosts_.end() ? hosts_[0]
-                               : hosts_[static_cast<std::size_t>(it - hosts_.begin() + 1) % n];
-        if (next != mover_.place(v).host) {
-            mover_.plan(v, next, fmt::format("forced: --migrate-every {}", every_));
-            if (std::find(out.begin(), out.end(), v) == out.end())
-                out.push_back(v);
-        }
-    }
-    return out;
 }
 
 Result<std::string> default_hub_address() {

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 // bsprun --hosts: where each VP runs, moves between hosts through migd
-// (migrate, then SIGUSR2 through migd's kill by gid), and the barrier hook
-// that places VPs and forces moves (Documentation/bsp.md, "Hosts").
+// (migrate, then SIGUSR2 through migd's kill by gid), (the barrier hook that places
+// and moves them is policy_hook.hpp; Documentation/bsp.md, "Hosts").
 #pragma once
 
 #include <sys/types.h>
@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "hub.hpp"
+#include "policy_hook.hpp"
 
 namespace ghost::bsp {
 
@@ -23,7 +24,7 @@ struct Place {
     std::string gid;
 };
 
-class HostsMover final : public Mover {
+class HostsMover final : public Mover, public Placer {
   public:
     // home: this host's migd name; home_socket: its control socket;
     // sockets: a pattern with "{host}" giving another host's control socket
@@ -34,7 +35,8 @@ class HostsMover final : public Mover {
     const Place& place(int vp) const { return places_.at(static_cast<std::size_t>(vp)); }
     void set_pid(int vp, pid_t pid) { places_.at(static_cast<std::size_t>(vp)).pid = pid; }
     // The destination and the reason of the VP's next move.
-    void plan(int vp, std::string to, std::string why);
+    void plan(int vp, std::string to, std::string why) override;
+    const std::string& host_of(int vp) const override { return place(vp).host; }
     // Called after a move of one of bsprun's children (reaped here).
     void on_child_left(std::function<void(int vp)> cb) { child_left_ = std::move(cb); }
 
@@ -53,22 +55,6 @@ class HostsMover final : public Mover {
     std::vector<Place> places_;
     std::vector<std::pair<std::string, std::string>> plans_; // to, why
     std::function<void(int)> child_left_;
-};
-
-// Places VP i on hosts[i % n] at the first barrier, and with every > 0
-// moves VP (s mod P) to the next host of the list at every every-th
-// barrier (as EveryNth).
-class HostsHook final : public BarrierHook {
-  public:
-    HostsHook(HostsMover& mover, std::vector<std::string> hosts, unsigned every, int nprocs)
-        : mover_(mover), hosts_(std::move(hosts)), every_(every), nprocs_(nprocs) {}
-    std::vector<int> barrier(std::uint64_t superstep, std::span<const VpStats> stats) override;
-
-  private:
-    HostsMover& mover_;
-    std::vector<std::string> hosts_;
-    unsigned every_;
-    int nprocs_;
 };
 
 // The first IPv4 address of an interface that is up and not loopback, or

@@ -18,6 +18,7 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include "ghost/balance/policy.hpp"
 #include "ghost/engine.hpp"
 #include "hub.hpp"
 #include "migd_client.hpp"
@@ -31,10 +32,10 @@ using namespace ghost::bsp;
 namespace {
 
 constexpr const char* kFooter = R"(SYNOPSIS
-  bsprun -n P [--policy none] [--migrate-every N] [--verbose] PROGRAM [ARGS...]
+  bsprun -n P [--policy NAME] [--migrate-every N] [--verbose] PROGRAM [ARGS...]
   bsprun -n P --hosts H1,H2,... [--job-dir DIR] [--migd-socket PATH]
          [--migd-sockets PATTERN] [--home NAME] [--hub-address ADDR]
-         [--migrate-every N] [--verbose] PROGRAM [ARGS...]
+         [--policy NAME] [--migrate-every N] [--verbose] PROGRAM [ARGS...]
 
 DESCRIPTION
   bsprun makes a job id, listens on the job's abstract Unix socket
@@ -91,6 +92,24 @@ HOSTS
   migd by gid). --cluster (every host of migd's configuration) is not yet
   implemented: migd has no operation that lists its hosts.
 
+BALANCING
+  With --hosts, at every barrier after the first the hub's statistics
+  become a balance::Observation and the policy (--policy, default migbsp)
+  decides; each of its moves is carried out through migd to the host it
+  chose among the --hosts and printed as
+    end of superstep S: vp V moved from hA:PID to hB:PID (POLICY: WHY)
+  and, with --verbose, the numbers behind it. Each host is its own Set with
+  one processor. Measured, not configured: a VP's CPU share is its CPU time
+  over its computation's wall time; a host's power is 1e9 instructions/s
+  times the median share of its VPs (a host without VPs keeps its last
+  estimate, at first 1e9), its external load 1 - that share. A VP's
+  instructions are its CPU seconds x 1e9 (no perf_event_open), its memory
+  its resident size at bsp_sync (64 MiB if unknown), its bytes per Set
+  those the hub routed to it (puts, messages, get replies) by the source's
+  host. The network: 1e-8 s per byte between different hosts (100 MB/s),
+  none within one; a migration costs 0.2 s. On one host a policy has no
+  other host to choose and bsprun runs without it.
+
 ENVIRONMENT
   GHOST_MIGD_SOCKET   this host's migd control socket (--migd-socket)
   GHOST_CLUSTER_HOST  this host's migd name (--home; set by tests/cluster)
@@ -107,6 +126,7 @@ EXAMPLES
   bsprun -n 4 ./lu 512
   bsprun -n 3 --migrate-every 1 --verbose ./inner_product
   bsprun -n 6 --hosts h1,h2,h3 --job-dir /shared/job1 ./lu 2000
+  bsprun -n 2 --hosts h1,h2,h3 --policy ghost --verbose ./lbm 64
   bsprun -n 3 --hosts h1,h2,h3 --migrate-every 1 --migd-sockets '/tmp/c/{host}/migd.sock' ./lu 64
 
 SEE ALSO
@@ -195,7 +215,7 @@ int main(int argc, char** argv) {
     app.footer(kFooter);
     app.prefix_command(); // everything from PROGRAM on is the program's
     int nprocs = 0;
-    std::string policy = "none";
+    std::string policy; // default: migbsp with --hosts, none on one host
     unsigned every = 0;
     bool verbose = false;
     std::string hosts;
@@ -204,8 +224,10 @@ int main(int argc, char** argv) {
         ->required()
         ->check(CLI::Range(1, 4096));
     app.add_option("--policy", policy,
-                   "load-balancing policy; only 'none' exists on one host so far (migbsp and "
-                   "the pub-* strategies come with --hosts)");
+                   "the balance/ policy called at every barrier: none, migbsp, pub-global, "
+                   "pub-simple, pub-conservative, pub-prediction, or another name balance/ "
+                   "knows (e.g. ghost); default migbsp with --hosts, none on one host (see "
+                   "BALANCING)");
     app.add_option("--migrate-every", every,
                    "testing: move one VP at every N-th barrier (see MIGRATION, HOSTS)");
     app.add_flag("-v,--verbose", verbose, "print every barrier's statistics on standard error");
@@ -253,13 +275,15 @@ int main(int argc, char** argv) {
                              "with --hosts\n");
         return 2;
     }
-    if (policy != "none") {
-        std::fprintf(stderr,
-                     "bsprun: --policy %s is not yet implemented on one host (only "
-                     "'none')\n",
-                     policy.c_str());
+    if (policy.empty())
+        policy = multi ? "migbsp" : "none";
+    auto pol = balance::make_policy(policy, balance::Params{});
+    if (!pol) {
+        std::fprintf(stderr, "bsprun: --policy: %s\n", pol.error().what().c_str());
         return 2;
     }
+    if (policy == "none")
+        pol->reset();
     std::vector<std::string> cmd = app.remaining();
     if (cmd.empty()) {
         std::fprintf(stderr, "bsprun: no PROGRAM given (bsprun --help)\n");
@@ -360,7 +384,7 @@ int main(int argc, char** argv) {
         hub.set_pid(v, pids[static_cast<std::size_t>(v)]);
     EveryNth every_nth(every, nprocs);
     std::unique_ptr<PrintingMover> mover;
-    VerboseHook verbose_hook(mh ? mh->hook(every) : static_cast<BarrierHook&>(every_nth), verbose);
+    VerboseHook verbose_hook(mh ? mh->hook(std::move(*pol), every, verbose) : static_cast<BarrierHook&>(every_nth), verbose);
     hub.set_hook(&verbose_hook);
     if (local) {
         mover = std::make_unique<PrintingMover>(*local, every);

@@ -70,8 +70,10 @@ Result<MultiHost> MultiHost::make(std::vector<std::string> hosts, std::string ho
     return m;
 }
 
-BarrierHook& MultiHost::hook(unsigned every) {
-    hook_ = std::make_unique<HostsHook>(*mover_, hosts_, every, nprocs_);
+BarrierHook& MultiHost::hook(std::unique_ptr<balance::Policy> policy, unsigned every,
+                              bool verbose) {
+    hook_ = std::make_unique<PolicyHook>(*mover_, hosts_, std::move(policy), every, nprocs_,
+                                         verbose);
     return *hook_;
 }
 

@@ -14,6 +14,7 @@
 #include "hub.hpp"
 #include "link.hpp"
 #include "output.hpp"
+#include "policy_hook.hpp"
 
 namespace ghost::bsp {
 
@@ -30,7 +31,9 @@ class MultiHost {
     const std::string& hub_address() const { return hub_addr_; }
     HostsMover& mover() { return *mover_; }
     JobOutput& output() { return output_; }
-    BarrierHook& hook(unsigned every);
+    // The barrier hook: placement, the policy's moves (policy null: none),
+    // --migrate-every.
+    BarrierHook& hook(std::unique_ptr<balance::Policy> policy, unsigned every, bool verbose);
 
     // In VP v's child before exec: stdin /dev/null, stdout and stderr the
     // VP's files (O_APPEND). false (with a message) on an error.
@@ -54,7 +57,7 @@ class MultiHost {
     std::unique_ptr<wire::TlsContext> tls_;
     JobOutput output_;
     std::unique_ptr<HostsMover> mover_;
-    std::unique_ptr<HostsHook> hook_;
+    std::unique_ptr<PolicyHook> hook_;
     unsigned ticks_ = 0;
 };
 

@@ -268,9 +268,18 @@ void Hub::barrier() {
     if (!answer_gets(out))
         return;
     std::vector<VpStats> stats;
-    for (int v = 0; v < nprocs_; ++v) {
-        const Vp& p = vps_[static_cast<std::size_t>(v)];
-        stats.push_back({v, p.pid, p.sync.wall, p.sync.cpu, p.sync.bytes_sent});
+    {
+        std::vector<SyncRequest> tmp;
+        for (auto& p : vps_)
+            tmp.push_back(std::move(p.sync));
+        auto recv = received_bytes(tmp);
+        for (std::size_t v = 0; v < vps_.size(); ++v)
+            vps_[v].sync = std::move(tmp[v]);
+        for (int v = 0; v < nprocs_; ++v) {
+            const Vp& p = vps_[static_cast<std::size_t>(v)];
+            stats.push_back({v, p.pid, p.sync.wall, p.sync.cpu, p.sync.bytes_sent,
+                             p.sync.memory_bytes, std::move(recv[static_cast<std::size_t>(v)])});
+        }
     }
     std::vector<int> moves;
     if (hook_)
@@ -319,6 +328,23 @@ void Hub::detach_and_move(const std::vector<int>& moves, std::vector<std::vector
         if (auto w = mover_->wake(v, p.pid); !w)
             return fail(v, w.error().what());
     }
+}
+
+std::vector<std::vector<std::uint64_t>> received_bytes(std::span<const SyncRequest> syncs) {
+    const std::size_t n = syncs.size();
+    std::vector<std::vector<std::uint64_t>> r(n, std::vector<std::uint64_t>(n, 0));
+    for (std::size_t src = 0; src < n; ++src) {
+        for (const auto& p : syncs[src].puts)
+            if (p.pid < n)
+                r[p.pid][src] += p.data.size();
+        for (const auto& m : syncs[src].msgs)
+            if (m.pid < n)
+                r[m.pid][src] += m.tag.size() + m.payload.size();
+        for (const auto& g : syncs[src].gets) // src reads from g.pid
+            if (g.pid < n)
+                r[src][g.pid] += g.len;
+    }
+    return r;
 }
 
 Outcome Hub::run() {

@@ -28,7 +28,14 @@ struct VpStats {
     double comp_wall = 0;         // seconds of wall time computing (since its last sync)
     double comp_cpu = 0;          // seconds of CPU time in the same span
     std::uint64_t bytes_sent = 0; // put, hpput and send payload bytes of the superstep
+    std::uint64_t memory_bytes = 0; // its resident size at the sync (/proc/self/statm); 0: unknown
+    // Bytes it receives at this barrier from each VP (indexed by source VP):
+    // puts and messages (tag + payload) addressed to it, and its gets' replies.
+    std::vector<std::uint64_t> bytes_from;
 };
+
+// bytes_from of every VP (received[dest][src]) from the barrier's SYNCs.
+std::vector<std::vector<std::uint64_t>> received_bytes(std::span<const SyncRequest> syncs);
 
 // Called once per barrier (after gets are answered, before delivery) with
 // every VP's statistics; returns the VPs to move (later: the balance/

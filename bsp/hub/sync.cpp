@@ -15,6 +15,7 @@ Result<SyncRequest> decode_sync(std::vector<std::byte> payload, int nprocs) {
     s.wall = r.f64();
     s.cpu = r.f64();
     s.bytes_sent = r.u64();
+    s.memory_bytes = r.u64();
     s.tagsize = r.i64();
     const std::uint32_t nops = r.u32();
     for (std::uint32_t i = 0; i < nops && !r.failed(); ++i) {

@@ -1,0 +1,57 @@
+// SPDX-License-Identifier: GPL-2.0
+// bsprun --policy: the balance::Observation a policy sees at a barrier, built
+// from what the hub measured (VpStats) and where the VPs are. Pure functions
+// plus the little state carried between barriers (each host's last power
+// estimate); Documentation/bsp.md, "Balancing".
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include <ghost/balance/observation.hpp>
+
+#include "hub.hpp"
+
+namespace ghost::bsp {
+
+struct ObserveOptions {
+    double nominal_power = 1e9;             // instructions/s of an unloaded processor
+    double byte_time = 1.0 / 100e6;         // s per byte between different hosts (Sets)
+    double migration_cost = 0.2;            // s, the fixed cost of one migration
+    std::uint64_t default_memory = 64ULL << 20; // a VP's image size when it sent none
+};
+
+// A VP's CPU share over its computation phase: comp_cpu / comp_wall clamped
+// to [0, 1]; 1 when it did not compute measurably (comp_wall 0).
+double cpu_share(const VpStats& s);
+
+class Observer {
+  public:
+    // hosts: the --hosts list (one host: just the home host); every host
+    // is its own MigBSP Set.
+    Observer(std::vector<std::string> hosts, ObserveOptions opt = {});
+
+    const std::vector<std::string>& hosts() const { return hosts_; }
+    // The host index of a name, or hosts().size() when it is not listed.
+    std::size_t index(const std::string& host) const;
+    // The current power estimate of host h (nominal until measured).
+    double power(std::size_t h) const { return power_.at(h); }
+
+    // The observation of the superstep that just ended (superstep counts
+    // from 0 in the hub, from 1 in the Observation). where[v]: VP v's host
+    // index (a VP on a host that is not listed counts on host 0). Updates
+    // each host's estimate: nominal x the median share of its VPs; a host
+    // with no VP keeps its last one.
+    balance::Observation observe(std::uint64_t superstep, double now,
+                                 std::span<const VpStats> stats,
+                                 std::span<const std::size_t> where);
+
+  private:
+    std::vector<std::string> hosts_;
+    ObserveOptions opt_;
+    std::vector<double> power_;
+};
+
+} // namespace ghost::bsp

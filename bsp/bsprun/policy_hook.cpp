@@ -1,0 +1,78 @@
+// SPDX-License-Identifier: GPL-2.0
+// PolicyHook: placement, the policy's moves, --migrate-every.
+#include "policy_hook.hpp"
+
+#include <algorithm>
+#include <cstdio>
+
+#include <fmt/format.h>
+
+namespace ghost::bsp {
+
+PolicyHook::PolicyHook(Placer& placer, std::vector<std::string> hosts,
+                       std::unique_ptr<balance::Policy> policy, unsigned every, int nprocs,
+                       bool verbose, ObserveOptions opt)
+    : placer_(placer), hosts_(std::move(hosts)), policy_(std::move(policy)), every_(every),
+      nprocs_(nprocs), verbose_(verbose), observer_(hosts_, opt) {}
+
+std::vector<int> PolicyHook::barrier(std::uint64_t superstep, std::span<const VpStats> stats) {
+    const auto n = hosts_.size();
+    std::vector<int> out;
+    std::vector<std::string> dest(static_cast<std::size_t>(nprocs_));
+    std::vector<std::size_t> where(static_cast<std::size_t>(nprocs_));
+    for (int v = 0; v < nprocs_; ++v) {
+        dest[static_cast<std::size_t>(v)] = placer_.host_of(v);
+        where[static_cast<std::size_t>(v)] = observer_.index(dest[static_cast<std::size_t>(v)]);
+    }
+    const auto plan = [&](int v, const std::string& to, std::string why) {
+        dest[static_cast<std::size_t>(v)] = to;
+        placer_.plan(v, to, std::move(why));
+        if (std::find(out.begin(), out.end(), v) == out.end())
+            out.push_back(v);
+    };
+    // The barrier's duration is the slowest VP's computation: the clock the
+    // policies see advances by it (no wall clock: policies are pure).
+    double step = 0;
+    for (const auto& s : stats)
+        step = std::max(step, s.comp_wall);
+    now_ += step;
+    last_ = observer_.observe(superstep, now_, stats, where);
+    if (superstep == 0) {
+        for (int v = 0; v < nprocs_; ++v) {
+            const std::string& h = hosts_[static_cast<std::size_t>(v) % n];
+            if (h != dest[static_cast<std::size_t>(v)])
+                plan(v, h, "placement: --hosts");
+        }
+    } else if (policy_) {
+        const balance::Decision d = policy_->at_barrier(last_);
+        for (const auto& m : d.moves) {
+            const int v = static_cast<int>(m.proc);
+            if (v < 0 || v >= nprocs_ || m.to >= n ||
+                hosts_[m.to] == dest[static_cast<std::size_t>(v)])
+                continue;
+            plan(v, hosts_[m.to], fmt::format("{}: {}", policy_->name(), m.why));
+            if (verbose_) {
+                std::string figs;
+                for (const auto& f : m.figures)
+                    figs += fmt::format("{}{} = {:.6g}", figs.empty() ? "" : ", ", f.name,
+                                        f.value);
+                std::fprintf(stderr, "bsprun: superstep %llu: vp %d to %s: %s\n",
+                             static_cast<unsigned long long>(superstep), v,
+                             hosts_[m.to].c_str(), figs.c_str());
+            }
+        }
+    }
+    if (every_ > 0 && (superstep + 1) % every_ == 0) {
+        const int v = static_cast<int>(superstep % static_cast<std::uint64_t>(nprocs_));
+        const std::string& cur = dest[static_cast<std::size_t>(v)];
+        const auto it = std::find(hosts_.begin(), hosts_.end(), cur);
+        const std::string next =
+            it == hosts_.end() ? hosts_[0]
+                               : hosts_[static_cast<std::size_t>(it - hosts_.begin() + 1) % n];
+        if (next != placer_.host_of(v))
+            plan(v, next, fmt::format("forced: --migrate-every {}", every_));
+    }
+    return out;
+}
+
+} // namespace ghost::bsp

@@ -1,0 +1,54 @@
+// SPDX-License-Identifier: GPL-2.0
+// bsprun --policy: at every barrier, build the Observation (observe.hpp),
+// call the balance/ policy, and plan each of its moves to the host it chose;
+// also the placement at the first barrier and --migrate-every's forced
+// moves (Documentation/bsp.md, "Balancing").
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <ghost/balance/policy.hpp>
+
+#include "hub.hpp"
+#include "observe.hpp"
+
+namespace ghost::bsp {
+
+// Where VPs are and where their next move goes (HostsMover; a fake in tests).
+class Placer {
+  public:
+    virtual ~Placer() = default;
+    virtual const std::string& host_of(int vp) const = 0;
+    // The destination host and the reason of the VP's next move.
+    virtual void plan(int vp, std::string to, std::string why) = 0;
+};
+
+class PolicyHook final : public BarrierHook {
+  public:
+    // hosts: the --hosts list (VP i is placed on hosts[i % n] at the first
+    // barrier); policy: null for none; every: --migrate-every (0: never);
+    // verbose: print each move's figures on standard error.
+    PolicyHook(Placer& placer, std::vector<std::string> hosts,
+               std::unique_ptr<balance::Policy> policy, unsigned every, int nprocs,
+               bool verbose = false, ObserveOptions opt = {});
+    std::vector<int> barrier(std::uint64_t superstep, std::span<const VpStats> stats) override;
+
+    // The last observation given to the policy (for tests and --verbose).
+    const balance::Observation& last() const { return last_; }
+
+  private:
+    Placer& placer_;
+    std::vector<std::string> hosts_;
+    std::unique_ptr<balance::Policy> policy_;
+    unsigned every_;
+    int nprocs_;
+    bool verbose_;
+    Observer observer_;
+    balance::Observation last_;
+    double now_ = 0;
+};
+
+} // namespace ghost::bsp
