@@ -384,7 +384,9 @@ int main(int argc, char** argv) {
         hub.set_pid(v, pids[static_cast<std::size_t>(v)]);
     EveryNth every_nth(every, nprocs);
     std::unique_ptr<PrintingMover> mover;
-    VerboseHook verbose_hook(mh ? mh->hook(std::move(*pol), every, verbose) : static_cast<BarrierHook&>(every_nth), verbose);
+    VerboseHook verbose_hook(mh ? mh->hook(std::move(*pol), every, verbose)
+                                : static_cast<BarrierHook&>(every_nth),
+                             verbose);
     hub.set_hook(&verbose_hook);
     if (local) {
         mover = std::make_unique<PrintingMover>(*local, every);

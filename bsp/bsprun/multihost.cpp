@@ -71,9 +71,9 @@ Result<MultiHost> MultiHost::make(std::vector<std::string> hosts, std::string ho
 }
 
 BarrierHook& MultiHost::hook(std::unique_ptr<balance::Policy> policy, unsigned every,
-                              bool verbose) {
-    hook_ = std::make_unique<PolicyHook>(*mover_, hosts_, std::move(policy), every, nprocs_,
-                                         verbose);
+                             bool verbose) {
+    hook_ =
+        std::make_unique<PolicyHook>(*mover_, hosts_, std::move(policy), every, nprocs_, verbose);
     return *hook_;
 }
 

@@ -26,8 +26,7 @@ Observer::Observer(std::vector<std::string> hosts, ObserveOptions opt)
     : hosts_(std::move(hosts)), opt_(opt), power_(hosts_.size(), opt.nominal_power) {}
 
 std::size_t Observer::index(const std::string& host) const {
-    return static_cast<std::size_t>(std::find(hosts_.begin(), hosts_.end(), host) -
-                                    hosts_.begin());
+    return static_cast<std::size_t>(std::find(hosts_.begin(), hosts_.end(), host) - hosts_.begin());
 }
 
 balance::Observation Observer::observe(std::uint64_t superstep, double now,

@@ -17,9 +17,9 @@
 namespace ghost::bsp {
 
 struct ObserveOptions {
-    double nominal_power = 1e9;             // instructions/s of an unloaded processor
-    double byte_time = 1.0 / 100e6;         // s per byte between different hosts (Sets)
-    double migration_cost = 0.2;            // s, the fixed cost of one migration
+    double nominal_power = 1e9;                 // instructions/s of an unloaded processor
+    double byte_time = 1.0 / 100e6;             // s per byte between different hosts (Sets)
+    double migration_cost = 0.2;                // s, the fixed cost of one migration
     std::uint64_t default_memory = 64ULL << 20; // a VP's image size when it sent none
 };
 

@@ -54,11 +54,10 @@ std::vector<int> PolicyHook::barrier(std::uint64_t superstep, std::span<const Vp
             if (verbose_) {
                 std::string figs;
                 for (const auto& f : m.figures)
-                    figs += fmt::format("{}{} = {:.6g}", figs.empty() ? "" : ", ", f.name,
-                                        f.value);
+                    figs += fmt::format("{}{} = {:.6g}", figs.empty() ? "" : ", ", f.name, f.value);
                 std::fprintf(stderr, "bsprun: superstep %llu: vp %d to %s: %s\n",
-                             static_cast<unsigned long long>(superstep), v,
-                             hosts_[m.to].c_str(), figs.c_str());
+                             static_cast<unsigned long long>(superstep), v, hosts_[m.to].c_str(),
+                             figs.c_str());
             }
         }
     }

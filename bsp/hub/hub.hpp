@@ -24,10 +24,10 @@ namespace ghost::bsp {
 // What a VP reports at a barrier about the superstep it just ended.
 struct VpStats {
     int vp = 0;
-    pid_t pid = -1;               // its process now
-    double comp_wall = 0;         // seconds of wall time computing (since its last sync)
-    double comp_cpu = 0;          // seconds of CPU time in the same span
-    std::uint64_t bytes_sent = 0; // put, hpput and send payload bytes of the superstep
+    pid_t pid = -1;                 // its process now
+    double comp_wall = 0;           // seconds of wall time computing (since its last sync)
+    double comp_cpu = 0;            // seconds of CPU time in the same span
+    std::uint64_t bytes_sent = 0;   // put, hpput and send payload bytes of the superstep
     std::uint64_t memory_bytes = 0; // its resident size at the sync (/proc/self/statm); 0: unknown
     // Bytes it receives at this barrier from each VP (indexed by source VP):
     // puts and messages (tag + payload) addressed to it, and its gets' replies.

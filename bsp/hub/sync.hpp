@@ -40,7 +40,7 @@ struct SyncRequest {
     double wall = 0, cpu = 0;
     std::uint64_t bytes_sent = 0;
     std::uint64_t memory_bytes = 0; // resident size at the sync
-    std::int64_t tagsize = -1; // a bsp_set_tagsize of the superstep, else -1
+    std::int64_t tagsize = -1;      // a bsp_set_tagsize of the superstep, else -1
     std::vector<RegOp> ops;
     std::vector<PutRec> puts;
     std::vector<GetRec> gets;

@@ -1,0 +1,212 @@
+// SPDX-License-Identifier: GPL-2.0
+// bsprun --policy without a cluster: the Observation built from the hub's
+// statistics (BspObserve.*), and a policy's decision becoming a planned move
+// to the host it chose (BspPolicyHook.*), with a fake Placer.
+#include <gtest/gtest.h>
+
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "observe.hpp"
+#include "policy_hook.hpp"
+
+using namespace ghost;
+using namespace ghost::bsp;
+
+namespace {
+
+VpStats stat(int vp, double wall, double cpu, std::vector<std::uint64_t> from = {},
+             std::uint64_t mem = 0) {
+    VpStats s;
+    s.vp = vp;
+    s.comp_wall = wall;
+    s.comp_cpu = cpu;
+    s.bytes_from = std::move(from);
+    s.memory_bytes = mem;
+    return s;
+}
+
+TEST(BspObserve, SharesGivePowerAndExternalLoad) {
+    Observer o({"h1", "h2", "h3"});
+    // h1: shares 1.0, 0.9, 0.5 (median 0.9); h2: 0.25; h3: no VP.
+    std::vector<VpStats> st = {stat(0, 1, 1), stat(1, 1, 0.25), stat(2, 2, 1.8), stat(3, 1, 0.5)};
+    std::vector<std::size_t> where = {0, 1, 0, 0};
+    auto obs = o.observe(4, 10, st, where);
+    EXPECT_EQ(obs.superstep, 5u);
+    ASSERT_EQ(obs.hosts.size(), 3u);
+    EXPECT_EQ(obs.sets, 3u);
+    EXPECT_DOUBLE_EQ(obs.hosts[0].cpu_power, 0.9e9);
+    EXPECT_DOUBLE_EQ(obs.hosts[1].cpu_power, 0.25e9);
+    EXPECT_DOUBLE_EQ(obs.hosts[2].cpu_power, 1e9);
+    EXPECT_NEAR(obs.hosts[1].external_load, 0.75, 1e-12);
+    EXPECT_EQ(obs.hosts[0].managed, 3u);
+    EXPECT_EQ(obs.hosts[2].managed, 0u);
+    for (std::size_t h = 0; h < 3; ++h) {
+        EXPECT_EQ(obs.hosts[h].set, h);
+        EXPECT_EQ(obs.hosts[h].processors, 1u);
+    }
+}
+
+TEST(BspObserve, HostWithoutVpKeepsItsLastEstimate) {
+    Observer o({"a", "b"});
+    std::vector<VpStats> st = {stat(0, 1, 0.2)};
+    std::vector<std::size_t> on_b = {1}, on_a = {0};
+    auto first = o.observe(0, 1, st, on_b);
+    EXPECT_DOUBLE_EQ(first.hosts[1].cpu_power, 0.2e9);
+    st[0] = stat(0, 1, 1.0);
+    auto second = o.observe(1, 2, st, on_a); // the VP left b
+    EXPECT_DOUBLE_EQ(second.hosts[0].cpu_power, 1e9);
+    EXPECT_DOUBLE_EQ(second.hosts[1].cpu_power, 0.2e9);
+    EXPECT_DOUBLE_EQ(o.power(1), 0.2e9);
+}
+
+TEST(BspObserve, InstructionsFromCpuTimeAndMemory) {
+    Observer o({"a"});
+    std::vector<VpStats> st = {stat(0, 2.0, 0.5, {}, 12345), stat(1, 0.0, 0.0)};
+    std::vector<std::size_t> where = {0, 0};
+    auto obs = o.observe(0, 0, st, where);
+    EXPECT_DOUBLE_EQ(obs.procs[0].instructions, 0.5e9);
+    EXPECT_DOUBLE_EQ(obs.procs[0].comp_time, 2.0);
+    EXPECT_EQ(obs.procs[0].memory_bytes, 12345u);
+    EXPECT_EQ(obs.procs[1].memory_bytes, 64ULL << 20); // none sent: the default
+    EXPECT_DOUBLE_EQ(cpu_share(st[1]), 1.0);
+}
+
+TEST(BspObserve, BytesPerSourceSet) {
+    Observer o({"a", "b"});
+    // vp 0 on a receives 10 from itself, 20 from vp 1 (a), 300 from vp 2 (b).
+    std::vector<VpStats> st = {stat(0, 1, 1, {10, 20, 300}), stat(1, 1, 1, {0, 0, 0}),
+                               stat(2, 1, 1, {7, 0, 0})};
+    std::vector<std::size_t> where = {0, 0, 1};
+    auto obs = o.observe(0, 0, st, where);
+    ASSERT_EQ(obs.procs[0].bytes_from_set.size(), 2u);
+    EXPECT_DOUBLE_EQ(obs.procs[0].bytes_from_set[0], 30);
+    EXPECT_DOUBLE_EQ(obs.procs[0].bytes_from_set[1], 300);
+    EXPECT_DOUBLE_EQ(obs.procs[0].recv_time_from_set[0], 0);
+    EXPECT_DOUBLE_EQ(obs.procs[0].recv_time_from_set[1], 300 / 100e6);
+    EXPECT_DOUBLE_EQ(obs.procs[2].bytes_from_set[0], 7);
+    EXPECT_DOUBLE_EQ(obs.net.transfer(0, 1, 2), 1 / 100e6);
+    EXPECT_DOUBLE_EQ(obs.net.transfer(1, 1, 2), 0);
+    EXPECT_DOUBLE_EQ(obs.net.migration_cost, 0.2);
+}
+
+TEST(BspObserve, ReceivedBytesFromSyncs) {
+    std::vector<std::byte> buf(100);
+    std::vector<SyncRequest> s(3);
+    s[0].puts.push_back({2, 0, 0, std::span<const std::byte>(buf.data(), 40)});
+    s[1].msgs.push_back(
+        {2, std::span<const std::byte>(buf.data(), 4), std::span<const std::byte>(buf.data(), 6)});
+    s[2].gets.push_back({0, 0, 0, 16}); // vp 2 reads 16 bytes of vp 0
+    auto r = received_bytes(s);
+    EXPECT_EQ(r[2][0], 40u + 16u);
+    EXPECT_EQ(r[2][1], 10u);
+    EXPECT_EQ(r[0][2], 0u);
+    EXPECT_EQ(r[1][0], 0u);
+}
+
+class FakePlacer final : public Placer {
+  public:
+    explicit FakePlacer(std::vector<std::string> at) : at_(std::move(at)) {}
+    const std::string& host_of(int vp) const override {
+        return at_.at(static_cast<std::size_t>(vp));
+    }
+    void plan(int vp, std::string to, std::string why) override {
+        planned.push_back({vp, to, why});
+        at_.at(static_cast<std::size_t>(vp)) = std::move(to); // as if moved
+    }
+    struct Plan {
+        int vp;
+        std::string to, why;
+    };
+    std::vector<Plan> planned;
+
+  private:
+    std::vector<std::string> at_;
+};
+
+// Moves the VP of lowest CPU power to the host of highest, every call.
+class ToFastest final : public balance::Policy {
+  public:
+    std::string_view name() const override { return "fake"; }
+    balance::Decision at_barrier(const balance::Observation& obs) override {
+        seen.push_back(obs);
+        balance::Decision d;
+        balance::HostId fast = 0, slow = 0;
+        for (balance::HostId h = 0; h < obs.hosts.size(); ++h) {
+            if (obs.hosts[h].cpu_power > obs.hosts[fast].cpu_power)
+                fast = h;
+            if (obs.hosts[h].managed && obs.hosts[h].cpu_power < obs.hosts[slow].cpu_power)
+                slow = h;
+        }
+        for (balance::ProcId p = 0; p < obs.procs.size(); ++p)
+            if (obs.procs[p].host == slow && slow != fast)
+                d.moves.push_back({p, slow, fast, "slow host", {{"power", 1}}});
+        return d;
+    }
+    std::vector<balance::Observation> seen;
+};
+
+TEST(BspPolicyHook, PlacementThenThePolicysMoveToItsHost) {
+    FakePlacer placer({"h1", "h1"});
+    auto pol = std::make_unique<ToFastest>();
+    ToFastest* fake = pol.get();
+    PolicyHook hook(placer, {"h1", "h2", "h3"}, std::move(pol), 0, 2);
+    std::vector<VpStats> st = {stat(0, 1, 1), stat(1, 1, 1)};
+    auto m0 = hook.barrier(0, st); // placement: vp 1 -> h2
+    ASSERT_EQ(m0, std::vector<int>({1}));
+    ASSERT_EQ(placer.planned.size(), 1u);
+    EXPECT_EQ(placer.planned[0].to, "h2");
+    EXPECT_EQ(placer.planned[0].why, "placement: --hosts");
+    EXPECT_TRUE(fake->seen.empty()); // placement only at the first barrier
+    // h2 runs at a 20% share: h3 (never measured) keeps nominal power and
+    // the fake policy moves vp 1 there; h1 measured 1.0 too, h3 is first.
+    st = {stat(0, 1, 1), stat(1, 1, 0.2)};
+    auto m1 = hook.barrier(1, st);
+    ASSERT_EQ(fake->seen.size(), 1u);
+    EXPECT_DOUBLE_EQ(fake->seen[0].hosts[1].cpu_power, 0.2e9);
+    EXPECT_EQ(fake->seen[0].procs[1].host, 1u);
+    ASSERT_EQ(m1, std::vector<int>({1}));
+    ASSERT_EQ(placer.planned.size(), 2u);
+    EXPECT_EQ(placer.planned[1].vp, 1);
+    EXPECT_EQ(placer.planned[1].to, "h1"); // host 0 ties h3 at nominal; the first wins
+    EXPECT_EQ(placer.planned[1].why, "fake: slow host");
+}
+
+class BspPolicyMoves : public ::testing::TestWithParam<const char*> {};
+TEST_P(BspPolicyMoves, OffTheSlowHost) {
+    FakePlacer placer({"h1", "h1"});
+    auto pol = balance::make_policy(GetParam(), balance::Params{});
+    ASSERT_TRUE(pol);
+    PolicyHook hook(placer, {"h1", "h2", "h3"}, std::move(*pol), 0, 2);
+    std::vector<VpStats> even = {stat(0, 1, 1), stat(1, 1, 1)};
+    hook.barrier(0, even);
+    ASSERT_EQ(placer.host_of(1), "h2");
+    std::vector<VpStats> st = {stat(0, 1, 1), stat(1, 5, 1)}; // vp 1 at a 20% share
+    for (std::uint64_t s = 1; s < 40 && placer.host_of(1) == "h2"; ++s)
+        hook.barrier(s, st);
+    ASSERT_NE(placer.host_of(1), "h2") << GetParam() << " never moved vp 1 off the 20% host";
+    EXPECT_EQ(placer.planned.back().vp, 1);
+    EXPECT_EQ(placer.planned.back().why.rfind(std::string(GetParam()) + ": ", 0), 0u)
+        << placer.planned.back().why;
+}
+
+INSTANTIATE_TEST_SUITE_P(Policies, BspPolicyMoves,
+                         ::testing::Values("ghost", "pub-simple", "pub-global", "pub-conservative",
+                                           "pub-prediction"));
+
+TEST(BspPolicyHook, NoPolicyMovesNothingButMigrateEveryStillForces) {
+    FakePlacer placer({"h1", "h1"});
+    PolicyHook hook(placer, {"h1", "h2"}, nullptr, 2, 2);
+    std::vector<VpStats> st = {stat(0, 1, 1), stat(1, 5, 1)};
+    hook.barrier(0, st); // placement
+    EXPECT_EQ(placer.planned.size(), 1u);
+    EXPECT_TRUE(hook.barrier(2, st).empty()); // (2+1) % 2 != 0, no policy
+    auto m = hook.barrier(3, st);             // forced: vp (3 mod 2) = 1 to the next host
+    ASSERT_EQ(m, std::vector<int>({1}));
+    EXPECT_EQ(placer.planned.back().to, "h1");
+    EXPECT_EQ(placer.planned.back().why, "forced: --migrate-every 2");
+}
+
+} // namespace
