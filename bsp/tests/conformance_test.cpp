@@ -235,9 +235,15 @@ TEST(BspRun, HostsWithoutMigdKeepEveryVpHome) {
 }
 
 TEST(BspRun, UnknownPolicyIsRefused) {
-    const auto r = run({BSPRUN_PATH, "-n", "2", "--policy", "migbsp", prog("basic")});
+    const auto r = run({BSPRUN_PATH, "-n", "2", "--policy", "bogus", prog("basic")});
     EXPECT_EQ(r.code, 2);
-    EXPECT_NE(r.err.find("--policy migbsp is not yet implemented"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("unknown balancing policy 'bogus'"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("pub-conservative"), std::string::npos) << r.err; // the known list
+}
+
+TEST(BspRun, KnownPolicyRunsOnOneHost) {
+    const auto r = run({BSPRUN_PATH, "-n", "2", "--policy", "migbsp", prog("basic")});
+    EXPECT_EQ(r.code, 0) << r.err;
 }
 
 TEST(BspRun, ProgramThatCannotRunFailsTheJob) {
