@@ -23,7 +23,7 @@ double median(std::vector<double> v) {
 } // namespace
 
 Observer::Observer(std::vector<std::string> hosts, ObserveOptions opt)
-    : hosts_(std::move(hosts)), opt_(opt), power_(hosts_.size(), opt.nominal_power) {}
+    : hosts_(std::move(hosts)), opt_(opt), share_(hosts_.size(), 1.0) {}
 
 std::size_t Observer::index(const std::string& host) const {
     return static_cast<std::size_t>(std::find(hosts_.begin(), hosts_.end(), host) - hosts_.begin());
@@ -50,9 +50,13 @@ balance::Observation Observer::observe(std::uint64_t superstep, double now,
         host.processors = 1;
         host.managed = static_cast<unsigned>(shares[h].size());
         if (!shares[h].empty())
-            power_[h] = opt_.nominal_power * median(shares[h]);
-        host.cpu_power = power_[h];
-        host.external_load = std::clamp(1.0 - power_[h] / opt_.nominal_power, 0.0, 1.0);
+            share_[h] = median(shares[h]);
+        // A CPU quota or other users' load shows as a share below 1: it is
+        // external load on a processor of nominal power. Putting it in
+        // cpu_power as well would count it twice, since the policies use
+        // (1 - external_load) * cpu_power.
+        host.cpu_power = opt_.nominal_power;
+        host.external_load = std::clamp(1.0 - share_[h], 0.0, 1.0);
         host.load_average = static_cast<double>(shares[h].size()) + host.external_load;
         o.hosts.push_back(host);
     }

@@ -36,14 +36,15 @@ class Observer {
     const std::vector<std::string>& hosts() const { return hosts_; }
     // The host index of a name, or hosts().size() when it is not listed.
     std::size_t index(const std::string& host) const;
-    // The current power estimate of host h (nominal until measured).
-    double power(std::size_t h) const { return power_.at(h); }
+    // The CPU share the VPs of host h got when it last had any (1 until
+    // measured); the host's external load is 1 minus it.
+    double share(std::size_t h) const { return share_.at(h); }
 
     // The observation of the superstep that just ended (superstep counts
     // from 0 in the hub, from 1 in the Observation). where[v]: VP v's host
     // index (a VP on a host that is not listed counts on host 0). Updates
-    // each host's estimate: nominal x the median share of its VPs; a host
-    // with no VP keeps its last one.
+    // each host's estimate: the median share of its VPs (external load =
+    // 1 - share, cpu_power = nominal); a host with no VP keeps its last one.
     balance::Observation observe(std::uint64_t superstep, double now,
                                  std::span<const VpStats> stats,
                                  std::span<const std::size_t> where);
@@ -51,7 +52,7 @@ class Observer {
   private:
     std::vector<std::string> hosts_;
     ObserveOptions opt_;
-    std::vector<double> power_;
+    std::vector<double> share_;
 };
 
 } // namespace ghost::bsp

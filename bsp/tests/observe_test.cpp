@@ -37,10 +37,11 @@ TEST(BspObserve, SharesGivePowerAndExternalLoad) {
     EXPECT_EQ(obs.superstep, 5u);
     ASSERT_EQ(obs.hosts.size(), 3u);
     EXPECT_EQ(obs.sets, 3u);
-    EXPECT_DOUBLE_EQ(obs.hosts[0].cpu_power, 0.9e9);
-    EXPECT_DOUBLE_EQ(obs.hosts[1].cpu_power, 0.25e9);
-    EXPECT_DOUBLE_EQ(obs.hosts[2].cpu_power, 1e9);
+    for (std::size_t h = 0; h < 3; ++h)
+        EXPECT_DOUBLE_EQ(obs.hosts[h].cpu_power, 1e9); // nominal: the share is external load
+    EXPECT_NEAR(obs.hosts[0].external_load, 0.1, 1e-12);
     EXPECT_NEAR(obs.hosts[1].external_load, 0.75, 1e-12);
+    EXPECT_DOUBLE_EQ(obs.hosts[2].external_load, 0.0);
     EXPECT_EQ(obs.hosts[0].managed, 3u);
     EXPECT_EQ(obs.hosts[2].managed, 0u);
     for (std::size_t h = 0; h < 3; ++h) {
@@ -54,12 +55,12 @@ TEST(BspObserve, HostWithoutVpKeepsItsLastEstimate) {
     std::vector<VpStats> st = {stat(0, 1, 0.2)};
     std::vector<std::size_t> on_b = {1}, on_a = {0};
     auto first = o.observe(0, 1, st, on_b);
-    EXPECT_DOUBLE_EQ(first.hosts[1].cpu_power, 0.2e9);
+    EXPECT_NEAR(first.hosts[1].external_load, 0.8, 1e-12);
     st[0] = stat(0, 1, 1.0);
     auto second = o.observe(1, 2, st, on_a); // the VP left b
-    EXPECT_DOUBLE_EQ(second.hosts[0].cpu_power, 1e9);
-    EXPECT_DOUBLE_EQ(second.hosts[1].cpu_power, 0.2e9);
-    EXPECT_DOUBLE_EQ(o.power(1), 0.2e9);
+    EXPECT_DOUBLE_EQ(second.hosts[0].external_load, 0.0);
+    EXPECT_NEAR(second.hosts[1].external_load, 0.8, 1e-12);
+    EXPECT_DOUBLE_EQ(o.share(1), 0.2);
 }
 
 TEST(BspObserve, InstructionsFromCpuTimeAndMemory) {
@@ -126,7 +127,8 @@ class FakePlacer final : public Placer {
     std::vector<std::string> at_;
 };
 
-// Moves the VP of lowest CPU power to the host of highest, every call.
+// Moves the VPs of the slowest host ((1 - external_load) * cpu_power) to
+// the fastest, every call.
 class ToFastest final : public balance::Policy {
   public:
     std::string_view name() const override { return "fake"; }
@@ -134,10 +136,13 @@ class ToFastest final : public balance::Policy {
         seen.push_back(obs);
         balance::Decision d;
         balance::HostId fast = 0, slow = 0;
+        const auto speed = [&](balance::HostId h) {
+            return (1.0 - obs.hosts[h].external_load) * obs.hosts[h].cpu_power;
+        };
         for (balance::HostId h = 0; h < obs.hosts.size(); ++h) {
-            if (obs.hosts[h].cpu_power > obs.hosts[fast].cpu_power)
+            if (speed(h) > speed(fast))
                 fast = h;
-            if (obs.hosts[h].managed && obs.hosts[h].cpu_power < obs.hosts[slow].cpu_power)
+            if (obs.hosts[h].managed && speed(h) < speed(slow))
                 slow = h;
         }
         for (balance::ProcId p = 0; p < obs.procs.size(); ++p)
@@ -165,7 +170,7 @@ TEST(BspPolicyHook, PlacementThenThePolicysMoveToItsHost) {
     st = {stat(0, 1, 1), stat(1, 1, 0.2)};
     auto m1 = hook.barrier(1, st);
     ASSERT_EQ(fake->seen.size(), 1u);
-    EXPECT_DOUBLE_EQ(fake->seen[0].hosts[1].cpu_power, 0.2e9);
+    EXPECT_NEAR(fake->seen[0].hosts[1].external_load, 0.8, 1e-12);
     EXPECT_EQ(fake->seen[0].procs[1].host, 1u);
     ASSERT_EQ(m1, std::vector<int>({1}));
     ASSERT_EQ(placer.planned.size(), 2u);
@@ -193,8 +198,8 @@ TEST_P(BspPolicyMoves, OffTheSlowHost) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Policies, BspPolicyMoves,
-                         ::testing::Values("ghost", "pub-simple", "pub-global", "pub-conservative",
-                                           "pub-prediction"));
+                         ::testing::Values("ghost", "migbsp", "pub-simple", "pub-global",
+                                           "pub-conservative", "pub-prediction"));
 
 TEST(BspPolicyHook, NoPolicyMovesNothingButMigrateEveryStillForces) {
     FakePlacer placer({"h1", "h1"});

@@ -319,3 +319,34 @@ TEST(MigBSP, SameInputsAndSeedGiveTheSameDecisions) {
     }
     EXPECT_GT(moved, 0U); // the comparison covered real moves
 }
+
+// Three one-host Sets of equal power 1e9/s: host 0 runs process 0 (1 s),
+// host 1 runs process 1 under 80% external load (1e9 instructions in 5 s),
+// host 2 is free. PM(1, Set 0) = PM(1, Set 2) (equal hosts); Set 0 is full
+// and would refuse it, so the tie goes to Set 2: t1 = 1 + (1e7 * 1e-8 +
+// 0.5) = 1.6 s < t2 = 5 s. (Before this reading the tie went to Set 0 by
+// its lower id and the process never moved.)
+TEST(MigBSP, EqualSetsTieGoesToTheOneWithAFreeProcessor) {
+    Observation o;
+    o.sets = 3;
+    o.hosts = {host(0, 1e9), host(1, 1e9), host(2, 1e9)};
+    o.hosts[1].external_load = 0.8;
+    o.procs = {proc(0, 1e9, 1), proc(1, 1e9, 5)};
+    for (Process& p : o.procs) {
+        p.bytes_from_set = {0, 0, 0};
+        p.recv_time_from_set = {0, 0, 0};
+    }
+    o.net.byte_time = {0, 1e-8, 1e-8, 1e-8, 0, 1e-8, 1e-8, 1e-8, 0};
+    o.net.migration_cost = 0.5;
+    Params p;
+    p.alpha = 2;
+    auto policy = migbsp(p);
+    EXPECT_FALSE(run(*policy, o, 1).rescheduled);
+    const Decision d = run(*policy, o, 2);
+    ASSERT_TRUE(d.rescheduled);
+    ASSERT_EQ(d.moves.size(), 1U);
+    EXPECT_EQ(d.moves[0].proc, 1U);
+    EXPECT_EQ(d.moves[0].to, 2U);
+    EXPECT_DOUBLE_EQ(figure(d.moves[0].figures, "t1"), 1.6);
+    EXPECT_DOUBLE_EQ(figure(d.moves[0].figures, "t2"), 5.0);
+}

@@ -12,6 +12,11 @@ Potential best_potential(const Observation& obs, const std::vector<SetView>& set
     Potential best;
     best.proc = i;
     bool found = false;
+    // Our reading on a tie: Sets of equal PM (equal hosts, as a runtime
+    // that has not measured a host yet sees them) go to one with a free
+    // processor, since a full Set refuses the process (Eq. 7-9) and the
+    // candidate would then stay where it is.
+    const auto has_room = [&](SetId j) { return sets[j].processors > sets[j].procs.size(); };
     for (SetId j = 0; j < sets.size(); ++j) {
         if (sets[j].processors == 0)
             continue; // nowhere to go in Set j
@@ -23,7 +28,7 @@ Potential best_potential(const Observation& obs, const std::vector<SetView>& set
         c.comm = comm(h.p_comm(j), h.btp(j));
         c.mem = mem(p.memory_bytes, obs.net.transfer(own, j, obs.sets), obs.net.migration_cost);
         c.pm = pm(c.comp, c.comm, c.mem);
-        if (!found || c.pm > best.pm) {
+        if (!found || c.pm > best.pm || (c.pm == best.pm && has_room(j) && !has_room(best.set))) {
             best = c;
             found = true;
         }
