@@ -50,7 +50,9 @@ std::vector<int> PolicyHook::barrier(std::uint64_t superstep, std::span<const Vp
             if (v < 0 || v >= nprocs_ || m.to >= n ||
                 hosts_[m.to] == dest[static_cast<std::size_t>(v)])
                 continue;
-            plan(v, hosts_[m.to], fmt::format("{}: {}", policy_->name(), m.why));
+            // Some policies already name themselves ("pub-simple: host 0 ...").
+            const std::string head = fmt::format("{}: ", policy_->name());
+            plan(v, hosts_[m.to], m.why.starts_with(head) ? m.why : head + m.why);
             if (verbose_) {
                 std::string figs;
                 for (const auto& f : m.figures)
