@@ -24,6 +24,7 @@
 #include "migd_client.hpp"
 #include "migrate.hpp"
 #include "multihost.hpp"
+#include "output.hpp"
 #include "wire.hpp"
 
 using namespace ghost;
@@ -146,22 +147,9 @@ int status_code(int st) {
 }
 
 void copy_out(int from, int to, bool& open) {
-    char buf[65536];
-    const ssize_t n = ::read(from, buf, sizeof buf);
-    if (n <= 0) {
-        if (n < 0 && errno == EINTR)
-            return;
+    const long n = relay_chunk(from, to);
+    if (n == 0 || (n < 0 && errno != EINTR))
         open = false;
-        return;
-    }
-    for (ssize_t done = 0; done < n;) {
-        const ssize_t w = ::write(to, buf + done, static_cast<std::size_t>(n - done));
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0)
-            return; // our own output is gone: drop the rest
-        done += w;
-    }
 }
 
 class PrintingMover final : public Mover {

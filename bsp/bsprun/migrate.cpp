@@ -74,9 +74,9 @@ Result<pid_t> LocalMover::move(int vp, pid_t pid, std::uint64_t superstep) {
 
 std::vector<int> EveryNth::barrier(std::uint64_t superstep, std::span<const VpStats> stats) {
     (void)stats;
-    if (n_ == 0 || (superstep + 1) % n_ != 0)
-        return {};
-    return {static_cast<int>(superstep % static_cast<std::uint64_t>(nprocs_))};
+    if (auto v = forced_vp(superstep, n_, nprocs_))
+        return {*v};
+    return {};
 }
 
 } // namespace ghost::bsp

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 
 #include "ghost/engine.hpp"
 #include "hub.hpp"
@@ -25,7 +26,15 @@ class LocalMover final : public Mover {
     int out_, err_;
 };
 
-// Moves VP (superstep mod P) at every n-th barrier (a testing option).
+// --migrate-every N (a testing option): at every N-th barrier, VP
+// (superstep mod P) moves; no VP when N is 0 or at the other barriers.
+inline std::optional<int> forced_vp(std::uint64_t superstep, unsigned every, int nprocs) {
+    if (every == 0 || (superstep + 1) % every != 0)
+        return std::nullopt;
+    return static_cast<int>(superstep % static_cast<std::uint64_t>(nprocs));
+}
+
+// Moves forced_vp() on this host.
 class EveryNth final : public BarrierHook {
   public:
     EveryNth(unsigned n, int nprocs) : n_(n), nprocs_(nprocs) {}

@@ -72,24 +72,24 @@ void JobOutput::tick() {
     copy();
 }
 
-void JobOutput::copy() {
+long relay_chunk(int from, int to) {
     char buf[65536];
+    const ssize_t n = ::read(from, buf, sizeof buf);
+    for (ssize_t done = 0; done < n;) {
+        const ssize_t w = ::write(to, buf + done, static_cast<std::size_t>(n - done));
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            break; // our own output is gone: drop the rest
+        done += w;
+    }
+    return n;
+}
+
+void JobOutput::copy() {
     for (std::size_t i = 0; i < files_.size(); ++i) {
-        const int to = i % 2 ? 2 : 1;
-        for (;;) {
-            const ssize_t n = ::read(files_[i].get(), buf, sizeof buf);
-            if (n < 0 && errno == EINTR)
-                continue;
-            if (n <= 0)
-                break;
-            for (ssize_t done = 0; done < n;) {
-                const ssize_t w = ::write(to, buf + done, static_cast<std::size_t>(n - done));
-                if (w < 0 && errno == EINTR)
-                    continue;
-                if (w <= 0)
-                    break; // our own output is gone: drop the rest
-                done += w;
-            }
+        long n;
+        while ((n = relay_chunk(files_[i].get(), i % 2 ? 2 : 1)) > 0 || (n < 0 && errno == EINTR)) {
         }
     }
 }

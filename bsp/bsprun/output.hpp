@@ -13,6 +13,11 @@
 
 namespace ghost::bsp {
 
+// One read(2) of at most 64 KiB from FROM, written whole to TO (a failed
+// write drops the rest: bsprun's own output is gone). Returns what read(2)
+// returned: bytes, 0 at the end, -1 with errno (EINTR, EAGAIN, ...).
+long relay_chunk(int from, int to);
+
 class JobOutput {
   public:
     // dir: the job directory, made (mkdtemp under /tmp) when empty and

@@ -7,6 +7,8 @@
 
 #include <fmt/format.h>
 
+#include "migrate.hpp"
+
 namespace ghost::bsp {
 
 PolicyHook::PolicyHook(Placer& placer, std::vector<std::string> hosts,
@@ -63,8 +65,8 @@ std::vector<int> PolicyHook::barrier(std::uint64_t superstep, std::span<const Vp
             }
         }
     }
-    if (every_ > 0 && (superstep + 1) % every_ == 0) {
-        const int v = static_cast<int>(superstep % static_cast<std::uint64_t>(nprocs_));
+    if (const auto forced = forced_vp(superstep, every_, nprocs_)) {
+        const int v = *forced;
         const std::string& cur = dest[static_cast<std::size_t>(v)];
         const auto it = std::find(hosts_.begin(), hosts_.end(), cur);
         const std::string next =
