@@ -434,8 +434,7 @@ void Ops::peer_fetch(Daemon& d, Channel& ch, const json& req) {
     ok["ok"] = true;
     if (!send_json(ch, ok))
         return;
-    std::uint64_t sent = 0;
-    if (auto s = send_stream(ch, fd.get(), &sent); !s) {
+    if (auto s = send_stream(ch, fd.get()); !s) {
         (void)send_abort(ch, s.error().what());
         return;
     }

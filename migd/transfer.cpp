@@ -25,6 +25,7 @@
 
 #include "ghost/process.hpp"
 #include "ops.hpp"
+#include "ticker.hpp"
 
 namespace migd {
 
@@ -161,21 +162,17 @@ Result<ExportResult> export_to(Daemon& d, Channel& ch, pid_t pid, ghost::Fate fa
         wr->reset();
     });
 
-    std::uint64_t sent = 0;
+    std::atomic<std::uint64_t> sent{0};
     const std::uint64_t total = ghost::estimate_image_bytes(pid);
-    std::atomic<bool> relaying{true};
-    std::thread ticker;
-    if (emit)
-        ticker = std::thread([&] {
-            while (relaying) {
-                emit({{"progress", {{"done", sent}, {"total", total}}}});
-                std::this_thread::sleep_for(std::chrono::milliseconds(100));
-            }
+    Result<void> s;
+    {
+        // Progress every 100 ms while the image flows; the ticker stops the
+        // moment the stream ends (a small image must not wait out a tick).
+        Ticker ticker(emit ? std::chrono::milliseconds(100) : std::chrono::milliseconds(0), [&] {
+            emit({{"progress", {{"done", sent.load()}, {"total", total}}}});
         });
-    auto s = send_stream(ch, rd.get(), &sent);
-    relaying = false;
-    if (ticker.joinable())
-        ticker.join();
+        s = send_stream(ch, rd.get(), &sent);
+    }
     if (!s) {
         rd.reset(); // the exporter gets EPIPE and lets the process go
         relayed.set_value(s.error());
@@ -193,7 +190,7 @@ Result<ExportResult> export_to(Daemon& d, Channel& ch, pid_t pid, ghost::Fate fa
     if (!stats)
         return stats.error();
     if (emit)
-        emit({{"progress", {{"done", sent}, {"total", sent}}}});
+        emit({{"progress", {{"done", sent.load()}, {"total", sent.load()}}}});
     out.stats = *stats;
     return out;
 }

@@ -125,7 +125,7 @@ Result<void> send_abort(Channel& ch, const std::string& reason) {
     return send_frame(ch, FrameType::Abort, std::as_bytes(std::span(s)));
 }
 
-Result<void> send_stream(Channel& ch, int fd, std::uint64_t* sent) {
+Result<void> send_stream(Channel& ch, int fd, std::atomic<std::uint64_t>* sent) {
     // One buffer, header in front: one TLS record train per frame, no copy.
     std::vector<std::byte> buf(frame_header_size + max_data_frame);
     for (;;) {
@@ -153,7 +153,7 @@ Result<void> send_stream(Channel& ch, int fd, std::uint64_t* sent) {
         if (auto w = ch.write(std::span(buf.data(), frame_header_size + got)); !w)
             return w.error();
         if (sent)
-            *sent += got;
+            sent->fetch_add(got, std::memory_order_relaxed);
     }
 }
 

@@ -5,6 +5,7 @@
 // closed by END (sent once the export succeeded) or ABORT (with a reason).
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <span>
 #include <string>
@@ -36,7 +37,7 @@ ghost::Result<void> send_abort(Channel& ch, const std::string& reason);
 
 // Copies everything readable from fd (a pipe the engine exports into) to ch
 // as DATA frames until fd's end; counts bytes in *sent. Does not send END.
-ghost::Result<void> send_stream(Channel& ch, int fd, std::uint64_t* sent);
+ghost::Result<void> send_stream(Channel& ch, int fd, std::atomic<std::uint64_t>* sent = nullptr);
 
 // Reads DATA frames as a byte source until END (then read() returns 0). An
 // ABORT frame is an error with the sender's reason; every byte read is also
