@@ -227,6 +227,8 @@ json Daemon::local(const json& req, const Client& who, const Emit& emit) {
         return Ops::local_images(*this, req, who);
     if (op == "restart")
         return Ops::local_restart(*this, req, who, emit);
+    if (op == "manifest")
+        return Ops::local_manifest(*this, req, who);
     if (op == "ps")
         return Ops::local_ps(*this, req, who);
     if (op == "where")
@@ -279,6 +281,8 @@ void Daemon::dispatch_peer(Channel& c, const json& r) {
         Ops::peer_fetch(*this, *ch, *req);
     else if (op == "restart")
         Ops::peer_restart(*this, *ch, *req);
+    else if (op == "manifest")
+        Ops::peer_manifest(*this, *ch, *req);
     else if (op == "list")
         Ops::peer_list(*this, *ch, *req);
     else if (op == "where" || op == "kill")

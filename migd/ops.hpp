@@ -79,6 +79,10 @@ struct Ops {
     static void peer_images(Daemon& d, Channel& ch, const json& req);
     static void peer_fetch(Daemon& d, Channel& ch, const json& req);
     static void peer_restart(Daemon& d, Channel& ch, const json& req);
+    // manifest.cpp
+    static json manifest_here(Daemon& d, const json& req);
+    static json local_manifest(Daemon& d, const json& req, const Client& who);
+    static void peer_manifest(Daemon& d, Channel& ch, const json& req);
     // locate.cpp
     static json local_ps(Daemon& d, const json& req, const Client& who);
     static json local_where(Daemon& d, const json& req, const Client& who);

@@ -295,6 +295,51 @@ TEST(MigdOps, CheckpointServerStoresListsRestartsAndRemoves) {
     EXPECT_EQ(after["images"].size(), 1u);
 }
 
+// bsprun --checkpoint-every's job manifests on the checkpoint server.
+TEST(MigdOps, BspManifestIsStoredOwnerCheckedAndReadFromAnyHost) {
+    Net net(3);
+    const json doc = {{"superstep", 7}, {"key", "00ff"}};
+    const json put = net["h1"].local(
+        {{"op", "manifest"}, {"server", "h3"}, {"job", "j1"}, {"put", doc}}, user, {});
+    ASSERT_TRUE(put.value("ok", false)) << put.dump();
+    const fs::path file = net.root() / "h3" / "images" / "j1.manifest";
+    ASSERT_TRUE(fs::exists(file));
+    EXPECT_EQ(fs::status(file).permissions() & fs::perms::all,
+              fs::perms::owner_read | fs::perms::owner_write);
+    // From another host, by its owner: the document as stored.
+    const json got =
+        net["h2"].local({{"op", "manifest"}, {"server", "h3"}, {"job", "j1"}}, user, {});
+    ASSERT_TRUE(got.value("ok", false)) << got.dump();
+    EXPECT_EQ(got["manifest"], doc);
+    EXPECT_EQ(got["owner"], nobody);
+    // Another user may neither read nor replace it; root may read it.
+    const migd::Client other{4321, 1};
+    const json no =
+        net["h1"].local({{"op", "manifest"}, {"server", "h3"}, {"job", "j1"}}, other, {});
+    EXPECT_FALSE(no.value("ok", true));
+    EXPECT_NE(no.value("error", "").find("belongs to uid"), std::string::npos) << no.dump();
+    const json no_put = net["h1"].local(
+        {{"op", "manifest"}, {"server", "h3"}, {"job", "j1"}, {"put", json::object()}}, other, {});
+    EXPECT_FALSE(no_put.value("ok", true));
+    EXPECT_EQ(net["h3"].local({{"op", "manifest"}, {"job", "j1"}}, root, {})["manifest"], doc);
+    // A replacement is whole; an unknown job and a bad name are refused.
+    const json doc2 = {{"superstep", 9}};
+    ASSERT_TRUE(
+        net["h2"]
+            .local({{"op", "manifest"}, {"server", "h3"}, {"job", "j1"}, {"put", doc2}}, user, {})
+            .value("ok", false));
+    EXPECT_EQ(net["h1"].local({{"op", "manifest"}, {"server", "h3"}, {"job", "j1"}}, user,
+                              {})["manifest"],
+              doc2);
+    const json none =
+        net["h1"].local({{"op", "manifest"}, {"server", "h3"}, {"job", "j2"}}, user, {});
+    EXPECT_NE(none.value("error", "").find("no manifest of job j2 on h3"), std::string::npos)
+        << none.dump();
+    const json bad =
+        net["h1"].local({{"op", "manifest"}, {"server", "h3"}, {"job", "../x"}}, user, {});
+    EXPECT_FALSE(bad.value("ok", true));
+}
+
 TEST(MigdOps, ForwardingFollowsAChainAndTheAnswerShortensIt) {
     Net net(3);
     Counter c(net.root());
