@@ -45,11 +45,11 @@ void Hub::unwatch(int fd) {
     std::erase_if(watches_, [fd](const Watch& w) { return w.fd == fd; });
 }
 
-void Hub::fail(int failed_vp, std::string why) {
+void Hub::fail(int failed_vp, std::string why, bool lost) {
     if (done_)
         return;
     done_ = true;
-    outcome_ = {false, failed_vp, std::move(why)};
+    outcome_ = {false, failed_vp, std::move(why), lost};
     for (int v = 0; v < nprocs_; ++v) {
         Vp& p = vps_[static_cast<std::size_t>(v)];
         if (v != failed_vp && p.pid > 0 && p.state != State::Gone) {
@@ -72,14 +72,16 @@ void Hub::process_exited(int vp, int status) {
                                 ? fmt::format("was killed by signal {} ({})", WTERMSIG(status),
                                               strsignal(WTERMSIG(status)))
                                 : fmt::format("exited with status {}", WEXITSTATUS(status));
-    fail(vp, fmt::format("vp {} (pid {}) {} before bsp_end", vp, p.pid, how));
+    fail(vp, fmt::format("vp {} (pid {}) {} before bsp_end", vp, p.pid, how), true);
 }
 
 void Hub::send_or_fail(int vp, Type type, std::span<const std::byte> payload) {
     Vp& p = vps_[static_cast<std::size_t>(vp)];
     if (auto r = wire::send_frame(p.fd, type, payload); !r)
-        fail(vp, fmt::format("vp {} (pid {}): sending {} failed: {} (the process died?)", vp, p.pid,
-                             wire::type_name(type), r.error().what()));
+        fail(vp,
+             fmt::format("vp {} (pid {}): sending {} failed: {} (the process died?)", vp, p.pid,
+                         wire::type_name(type), r.error().what()),
+             true);
 }
 
 void Hub::accept_one() {
@@ -140,7 +142,9 @@ void Hub::hello(wire::Link link, bool tcp) {
     p.fd = std::move(link);
     p.pid = pid;
     p.state = State::Running;
-    if (resumed) {
+    // A moved VP gets its held DELIVER; one detached for a checkpoint (or
+    // restored from one) applied its DELIVER before detaching: none is owed.
+    if (resumed && !p.held.empty()) {
         std::vector<std::byte> held = std::move(p.held);
         send_or_fail(static_cast<int>(vp), Type::Deliver, held);
     }
@@ -152,9 +156,11 @@ void Hub::on_frame(int vp) {
     if (!f) {
         const std::string when =
             p.state == State::Ended ? "after bsp_end, before the others" : "before bsp_end";
-        return fail(vp, fmt::format("vp {} (pid {}) lost its connection to the hub {}: it exited "
-                                    "or died ({})",
-                                    vp, p.pid, when, f.error().what()));
+        return fail(vp,
+                    fmt::format("vp {} (pid {}) lost its connection to the hub {}: it exited "
+                                "or died ({})",
+                                vp, p.pid, when, f.error().what()),
+                    true);
     }
     switch (f->type) {
     case Type::Sync:
@@ -288,6 +294,10 @@ void Hub::barrier() {
         moves.clear(); // nobody to carry a move out
     for (auto& p : vps_)
         p.sync = {};
+    if (checkpointer_ && checkpointer_->due(superstep_)) {
+        ++superstep_;
+        return checkpoint_all(out); // no move at a checkpoint's barrier
+    }
     ++superstep_;
     for (int v = 0; v < nprocs_ && !done_; ++v) {
         if (std::find(moves.begin(), moves.end(), v) != moves.end())
@@ -297,6 +307,61 @@ void Hub::barrier() {
     }
     if (!done_ && !moves.empty())
         detach_and_move(moves, out);
+}
+
+void Hub::resume(const HubState& st) {
+    superstep_ = st.superstep;
+    tagsize_ = st.tagsize;
+    for (auto& p : vps_) {
+        p.state = State::Detached;
+        p.held.clear();
+    }
+}
+
+void Hub::wake(int v) {
+    const pid_t pid = vps_[static_cast<std::size_t>(v)].pid;
+    auto w = mover_ ? mover_->wake(v, pid)
+                    : (::kill(pid, SIGUSR2) == 0
+                           ? Result<void>{}
+                           : Result<void>{Error::from_errno(
+                                 errno, fmt::format("vp {}: cannot wake pid {} with SIGUSR2: {}", v,
+                                                    pid, std::strerror(errno)))});
+    if (!w)
+        fail(v, w.error().what());
+}
+
+// Hector's coordinated checkpoint at a barrier: every VP gets DETACH (u32 1:
+// "apply the DELIVER that follows, then detach") and its DELIVER, so when
+// all have detached no message is in flight and the hub holds nothing.
+void Hub::checkpoint_all(std::vector<std::vector<std::byte>>& out) {
+    wire::Writer w;
+    w.u32(1);
+    for (int v = 0; v < nprocs_ && !done_; ++v) {
+        send_or_fail(v, Type::Detach, w.data());
+        if (!done_)
+            send_or_fail(v, Type::Deliver, out[static_cast<std::size_t>(v)]);
+    }
+    std::vector<pid_t> pids;
+    for (int v = 0; v < nprocs_ && !done_; ++v) {
+        Vp& p = vps_[static_cast<std::size_t>(v)];
+        auto f = wire::recv_frame(p.fd);
+        if (!f || f->type != Type::Detached)
+            return fail(
+                v, fmt::format("vp {} (pid {}) did not answer the checkpoint's DETACH", v, p.pid),
+                !f);
+        if (auto eof = wire::recv_frame(p.fd); eof)
+            return fail(v,
+                        fmt::format("vp {} sent {} after DETACHED", v, wire::type_name(eof->type)));
+        p.fd.close();
+        p.state = State::Detached;
+        p.held.clear();
+        pids.push_back(p.pid);
+    }
+    if (done_)
+        return;
+    checkpointer_->checkpoint(hub_state(), pids);
+    for (int v = 0; v < nprocs_ && !done_; ++v)
+        wake(v);
 }
 
 void Hub::detach_and_move(const std::vector<int>& moves, std::vector<std::vector<std::byte>>& out) {

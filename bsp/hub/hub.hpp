@@ -62,6 +62,29 @@ struct Outcome {
     bool ok = true;
     int failed_vp = -1; // the VP that aborted or died; -1 for a job-wide error
     std::string why;    // for the user, naming the VP and the cause
+    bool lost = false;  // failed_vp's process or connection was lost (not an abort or misuse)
+};
+
+// What the hub must get back to resume a job from a checkpoint (besides
+// the job id and key, which bsprun keeps): the superstep the VPs resume in
+// and the tag size in force. Registrations need nothing here: the hub only
+// checks each barrier's collective operations and every VP holds the
+// sizes of all registrations in its own memory.
+struct HubState {
+    std::uint64_t superstep = 0;
+    std::int64_t tagsize = 0;
+};
+
+// Coordinated checkpoints (bsprun --checkpoint-every, Documentation/bsp.md).
+class Checkpointer {
+  public:
+    virtual ~Checkpointer() = default;
+    // Whether to checkpoint at the end of this superstep.
+    virtual bool due(std::uint64_t superstep) = 0;
+    // Every VP has applied its DELIVER and is detached: no socket, nothing
+    // in flight, nothing held by the hub. pids[v]: VP v's process. The hub
+    // wakes them all afterwards, whatever happened here.
+    virtual void checkpoint(const HubState& st, std::span<const pid_t> pids) = 0;
 };
 
 class Hub {
@@ -71,6 +94,12 @@ class Hub {
 
     void set_hook(BarrierHook* hook) { hook_ = hook; }
     void set_mover(Mover* mover) { mover_ = mover; }
+    void set_checkpointer(Checkpointer* c) { checkpointer_ = c; }
+    // Resume a job restarted from a checkpoint: every VP is detached (its
+    // restored process waits for SIGUSR2) and owes no DELIVER; superstep
+    // and tag size are the checkpoint's.
+    void resume(const HubState& st);
+    HubState hub_state() const { return {superstep_, tagsize_}; }
     // VPs on other hosts: a TCP listener whose connections must complete a
     // TLS-PSK handshake with the job key (ctx) before their HELLO. A
     // refused connection is logged on stderr and changes nothing else.
@@ -90,7 +119,8 @@ class Hub {
     // Fails the job: kills every VP's process (SIGKILL: by pid, or through
     // the killer for a VP on another host) but failed_vp's, and makes run()
     // return.
-    void fail(int failed_vp, std::string why);
+    // lost: the VP's process or connection was lost (Outcome::lost).
+    void fail(int failed_vp, std::string why, bool lost = false);
     // How fail() kills a VP (default: SIGKILL to its pid; bsprun: through
     // migd for a VP on another host).
     void set_killer(std::function<void(int vp, pid_t pid)> k) { killer_ = std::move(k); }
@@ -118,6 +148,8 @@ class Hub {
     void on_end(int vp);
     void barrier();
     bool answer_gets(std::vector<std::vector<std::byte>>& replies);
+    void checkpoint_all(std::vector<std::vector<std::byte>>& out);
+    void wake(int vp);
     void detach_and_move(const std::vector<int>& moves, std::vector<std::vector<std::byte>>& out);
     void send_or_fail(int vp, wire::Type type, std::span<const std::byte> payload);
 
@@ -130,6 +162,7 @@ class Hub {
     std::vector<Vp> vps_;
     BarrierHook* hook_ = nullptr;
     Mover* mover_ = nullptr;
+    Checkpointer* checkpointer_ = nullptr;
     struct Watch {
         int fd;
         std::function<void()> cb;
@@ -137,7 +170,6 @@ class Hub {
     std::vector<Watch> watches_;
     std::uint64_t superstep_ = 0;
     std::int64_t tagsize_ = 0;
-    std::uint64_t reg_count_ = 0; // registrations pushed so far (the next id)
     bool done_ = false;
     Outcome outcome_;
 };

@@ -128,12 +128,30 @@ Result<wire::Link> connect_tcp_hub(State& s) {
     return wire::tls_connect(*s.tls, std::move(*fd));
 }
 
+// The hub's address from GHOST_BSP_HUBFILE (one line ADDR:PORT), when the
+// file can be read: bsprun --restart may run its hub elsewhere.
+void reread_hub_file(State& s) {
+    std::FILE* f = std::fopen(s.hub_file.c_str(), "re");
+    if (!f)
+        return;
+    char line[256] = {};
+    const bool got = std::fgets(line, sizeof line, f) != nullptr;
+    std::fclose(f);
+    std::string a = got ? line : "";
+    while (!a.empty() && (a.back() == '\n' || a.back() == ' '))
+        a.pop_back();
+    if (!a.empty())
+        s.hub_tcp = a;
+}
+
 } // namespace
 
 void connect_hub(bool resumed) {
     State& s = state();
     const char* call = resumed ? "bsp_sync" : "bsp_begin";
     auto fd = wire::connect_abstract(s.job);
+    if (!fd && resumed && !s.hub_file.empty())
+        reread_hub_file(s);
     if (fd) {
         s.sock = wire::Link(std::move(*fd));
     } else if (fd.error().code.value() == ECONNREFUSED && s.key && !s.hub_tcp.empty()) {
@@ -198,6 +216,8 @@ void bsp_begin(int maxprocs) {
         s.nprocs = env_int("GHOST_BSP_NPROCS", np);
         if (const char* hub = std::getenv("GHOST_BSP_HUB"))
             s.hub_tcp = hub;
+        if (const char* hf = std::getenv("GHOST_BSP_HUBFILE"))
+            s.hub_file = hf;
         if (char* key = std::getenv("GHOST_BSP_KEY")) {
             auto k = ghost::bsp::wire::key_from_hex(key);
             if (!k)

@@ -52,6 +52,10 @@ struct State {
     // Another host's VP reaches the hub over TCP with TLS and the job key
     // (GHOST_BSP_HUB, GHOST_BSP_KEY: read once, the key then only here).
     std::string hub_tcp;
+    // GHOST_BSP_HUBFILE: a file (in the job directory) holding the hub's
+    // current ADDR:PORT; re-read at every reconnect, so a VP restored from
+    // a checkpoint finds the hub of the bsprun that restarted it.
+    std::string hub_file;
     std::optional<wire::Key> key;
     std::optional<wire::TlsContext> tls; // while connected over TCP
     std::vector<pid_t> children;         // forked mode, vp 0: the hub and vps 1..P-1

@@ -219,7 +219,21 @@ extern "C" void bsp_sync(void) {
         if (f->type == wire::Type::Gets) {
             answer_gets(*f);
         } else if (f->type == wire::Type::Detach) {
+            // A checkpoint's DETACH (u32 1): this superstep's DELIVER
+            // follows at once; apply it, then detach. After the wake-up no
+            // DELIVER is owed: bsp_sync is done.
+            wire::Reader r(f->payload);
+            const bool deliver_first = !f->payload.empty() && r.u32() == 1;
+            if (!deliver_first) {
+                detach_and_wait();
+                continue;
+            }
+            auto d = wire::recv_frame(s.sock);
+            if (!d || d->type != wire::Type::Deliver)
+                die("bsp_sync", "the hub's checkpoint DETACH was not followed by DELIVER");
+            apply_deliver(std::move(*d));
             detach_and_wait();
+            break;
         } else if (f->type == wire::Type::Deliver) {
             apply_deliver(std::move(*f));
             break;
