@@ -34,6 +34,11 @@ class HostsMover final : public Mover, public Placer {
     const std::string& home() const { return home_; }
     const Place& place(int vp) const { return places_.at(static_cast<std::size_t>(vp)); }
     void set_pid(int vp, pid_t pid) { places_.at(static_cast<std::size_t>(vp)).pid = pid; }
+    // A VP restarted by migd (bsprun --restart): its host, pid and gid.
+    void set_place(int vp, Place p) { places_.at(static_cast<std::size_t>(vp)) = std::move(p); }
+    const std::string& home_socket() const { return home_socket_; }
+    // The control socket of host's migd ("" : unknown, see --migd-sockets).
+    std::string socket_of(const std::string& host) const;
     // The destination and the reason of the VP's next move.
     void plan(int vp, std::string to, std::string why) override;
     const std::string& host_of(int vp) const override { return place(vp).host; }
@@ -49,8 +54,6 @@ class HostsMover final : public Mover, public Placer {
     bool gone(int vp);
 
   private:
-    std::string socket_of(const std::string& host) const;
-
     std::string home_, home_socket_, sockets_;
     std::vector<Place> places_;
     std::vector<std::pair<std::string, std::string>> plans_; // to, why

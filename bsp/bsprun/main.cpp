@@ -18,120 +18,22 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include "checkpoint.hpp"
 #include "ghost/balance/policy.hpp"
 #include "ghost/engine.hpp"
+#include "help.hpp"
 #include "hub.hpp"
 #include "migd_client.hpp"
 #include "migrate.hpp"
 #include "multihost.hpp"
 #include "output.hpp"
+#include "rollback.hpp"
 #include "wire.hpp"
 
 using namespace ghost;
 using namespace ghost::bsp;
 
 namespace {
-
-constexpr const char* kFooter = R"(SYNOPSIS
-  bsprun -n P [--policy NAME] [--migrate-every N] [--verbose] PROGRAM [ARGS...]
-  bsprun -n P --hosts H1,H2,... [--job-dir DIR] [--migd-socket PATH]
-         [--migd-sockets PATTERN] [--home NAME] [--hub-address ADDR]
-         [--policy NAME] [--migrate-every N] [--verbose] PROGRAM [ARGS...]
-
-DESCRIPTION
-  bsprun makes a job id, listens on the job's abstract Unix socket
-  "@ghost-bsp/<job>" (the hub), and starts P virtual processors (VPs): P
-  processes running PROGRAM ARGS with GHOST_BSP_JOB, GHOST_BSP_PID (0..P-1)
-  and GHOST_BSP_NPROCS in their environment. The program's bsp_begin()
-  connects to the hub; every bsp_sync() is a barrier the hub completes.
-  Where each VP runs (vp, host, pid) is printed on standard error. The VPs'
-  standard output and error go through pipes that bsprun copies to its own,
-  so they keep reaching it after a VP moved.
-
-  A VP that calls bsp_abort(), misuses the library (the message names the
-  call and the problem), or dies before bsp_end() ends the job: bsprun kills
-  the other VPs (by pid) and prints which VP failed and why.
-
-MIGRATION
-  Without --hosts, --migrate-every N moves VP number (s mod P) at barrier s+1 whenever s+1 is
-  a multiple of N (s: the superstep that ends there): the hub sends it
-  DETACH, the VP closes its socket and waits in sigsuspend() for SIGUSR2,
-  bsprun checkpoints it with libghost (the user engine without ghost.ko)
-  into a pipe while restarting the copy from the other end, kills the
-  original only once the copy exists, and wakes the copy, which reconnects.
-  Every move is printed: superstep, vp, old pid -> new pid, why. bsp_pid()
-  stays the same; the process id changes. Programs must leave SIGUSR2 to
-  the runtime.
-
-HOSTS
-  With --hosts, bsprun (the hub) stays on this host, the home host, and the
-  VPs start here too; at the first barrier, before its first DELIVER, VP i
-  is moved to host H(i mod N) of the list (one already there stays) through
-  migd: DETACH, the VP closes its connection, bsprun asks the migd of the
-  host where the VP is ({"op":"migrate"}: this host's --migd-socket, another
-  host's from --migd-sockets), then wakes the copy with SIGUSR2 through
-  migd's kill by gid. A VP on another host finds no hub of its job there and
-  connects to the home hub over TCP (--hub-address, an ephemeral port) with
-  TLS 1.3 authenticated and encrypted by a pre-shared key: 32 random bytes
-  bsprun makes per job and gives the VPs in GHOST_BSP_KEY, which the
-  library removes from the environment at bsp_begin. A connection without
-  the key is refused and the hub says why on standard error.
-
-  A process that holds a pipe or a terminal cannot move, so each VP's stdin
-  is /dev/null and its stdout and stderr are the files DIR/vpN.out and
-  DIR/vpN.err of the job directory (--job-dir; default a new
-  /tmp/bsprun-XXXXXX, removed at the end). bsprun follows them and copies
-  what they gain to its own stdout and stderr. DIR must be at the same path
-  on every host (a shared filesystem on a real cluster).
-
-  Every move is printed (superstep, vp, from HOST:PID, to HOST:PID, why);
-  with --migrate-every N, VP (s mod P) moves on to the next host of the
-  list. A VP moved by migd is no longer bsprun's child: its end comes
-  through the protocol (bsp_end), and its exit status is taken as 0. A VP
-  whose connection drops before bsp_end, or that exits while detached,
-  fails the job; the other VPs are killed (here by pid, elsewhere through
-  migd by gid). --cluster (every host of migd's configuration) is not yet
-  implemented: migd has no operation that lists its hosts.
-
-BALANCING
-  With --hosts, at every barrier after the first the hub's statistics
-  become a balance::Observation and the policy (--policy, default migbsp)
-  decides; each of its moves is carried out through migd to the host it
-  chose among the --hosts and printed as
-    end of superstep S: vp V moved from hA:PID to hB:PID (POLICY: WHY)
-  and, with --verbose, the numbers behind it. Each host is its own Set with
-  one processor. Measured, not configured: a VP's CPU share is its CPU time
-  over its computation's wall time; a host's power is 1e9 instructions/s
-  times the median share of its VPs (a host without VPs keeps its last
-  estimate, at first 1e9), its external load 1 - that share. A VP's
-  instructions are its CPU seconds x 1e9 (no perf_event_open), its memory
-  its resident size at bsp_sync (64 MiB if unknown), its bytes per Set
-  those the hub routed to it (puts, messages, get replies) by the source's
-  host. The network: 1e-8 s per byte between different hosts (100 MB/s),
-  none within one; a migration costs 0.2 s. On one host a policy has no
-  other host to choose and bsprun runs without it.
-
-ENVIRONMENT
-  GHOST_MIGD_SOCKET   this host's migd control socket (--migd-socket)
-  GHOST_CLUSTER_HOST  this host's migd name (--home; set by tests/cluster)
-  A VP gets GHOST_BSP_JOB, GHOST_BSP_PID, GHOST_BSP_NPROCS and, with
-  --hosts, GHOST_BSP_HUB (ADDR:PORT) and GHOST_BSP_KEY.
-
-EXIT STATUS
-  0 when every VP exited with status 0; otherwise the status of the VP that
-  failed first (its exit status, or 128+N when signal N killed it); 1 for a
-  job-wide error (e.g. registrations that differ between VPs); 2 for a
-  usage error.
-
-EXAMPLES
-  bsprun -n 4 ./lu 512
-  bsprun -n 3 --migrate-every 1 --verbose ./inner_product
-  bsprun -n 6 --hosts h1,h2,h3 --job-dir /shared/job1 ./lu 2000
-  bsprun -n 2 --hosts h1,h2,h3 --policy ghost --verbose ./lbm 64
-  bsprun -n 3 --hosts h1,h2,h3 --migrate-every 1 --migd-sockets '/tmp/c/{host}/migd.sock' ./lu 64
-
-SEE ALSO
-  Documentation/bsp.md (process model, protocol, semantics, limits).)";
 
 std::string make_job_id() {
     std::random_device rd;
@@ -200,7 +102,7 @@ class VerboseHook final : public BarrierHook {
 
 int main(int argc, char** argv) {
     CLI::App app{"bsprun - run a BSPlib program as P virtual processors (ghost bsp/)", "bsprun"};
-    app.footer(kFooter);
+    app.footer(kBsprunFooter);
     app.prefix_command(); // everything from PROGRAM on is the program's
     int nprocs = 0;
     std::string policy; // default: migbsp with --hosts, none on one host
@@ -209,7 +111,6 @@ int main(int argc, char** argv) {
     std::string hosts;
     bool cluster = false;
     app.add_option("-n,--nprocs", nprocs, "number of virtual processors P (at least 1)")
-        ->required()
         ->check(CLI::Range(1, 4096));
     app.add_option("--policy", policy,
                    "the balance/ policy called at every barrier: none, migbsp, pub-global, "
@@ -241,6 +142,19 @@ int main(int argc, char** argv) {
     app.add_option("--hub-address", hub_address,
                    "with --hosts: the IPv4 address the hub listens on for the other hosts' VPs "
                    "(default: the first address of an interface that is up, not loopback)");
+    unsigned ckpt_every = 0;
+    std::string server, restart, on_failure{"fail"};
+    app.add_option("--checkpoint-every", ckpt_every,
+                   "with --hosts and --server: checkpoint the whole job at every N-th barrier "
+                   "(see CHECKPOINT AND ROLLBACK)");
+    app.add_option("--server", server, "the checkpoint server: a migd host name");
+    app.add_option("--restart", restart,
+                   "restart job JOB from its last complete checkpoint on --server (no -n, no "
+                   "PROGRAM: both come from the checkpoint)");
+    app.add_option("--on-failure", on_failure,
+                   "what a lost VP or host does: fail (default) or rollback (to the last "
+                   "complete checkpoint, on the hosts still up)")
+        ->check(CLI::IsMember({"fail", "rollback"}));
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {
@@ -251,10 +165,55 @@ int main(int argc, char** argv) {
                              "that lists its hosts): name them with --hosts h1,h2,...\n");
         return 2;
     }
-    const std::vector<std::string> host_list = split_hosts(hosts);
+    const bool restarting = !restart.empty();
+    if (ckpt_every > 0 && server.empty()) {
+        std::fprintf(stderr, "bsprun: --checkpoint-every needs --server HOST (the migd host whose "
+                             "checkpoint server stores the images)\n");
+        return 2;
+    }
+    if (restarting && server.empty()) {
+        std::fprintf(stderr, "bsprun: --restart JOB needs --server HOST (where its checkpoint "
+                             "is stored)\n");
+        return 2;
+    }
+    if (on_failure == "rollback" && ckpt_every == 0) {
+        std::fprintf(stderr, "bsprun: --on-failure rollback needs --checkpoint-every N (it rolls "
+                             "back to the last checkpoint)\n");
+        return 2;
+    }
+    if (!restarting && nprocs == 0) {
+        std::fprintf(stderr, "bsprun: -n P is required (bsprun --help)\n");
+        return 2;
+    }
+    if (restarting && (nprocs != 0 || !app.remaining().empty())) {
+        std::fprintf(stderr, "bsprun: --restart takes P and the program from the checkpoint: "
+                             "give neither -n nor PROGRAM\n");
+        return 2;
+    }
+    std::vector<std::string> host_list = split_hosts(hosts);
     if (!hosts.empty() && host_list.empty()) {
         std::fprintf(stderr, "bsprun: --hosts '%s' names no host\n", hosts.c_str());
         return 2;
+    }
+    if (ckpt_every > 0 && host_list.empty() && !restarting) {
+        std::fprintf(stderr, "bsprun: --checkpoint-every needs --hosts (a checkpointed VP must "
+                             "hold no pipe: its output goes to the job directory's files)\n");
+        return 2;
+    }
+    if (restarting && host_list.empty())
+        host_list.push_back(resolve_home(home));
+    std::optional<Manifest> manifest;
+    if (restarting) {
+        auto m = fetch_manifest(migd_socket, server, restart);
+        if (!m) {
+            std::fprintf(stderr, "bsprun: --restart %s: %s\n", restart.c_str(),
+                         m.error().what().c_str());
+            return 1;
+        }
+        manifest = std::move(*m);
+        nprocs = manifest->nprocs;
+        if (job_dir.empty())
+            job_dir = manifest->job_dir;
     }
     const bool multi = !host_list.empty();
     if (!multi &&
@@ -272,17 +231,28 @@ int main(int argc, char** argv) {
     }
     if (policy == "none")
         pol->reset();
-    std::vector<std::string> cmd = app.remaining();
+    std::vector<std::string> cmd = restarting ? manifest->program : app.remaining();
     if (cmd.empty()) {
         std::fprintf(stderr, "bsprun: no PROGRAM given (bsprun --help)\n");
         return 2;
     }
 
-    const std::string job = make_job_id();
+    const std::string job = restarting ? manifest->job : make_job_id();
     auto listen = wire::listen_abstract(job);
     if (!listen) {
-        std::fprintf(stderr, "bsprun: cannot start the hub: %s\n", listen.error().what().c_str());
+        std::fprintf(stderr, "bsprun: cannot start the hub: %s%s\n", listen.error().what().c_str(),
+                     restarting ? " (is the job still running?)" : "");
         return 1;
+    }
+    std::optional<wire::Key> key;
+    if (restarting) {
+        auto k = wire::key_from_hex(manifest->key_hex);
+        if (!k) {
+            std::fprintf(stderr, "bsprun: --restart: the manifest's job key: %s\n",
+                         k.error().what().c_str());
+            return 1;
+        }
+        key = *k;
     }
     std::unique_ptr<Engine> engine;
     if (every > 0 && !multi) {
@@ -297,12 +267,14 @@ int main(int argc, char** argv) {
     std::optional<MultiHost> mh;
     if (multi) {
         auto m = MultiHost::make(host_list, home, migd_socket, migd_sockets, hub_address, job_dir,
-                                 nprocs);
+                                 nprocs, key);
         if (!m) {
             std::fprintf(stderr, "bsprun: --hosts: %s\n", m.error().what().c_str());
             return 1;
         }
         mh.emplace(std::move(*m));
+        if (ckpt_every > 0)
+            mh->output().keep(); // a checkpoint names it
     }
     int op[2], ep[2];
     if (::pipe2(op, O_CLOEXEC) != 0 || ::pipe2(ep, O_CLOEXEC) != 0) {
@@ -330,7 +302,17 @@ int main(int argc, char** argv) {
     std::vector<pid_t> pids(static_cast<std::size_t>(nprocs), -1);
     std::vector<int> status(static_cast<std::size_t>(nprocs), -1);
     std::fflush(nullptr);
-    for (int v = 0; v < nprocs; ++v) {
+    if (restarting) {
+        auto r = restore_vps(mh->mover(), *manifest, server, host_list);
+        if (!r) {
+            std::fprintf(stderr, "bsprun: --restart %s: %s\n", job.c_str(),
+                         r.error().what().c_str());
+            return 1;
+        }
+        pids = *r;
+        std::fill(status.begin(), status.end(), 0); // they live under migd
+    }
+    for (int v = 0; v < nprocs && !restarting; ++v) {
         const pid_t c = ::fork();
         if (c < 0) {
             std::fprintf(stderr, "bsprun: fork of vp %d: %s\n", v, std::strerror(errno));
@@ -380,7 +362,21 @@ int main(int argc, char** argv) {
         mover = std::make_unique<PrintingMover>(*local, every);
         hub.set_mover(mover.get());
     }
-    int alive = nprocs; // bsprun's children still running
+    int alive = restarting ? 0 : nprocs; // bsprun's children still running
+    std::unique_ptr<JobCheckpointer> ckpt;
+    if (ckpt_every > 0) {
+        Manifest base = restarting ? *manifest : Manifest{};
+        base.job = job;
+        base.key_hex = mh->key_hex();
+        base.nprocs = nprocs;
+        base.program = cmd;
+        base.job_dir = mh->output().dir();
+        base.home = mh->home();
+        base.hub_address = mh->hub_address();
+        base.hosts = host_list;
+        ckpt = std::make_unique<JobCheckpointer>(mh->mover(), server, ckpt_every, std::move(base));
+        hub.set_checkpointer(ckpt.get());
+    }
     if (mh) {
         mh->attach(hub, pids);
         mh->mover().on_child_left([&](int v) {
@@ -422,6 +418,14 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "bsprun: job %s: %d VPs, hub @%s%s%s\n", job.c_str(), nprocs,
                      wire::socket_name(job).c_str() + 1, mh ? " and TLS on " : "",
                      mh ? mh->hub_address().c_str() : "");
+    if (restarting) {
+        hub.resume(manifest->hub);
+        for (int v = 0; v < nprocs; ++v)
+            if (auto w = mh->mover().wake(v, pids[static_cast<std::size_t>(v)]); !w) {
+                hub.fail(v, w.error().what(), true);
+                break;
+            }
+    }
     const Outcome outcome = hub.run();
     if (!outcome.ok)
         std::fprintf(stderr, "bsprun: job failed: %s\n", outcome.why.c_str());
@@ -460,6 +464,25 @@ int main(int argc, char** argv) {
     }
     if (mh)
         mh->output().copy(); // the last bytes of bsprun's children
+    if (!outcome.ok && on_failure == "rollback" && outcome.lost) {
+        std::vector<std::string> pass_on = {"--migd-socket",
+                                            migd_socket,
+                                            "--checkpoint-every",
+                                            std::to_string(ckpt_every),
+                                            "--on-failure",
+                                            "rollback",
+                                            "--home",
+                                            mh->home()};
+        for (auto [opt, val] : {std::pair{"--migd-sockets", &migd_sockets},
+                                {"--hub-address", &hub_address},
+                                {"--policy", &policy}})
+            if (!val->empty())
+                pass_on.insert(pass_on.end(), {opt, *val});
+        if (verbose)
+            pass_on.push_back("--verbose");
+        rollback(mh->mover(), host_list, *ckpt, server, outcome.why,
+                 pass_on); // on failure: returns
+    }
     if (!outcome.ok) {
         if (outcome.failed_vp >= 0) {
             const int st = status[static_cast<std::size_t>(outcome.failed_vp)];

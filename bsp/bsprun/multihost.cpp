@@ -26,20 +26,24 @@ std::vector<std::string> split_hosts(const std::string& list) {
     return out;
 }
 
+std::string resolve_home(std::string home) {
+    if (!home.empty())
+        return home;
+    if (const char* h = std::getenv("GHOST_CLUSTER_HOST"); h && *h)
+        return h;
+    char name[256] = {};
+    ::gethostname(name, sizeof name - 1);
+    home = name;
+    if (const auto dot = home.find('.'); dot != std::string::npos)
+        home.resize(dot);
+    return home;
+}
+
 Result<MultiHost> MultiHost::make(std::vector<std::string> hosts, std::string home,
                                   std::string migd_socket, std::string migd_sockets,
-                                  std::string hub_address, std::string job_dir, int nprocs) {
-    if (home.empty()) {
-        if (const char* h = std::getenv("GHOST_CLUSTER_HOST"); h && *h) {
-            home = h;
-        } else {
-            char name[256] = {};
-            ::gethostname(name, sizeof name - 1);
-            home = name;
-            if (const auto dot = home.find('.'); dot != std::string::npos)
-                home.resize(dot);
-        }
-    }
+                                  std::string hub_address, std::string job_dir, int nprocs,
+                                  std::optional<wire::Key> key) {
+    home = resolve_home(std::move(home));
     if (hub_address.empty()) {
         auto a = default_hub_address();
         if (!a)
@@ -52,15 +56,33 @@ Result<MultiHost> MultiHost::make(std::vector<std::string> hosts, std::string ho
     MultiHost m(std::move(*out));
     m.hosts_ = std::move(hosts);
     m.nprocs_ = nprocs;
-    auto key = wire::make_key();
-    if (!key)
-        return key.error();
+    if (!key) {
+        auto k = wire::make_key();
+        if (!k)
+            return k.error();
+        key = *k;
+    }
     m.key_ = *key;
     auto tcp = wire::listen_tcp(hub_address, &m.hub_addr_);
     if (!tcp)
         return Error::from_errno(tcp.error().code.value(),
                                  fmt::format("the hub's TCP listener: {}", tcp.error().what()));
     m.tcp_ = std::move(*tcp);
+    // DIR/hub: where a VP that cannot reach the hub's abstract socket finds
+    // it on reconnecting (a VP restored by bsprun --restart, whose hub is
+    // new): written whole under another name, then renamed.
+    const std::string hub_file = m.output_.dir() + "/hub", tmp = hub_file + ".tmp";
+    if (std::FILE* f = std::fopen(tmp.c_str(), "we")) {
+        std::fprintf(f, "%s\n", m.hub_addr_.c_str());
+        const bool ok = std::fflush(f) == 0 && ::fsync(::fileno(f)) == 0;
+        std::fclose(f);
+        if (!ok || ::rename(tmp.c_str(), hub_file.c_str()) != 0)
+            return Error::from_errno(errno, fmt::format("job directory: cannot write {}: {}",
+                                                        hub_file, std::strerror(errno)));
+    } else {
+        return Error::from_errno(
+            errno, fmt::format("job directory: cannot write {}: {}", tmp, std::strerror(errno)));
+    }
     auto tls = wire::TlsContext::make(wire::TlsContext::Role::Server, m.key_);
     if (!tls)
         return tls.error();
@@ -94,6 +116,7 @@ bool MultiHost::redirect(int v) const {
 
 void MultiHost::set_env() const {
     ::setenv("GHOST_BSP_HUB", hub_addr_.c_str(), 1);
+    ::setenv("GHOST_BSP_HUBFILE", (output_.dir() + "/hub").c_str(), 1);
     ::setenv("GHOST_BSP_KEY", wire::key_hex(key_).c_str(), 1);
 }
 
@@ -112,9 +135,11 @@ void MultiHost::attach(Hub& hub, const std::vector<pid_t>& pids) {
         for (int v = 0; v < nprocs_; ++v)
             if (hub.detached(v) && mover_->gone(v)) {
                 const Place& p = mover_->place(v);
-                return hub.fail(v, fmt::format("vp {} ({} on {}, pid {}) exited while detached, "
-                                               "before it reconnected to the hub",
-                                               v, p.gid, p.host, p.pid));
+                return hub.fail(v,
+                                fmt::format("vp {} ({} on {}, pid {}) exited while detached, "
+                                            "before it reconnected to the hub",
+                                            v, p.gid, p.host, p.pid),
+                                true);
             }
     });
 }

@@ -7,6 +7,7 @@
 #include <sys/types.h>
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -18,6 +19,10 @@
 
 namespace ghost::bsp {
 
+// The home host's migd name: home, else $GHOST_CLUSTER_HOST, else the host
+// name up to its first dot.
+std::string resolve_home(std::string home);
+
 // "h1,h2,,h3" -> {h1, h2, h3}.
 std::vector<std::string> split_hosts(const std::string& list);
 
@@ -25,10 +30,13 @@ class MultiHost {
   public:
     static Result<MultiHost> make(std::vector<std::string> hosts, std::string home,
                                   std::string migd_socket, std::string migd_sockets,
-                                  std::string hub_address, std::string job_dir, int nprocs);
+                                  std::string hub_address, std::string job_dir, int nprocs,
+                                  std::optional<wire::Key> key = {});
 
     const std::string& home() const { return mover_->home(); }
     const std::string& hub_address() const { return hub_addr_; }
+    std::string key_hex() const { return wire::key_hex(key_); }
+    const std::vector<std::string>& hosts() const { return hosts_; }
     HostsMover& mover() { return *mover_; }
     JobOutput& output() { return output_; }
     // The barrier hook: placement, the policy's moves (policy null: none),
@@ -38,7 +46,7 @@ class MultiHost {
     // In VP v's child before exec: stdin /dev/null, stdout and stderr the
     // VP's files (O_APPEND). false (with a message) on an error.
     bool redirect(int v) const;
-    // In a child: GHOST_BSP_HUB and GHOST_BSP_KEY.
+    // In a child: GHOST_BSP_HUB, GHOST_BSP_HUBFILE and GHOST_BSP_KEY.
     void set_env() const;
     // Gives the hub the TCP listener, the mover and the killer, and has it
     // follow the output files.

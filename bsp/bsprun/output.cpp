@@ -55,6 +55,7 @@ Result<JobOutput> JobOutput::open(std::string dir, int nprocs) {
 JobOutput::~JobOutput() {
     if (!made_ || dir_.empty())
         return;
+    ::unlink((dir_ + "/hub").c_str());
     for (int v = 0; v < nprocs_; ++v)
         for (bool err : {false, true})
             ::unlink(path(v, err).c_str());

@@ -30,6 +30,8 @@ class JobOutput {
     ~JobOutput();
 
     const std::string& dir() const { return dir_; }
+    // Keeps a directory made here at the end (a checkpoint names it).
+    void keep() { made_ = false; }
     // DIR/vp<N>.out and .err: what a VP's fds 1 and 2 are opened on.
     std::string path(int vp, bool err) const;
     // A timer descriptor (readable every 50 ms) to poll; tick() reads it

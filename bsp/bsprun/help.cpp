@@ -1,0 +1,146 @@
+// SPDX-License-Identifier: GPL-2.0
+// bsprun --help: the manual page's sections after the options.
+#include "help.hpp"
+
+namespace ghost::bsp {
+
+const char* const kBsprunFooter = R"(SYNOPSIS
+  bsprun -n P [--policy NAME] [--migrate-every N] [--verbose] PROGRAM [ARGS...]
+  bsprun -n P --hosts H1,H2,... [--job-dir DIR] [--migd-socket PATH]
+         [--migd-sockets PATTERN] [--home NAME] [--hub-address ADDR]
+         [--policy NAME] [--migrate-every N] [--verbose]
+         [--checkpoint-every N --server HOST [--on-failure rollback]]
+         PROGRAM [ARGS...]
+  bsprun --restart JOB --server HOST [--hosts H1,...] [--migd-socket PATH]
+         [--migd-sockets PATTERN] [--home NAME] [--hub-address ADDR]
+         [--checkpoint-every N] [--on-failure fail|rollback] [--verbose]
+
+DESCRIPTION
+  bsprun makes a job id, listens on the job's abstract Unix socket
+  "@ghost-bsp/<job>" (the hub), and starts P virtual processors (VPs): P
+  processes running PROGRAM ARGS with GHOST_BSP_JOB, GHOST_BSP_PID (0..P-1)
+  and GHOST_BSP_NPROCS in their environment. The program's bsp_begin()
+  connects to the hub; every bsp_sync() is a barrier the hub completes.
+  Where each VP runs (vp, host, pid) is printed on standard error. The VPs'
+  standard output and error go through pipes that bsprun copies to its own,
+  so they keep reaching it after a VP moved.
+
+  A VP that calls bsp_abort(), misuses the library (the message names the
+  call and the problem), or dies before bsp_end() ends the job: bsprun kills
+  the other VPs (by pid) and prints which VP failed and why.
+
+MIGRATION
+  Without --hosts, --migrate-every N moves VP number (s mod P) at barrier s+1 whenever s+1 is
+  a multiple of N (s: the superstep that ends there): the hub sends it
+  DETACH, the VP closes its socket and waits in sigsuspend() for SIGUSR2,
+  bsprun checkpoints it with libghost (the user engine without ghost.ko)
+  into a pipe while restarting the copy from the other end, kills the
+  original only once the copy exists, and wakes the copy, which reconnects.
+  Every move is printed: superstep, vp, old pid -> new pid, why. bsp_pid()
+  stays the same; the process id changes. Programs must leave SIGUSR2 to
+  the runtime.
+
+HOSTS
+  With --hosts, bsprun (the hub) stays on this host, the home host, and the
+  VPs start here too; at the first barrier, before its first DELIVER, VP i
+  is moved to host H(i mod N) of the list (one already there stays) through
+  migd: DETACH, the VP closes its connection, bsprun asks the migd of the
+  host where the VP is ({"op":"migrate"}: this host's --migd-socket, another
+  host's from --migd-sockets), then wakes the copy with SIGUSR2 through
+  migd's kill by gid. A VP on another host finds no hub of its job there and
+  connects to the home hub over TCP (--hub-address, an ephemeral port) with
+  TLS 1.3 authenticated and encrypted by a pre-shared key: 32 random bytes
+  bsprun makes per job and gives the VPs in GHOST_BSP_KEY, which the
+  library removes from the environment at bsp_begin. A connection without
+  the key is refused and the hub says why on standard error.
+
+  A process that holds a pipe or a terminal cannot move, so each VP's stdin
+  is /dev/null and its stdout and stderr are the files DIR/vpN.out and
+  DIR/vpN.err of the job directory (--job-dir; default a new
+  /tmp/bsprun-XXXXXX, removed at the end). bsprun follows them and copies
+  what they gain to its own stdout and stderr. DIR must be at the same path
+  on every host (a shared filesystem on a real cluster).
+
+  Every move is printed (superstep, vp, from HOST:PID, to HOST:PID, why);
+  with --migrate-every N, VP (s mod P) moves on to the next host of the
+  list. A VP moved by migd is no longer bsprun's child: its end comes
+  through the protocol (bsp_end), and its exit status is taken as 0. A VP
+  whose connection drops before bsp_end, or that exits while detached,
+  fails the job; the other VPs are killed (here by pid, elsewhere through
+  migd by gid). --cluster (every host of migd's configuration) is not yet
+  implemented: migd has no operation that lists its hosts.
+
+BALANCING
+  With --hosts, at every barrier after the first the hub's statistics
+  become a balance::Observation and the policy (--policy, default migbsp)
+  decides; each of its moves is carried out through migd to the host it
+  chose among the --hosts and printed as
+    end of superstep S: vp V moved from hA:PID to hB:PID (POLICY: WHY)
+  and, with --verbose, the numbers behind it. Each host is its own Set with
+  one processor. Measured, not configured: a VP's CPU share is its CPU time
+  over its computation's wall time; a host's power is 1e9 instructions/s
+  times the median share of its VPs (a host without VPs keeps its last
+  estimate, at first 1e9), its external load 1 - that share. A VP's
+  instructions are its CPU seconds x 1e9 (no perf_event_open), its memory
+  its resident size at bsp_sync (64 MiB if unknown), its bytes per Set
+  those the hub routed to it (puts, messages, get replies) by the source's
+  host. The network: 1e-8 s per byte between different hosts (100 MB/s),
+  none within one; a migration costs 0.2 s. On one host a policy has no
+  other host to choose and bsprun runs without it.
+
+CHECKPOINT AND ROLLBACK
+  With --checkpoint-every N (which needs --hosts and --server), at every
+  N-th barrier but the first, when the hub has every VP's SYNC and no
+  message is in flight, the hub sends every VP DETACH (apply the DELIVER
+  that follows, then detach) and its DELIVER; once all have closed their
+  connections, bsprun asks the migd of each VP's host to checkpoint its VPs
+  onto the checkpoint server --server HOST, leaving them running, then
+  stores the job's manifest there (job id and key, P, program, superstep,
+  tag size, job directory, hub address, one image id per VP) with migd's
+  "manifest" op, readable only by its owner. The checkpoint is complete
+  only once the manifest is stored; the previous checkpoint's images are
+  removed only then. The VPs are woken (SIGUSR2) and the job goes on:
+    bsprun: checkpoint C at superstep S: P images on HOST (BYTES bytes, MS ms)
+  The job directory is kept (a restart reopens the VPs' files).
+
+  --restart JOB --server HOST reads JOB's manifest from HOST, kills the
+  job's old processes that migd still knows, restarts VP v from its image
+  on host v mod N of --hosts (default: this host), starts a hub with the
+  same job id and key, writes its address to DIR/hub, and wakes the VPs:
+  a VP that finds no abstract socket of its job re-reads DIR/hub
+  (GHOST_BSP_HUBFILE) and connects there. The job finishes with the
+  answer and the exit status it would have had.
+
+  --on-failure rollback (with --checkpoint-every): when a VP's connection
+  drops before bsp_end, or migd says a detached VP is gone, bsprun kills
+  what remains of the job and restarts it (as --restart) from the last
+  complete checkpoint on the hosts of the run whose migd still answers,
+  saying why; at most 3 times in a row. Without a complete checkpoint yet
+  the job fails as with --on-failure fail (the default) and says so.
+
+ENVIRONMENT
+  GHOST_MIGD_SOCKET   this host's migd control socket (--migd-socket)
+  GHOST_CLUSTER_HOST  this host's migd name (--home; set by tests/cluster)
+  A VP gets GHOST_BSP_JOB, GHOST_BSP_PID, GHOST_BSP_NPROCS and, with
+  --hosts, GHOST_BSP_HUB (ADDR:PORT), GHOST_BSP_HUBFILE (DIR/hub) and
+  GHOST_BSP_KEY. GHOST_BSPRUN_ROLLBACKS counts the rollbacks in a row.
+
+EXIT STATUS
+  0 when every VP exited with status 0; otherwise the status of the VP that
+  failed first (its exit status, or 128+N when signal N killed it); 1 for a
+  job-wide error (e.g. registrations that differ between VPs); 2 for a
+  usage error.
+
+EXAMPLES
+  bsprun -n 4 ./lu 512
+  bsprun -n 3 --migrate-every 1 --verbose ./inner_product
+  bsprun -n 6 --hosts h1,h2,h3 --job-dir /shared/job1 ./lu 2000
+  bsprun -n 2 --hosts h1,h2,h3 --policy ghost --verbose ./lbm 64
+  bsprun -n 3 --hosts h1,h2,h3 --migrate-every 1 --migd-sockets '/tmp/c/{host}/migd.sock' ./lu 64
+  bsprun -n 4 --hosts h1,h2 --checkpoint-every 2 --server h3 --on-failure rollback ./lu 64
+  bsprun --restart bsprun-123-0a1b2c3d --server h3 --hosts h2,h3
+
+SEE ALSO
+  Documentation/bsp.md (process model, protocol, semantics, limits).)";
+
+} // namespace ghost::bsp
