@@ -122,15 +122,18 @@ Result<std::string> store_one(Daemon& d, Channel& ch, const json& item, uid_t ow
                               const std::string& id) {
     const Config& cfg = d.config();
     const std::string tmp = fmt::format("{}/.{}.tmp", cfg.server_dir, id);
-    json jentry = {{"id", "store-" + id}, {"role", "server"}, {"kind", "checkpoint"},
-                   {"state", "receiving"}, {"tmp", tmp}};
+    json jentry = {{"id", "store-" + id},
+                   {"role", "server"},
+                   {"kind", "checkpoint"},
+                   {"state", "receiving"},
+                   {"tmp", tmp}};
     (void)d.journal_.put(jentry);
     UniqueFd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600));
     Error werr;
     bool werr_set = false;
     if (!fd) {
-        werr = Error::from_errno(errno, fmt::format("cannot create {}: {}", tmp,
-                                                    std::strerror(errno)));
+        werr = Error::from_errno(errno,
+                                 fmt::format("cannot create {}: {}", tmp, std::strerror(errno)));
         werr_set = true;
     }
     std::uint64_t written = 0;
@@ -148,9 +151,9 @@ Result<std::string> store_one(Daemon& d, Channel& ch, const json& item, uid_t ow
         }
         std::size_t off = 0;
         if (auto w = write_all(fd.get(), b, &off); !w) {
-            werr = Error::from_errno(w.error().code.value(),
-                                     fmt::format("writing {} after {} bytes: {}", tmp,
-                                                 written + off, w.error().what()));
+            werr = Error::from_errno(
+                w.error().code.value(),
+                fmt::format("writing {} after {} bytes: {}", tmp, written + off, w.error().what()));
             werr_set = true;
             return {};
         }
@@ -169,8 +172,8 @@ Result<std::string> store_one(Daemon& d, Channel& ch, const json& item, uid_t ow
     if (werr_set)
         return cleanup(werr);
     if (::fsync(fd.get()) != 0)
-        return cleanup(Error::from_errno(errno, fmt::format("cannot sync {}: {}", tmp,
-                                                            std::strerror(errno))));
+        return cleanup(
+            Error::from_errno(errno, fmt::format("cannot sync {}: {}", tmp, std::strerror(errno))));
     fd.reset();
     const json meta = {{"id", id},
                        {"comm", item.value("comm", "")},
@@ -183,8 +186,8 @@ Result<std::string> store_one(Daemon& d, Channel& ch, const json& item, uid_t ow
         return cleanup(m.error());
     if (::rename(tmp.c_str(), image_path(cfg, id).c_str()) != 0) {
         ::unlink(meta_path(cfg, id).c_str());
-        return cleanup(Error::from_errno(errno, fmt::format("cannot rename {}: {}", tmp,
-                                                            std::strerror(errno))));
+        return cleanup(Error::from_errno(
+            errno, fmt::format("cannot rename {}: {}", tmp, std::strerror(errno))));
     }
     UniqueFd dir(::open(cfg.server_dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
     if (dir)
@@ -204,9 +207,35 @@ struct Job {
 
 // One session with the server for `jobs` (one-at-a-time and all-at-once:
 // one job each; combined: all of them).
+// When this host is the server: its own peer_store, served on a thread over
+// a socketpair (joined once the session's channel, declared after it, is
+// closed).
+struct SelfServer {
+    std::thread t;
+    ~SelfServer() {
+        if (t.joinable())
+            t.join();
+    }
+};
+
+Result<std::unique_ptr<Channel>> connect_server(Daemon& d, const std::string& server,
+                                                SelfServer& self) {
+    if (server != d.config().host)
+        return d.connect(server);
+    int sv[2];
+    if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0)
+        return Error::from_errno(errno, fmt::format("socketpair: {}", std::strerror(errno)));
+    auto near = plain_channel(UniqueFd(sv[0]), server);
+    self.t = std::thread([&d, far = plain_channel(UniqueFd(sv[1]), server)]() mutable {
+        d.serve_peer(std::move(far));
+    });
+    return near;
+}
+
 void run_session(Daemon& d, const std::string& server, std::vector<Job*> jobs, ghost::Fate fate,
                  const Emit& emit) {
-    auto ch = d.connect(server);
+    SelfServer self;
+    auto ch = connect_server(d, server, self);
     if (!ch) {
         for (auto* j : jobs)
             j->result = error_reply(ch.error());
@@ -231,8 +260,8 @@ void run_session(Daemon& d, const std::string& server, std::vector<Job*> jobs, g
         std::string id;
         const auto t0 = std::chrono::steady_clock::now();
         auto confirm = [&]() -> Result<void> {
-            (*ch)->set_timeout(std::chrono::milliseconds(
-                std::max(d.config().io_timeout_ms, 60000u)));
+            (*ch)->set_timeout(
+                std::chrono::milliseconds(std::max(d.config().io_timeout_ms, 60000u)));
             auto r = recv_json(**ch);
             if (!r)
                 return r.error();
@@ -243,16 +272,16 @@ void run_session(Daemon& d, const std::string& server, std::vector<Job*> jobs, g
             return {};
         };
         auto ex = export_to(d, **ch, j->pid, fate, confirm, jobs.size() == 1 ? emit : Emit{});
-        const auto ms = std::chrono::duration<double, std::milli>(
-                            std::chrono::steady_clock::now() - t0)
-                            .count();
+        const auto ms =
+            std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0)
+                .count();
         if (!ex) {
             j->result = error_reply(fmt::format("checkpoint of process {} failed, it runs on: {}",
                                                 j->pid, ex.error().what()));
             break; // the session is out of step: the rest are reported as not done
         }
-        j->result = {{"ok", true},      {"pid", j->pid}, {"id", id},
-                     {"bytes", ex->stats.bytes}, {"ms", ms}, {"server", server}};
+        j->result = {{"ok", true}, {"pid", j->pid},   {"id", id}, {"bytes", ex->stats.bytes},
+                     {"ms", ms},   {"server", server}};
     }
     for (auto* j : jobs)
         if (j->result.is_null())
@@ -312,8 +341,11 @@ json Ops::local_checkpoint(Daemon& d, const json& req, const Client& who, const 
         bytes += j.result.value("bytes", std::uint64_t{0});
         images.push_back(j.result);
     }
-    json reply = {{"ok", ok},     {"images", images},           {"schedule", schedule},
-                  {"bytes", bytes}, {"seconds", secs},
+    json reply = {{"ok", ok},
+                  {"images", images},
+                  {"schedule", schedule},
+                  {"bytes", bytes},
+                  {"seconds", secs},
                   {"mbit_per_s", secs > 0 ? bytes * 8 / secs / 1e6 : 0.0}};
     if (!ok)
         for (auto& j : jobs)
@@ -426,8 +458,8 @@ void Ops::peer_fetch(Daemon& d, Channel& ch, const json& req) {
     }
     UniqueFd fd(::open(image_path(cfg, id).c_str(), O_RDONLY | O_CLOEXEC));
     if (!fd) {
-        (void)send_json(ch, error_reply(fmt::format("cannot open image {}: {}", id,
-                                                    std::strerror(errno))));
+        (void)send_json(
+            ch, error_reply(fmt::format("cannot open image {}: {}", id, std::strerror(errno))));
         return;
     }
     json ok = *meta;

@@ -91,6 +91,8 @@ class Net {
   private:
     ghost::Result<std::unique_ptr<migd::Channel>> link(const std::string& from,
                                                        const std::string& to) {
+        if (from == to) // as the real connector: a host is not its own peer
+            return ghost::Error::from_errno(EINVAL, to + " is not a peer of " + from);
         for (const auto& d : down_)
             if (d == to || d == from)
                 return ghost::Error::from_errno(EHOSTUNREACH, to + " is unreachable");
@@ -293,6 +295,23 @@ TEST(MigdOps, CheckpointServerStoresListsRestartsAndRemoves) {
     EXPECT_TRUE(rm.value("ok", false)) << rm.dump();
     const json after = net["h1"].local({{"op", "images"}, {"server", "h3"}}, root, {});
     EXPECT_EQ(after["images"].size(), 1u);
+}
+
+// The server's own processes (bsprun checkpoints the VPs of every host,
+// the server's too): stored through the host's own store, left running.
+TEST(MigdOps, CheckpointOntoTheServerHostItself) {
+    Net net(2);
+    Counter a(net.root());
+    const json r = net["h2"].local(
+        {{"op", "checkpoint"}, {"pids", {a.pid}}, {"server", "h2"}, {"leave_running", true}}, user,
+        {});
+    ASSERT_TRUE(r.value("ok", false)) << r.dump();
+    const std::string id = r["images"][0]["id"];
+    EXPECT_TRUE(fs::exists(net.root() / "h2" / "images" / (id + ".ghost")));
+    const auto before = a.last();
+    EXPECT_TRUE(eventually([&] { return a.last().first > before.first + 2; })); // still running
+    const json list = net["h1"].local({{"op", "images"}, {"server", "h2"}}, root, {});
+    EXPECT_EQ(list["images"].size(), 1u) << list.dump();
 }
 
 // bsprun --checkpoint-every's job manifests on the checkpoint server.
