@@ -376,6 +376,10 @@ int main(int argc, char** argv) {
         base.hosts = host_list;
         ckpt = std::make_unique<JobCheckpointer>(mh->mover(), server, ckpt_every, std::move(base));
         hub.set_checkpointer(ckpt.get());
+        std::fprintf(stderr,
+                     "bsprun: job %s: a checkpoint at every %u-th barrier on %s (bsprun --restart "
+                     "%s --server %s)\n",
+                     job.c_str(), ckpt_every, server.c_str(), job.c_str(), server.c_str());
     }
     if (mh) {
         mh->attach(hub, pids);
