@@ -43,10 +43,10 @@ void rollback(HostsMover& mover, const std::vector<std::string>& hosts, const Jo
     for (const auto& h : up)
         list += (list.empty() ? "" : ",") + h;
     std::fprintf(stderr,
-                 "bsprun: rolling back job %s to checkpoint %llu (superstep %llu) on %s, "
+                 "bsprun: rolling back job %s to checkpoint %llu (end of superstep %llu) on %s, "
                  "because %s\n",
                  m.job.c_str(), static_cast<unsigned long long>(m.number),
-                 static_cast<unsigned long long>(m.hub.superstep), list.c_str(), why.c_str());
+                 static_cast<unsigned long long>(m.hub.superstep - 1), list.c_str(), why.c_str());
     std::vector<std::string> args = {"bsprun", "--restart", m.job, "--server",
                                      server,   "--hosts",   list};
     args.insert(args.end(), pass_on.begin(), pass_on.end());

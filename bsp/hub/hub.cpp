@@ -327,7 +327,7 @@ void Hub::wake(int v) {
                                  errno, fmt::format("vp {}: cannot wake pid {} with SIGUSR2: {}", v,
                                                     pid, std::strerror(errno)))});
     if (!w)
-        fail(v, w.error().what());
+        fail(v, w.error().what(), true); // its host is unreachable?
 }
 
 // Hector's coordinated checkpoint at a barrier: every VP gets DETACH (u32 1:
@@ -391,7 +391,7 @@ void Hub::detach_and_move(const std::vector<int>& moves, std::vector<std::vector
             p.pid = *moved;
         // On failure the original is still there, waiting: wake it where it is.
         if (auto w = mover_->wake(v, p.pid); !w)
-            return fail(v, w.error().what());
+            return fail(v, w.error().what(), true); // its host is unreachable?
     }
 }
 
