@@ -67,7 +67,8 @@ int main(int argc, char** argv) {
     bool verbose = false;
     std::string hosts;
     bool cluster = false;
-    app.add_option("-n,--nprocs", nprocs, "number of virtual processors P (at least 1)")
+    app.add_option("-n,--nprocs", nprocs,
+                   "number of virtual processors P (at least 1); required but with --restart")
         ->check(CLI::Range(1, 4096));
     app.add_option("--policy", policy,
                    "the balance/ policy called at every barrier: none, migbsp, pub-global, "
@@ -85,8 +86,8 @@ int main(int argc, char** argv) {
     app.add_flag("--cluster", cluster, "(not yet) run the VPs on every host of the migd cluster");
     app.add_option("--job-dir", job_dir,
                    "with --hosts: the directory of the VPs' output files (default: a new "
-                   "/tmp/bsprun-XXXXXX, removed at the end); must be at the same path on every "
-                   "host");
+                   "/tmp/bsprun-XXXXXX, removed at the end unless checkpointed); must be at the "
+                   "same path on every host");
     app.add_option("--migd-socket", migd_socket,
                    "with --hosts: this host's migd control socket (default $GHOST_MIGD_SOCKET, "
                    "else /run/ghost/migd.sock)");
@@ -103,11 +104,16 @@ int main(int argc, char** argv) {
     std::string server, restart, on_failure{"fail"};
     app.add_option("--checkpoint-every", ckpt_every,
                    "with --hosts and --server: checkpoint the whole job at every N-th barrier "
-                   "(see CHECKPOINT AND ROLLBACK)");
-    app.add_option("--server", server, "the checkpoint server: a migd host name");
+                   "(see CHECKPOINT AND ROLLBACK)")
+        ->option_text("N");
+    app.add_option("--server", server,
+                   "the checkpoint server (a migd host name) that --checkpoint-every stores on "
+                   "and --restart reads from")
+        ->option_text("HOST");
     app.add_option("--restart", restart,
                    "restart job JOB from its last complete checkpoint on --server (no -n, no "
-                   "PROGRAM: both come from the checkpoint)");
+                   "PROGRAM: both come from the checkpoint)")
+        ->option_text("JOB");
     app.add_option("--on-failure", on_failure,
                    "what a lost VP or host does: fail (default) or rollback (to the last "
                    "complete checkpoint, on the hosts still up)")
@@ -169,8 +175,14 @@ int main(int argc, char** argv) {
         }
         manifest = std::move(*m);
         nprocs = manifest->nprocs;
-        if (job_dir.empty())
-            job_dir = manifest->job_dir;
+        if (!job_dir.empty() && job_dir != manifest->job_dir) {
+            std::fprintf(stderr,
+                         "bsprun: --restart: the VPs reopen their files in the "
+                         "checkpoint's job directory %s: --job-dir cannot change it\n",
+                         manifest->job_dir.c_str());
+            return 2;
+        }
+        job_dir = manifest->job_dir;
     }
     const bool multi = !host_list.empty();
     if (!multi &&
