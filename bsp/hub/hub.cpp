@@ -320,14 +320,15 @@ void Hub::resume(const HubState& st) {
 
 void Hub::wake(int v) {
     const pid_t pid = vps_[static_cast<std::size_t>(v)].pid;
-    auto w = mover_ ? mover_->wake(v, pid)
-                    : (::kill(pid, SIGUSR2) == 0
-                           ? Result<void>{}
-                           : Result<void>{Error::from_errno(
-                                 errno, fmt::format("vp {}: cannot wake pid {} with SIGUSR2: {}", v,
-                                                    pid, std::strerror(errno)))});
-    if (!w)
-        fail(v, w.error().what(), true); // its host is unreachable?
+    if (mover_) {
+        if (auto w = mover_->wake(v, pid); !w)
+            fail(v, w.error().what(), true); // its host is unreachable?
+    } else if (::kill(pid, SIGUSR2) != 0) {
+        fail(
+            v,
+            fmt::format("vp {}: cannot wake pid {} with SIGUSR2: {}", v, pid, std::strerror(errno)),
+            true);
+    }
 }
 
 // Hector's coordinated checkpoint at a barrier: every VP gets DETACH (u32 1:
