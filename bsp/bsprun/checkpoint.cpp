@@ -2,14 +2,20 @@
 // JobCheckpointer, the manifest, restore_vps (see checkpoint.hpp).
 #include "checkpoint.hpp"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <signal.h>
+#include <sys/socket.h>
+#include <sys/time.h>
 
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <map>
 
 #include <fmt/format.h>
 
+#include "link.hpp"
 #include "migd_client.hpp"
 
 namespace ghost::bsp {
@@ -173,6 +179,26 @@ void JobCheckpointer::remove_images(const std::vector<VpImage>& images) {
         if (!i.id.empty())
             (void)migd_client::call(mover_.home_socket(),
                                     {{"op", "images"}, {"server", server_}, {"rm", i.id}});
+}
+
+bool hub_answers(const Manifest& m) {
+    const auto colon = m.hub_address.rfind(':');
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    if (colon == std::string::npos ||
+        ::inet_pton(AF_INET, m.hub_address.substr(0, colon).c_str(), &a.sin_addr) != 1)
+        return false;
+    a.sin_port = htons(static_cast<std::uint16_t>(std::atoi(m.hub_address.c_str() + colon + 1)));
+    UniqueFd fd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+    const timeval limit{2, 0}; // connect(2) and the handshake honour it
+    ::setsockopt(fd.get(), SOL_SOCKET, SO_SNDTIMEO, &limit, sizeof limit);
+    ::setsockopt(fd.get(), SOL_SOCKET, SO_RCVTIMEO, &limit, sizeof limit);
+    if (!fd || ::connect(fd.get(), reinterpret_cast<sockaddr*>(&a), sizeof a) != 0)
+        return false;
+    auto key = wire::key_from_hex(m.key_hex);
+    auto ctx = key ? wire::TlsContext::make(wire::TlsContext::Role::Client, *key)
+                   : Result<wire::TlsContext>(key.error());
+    return ctx && wire::tls_connect(*ctx, std::move(fd)).has_value();
 }
 
 Result<std::vector<pid_t>> restore_vps(HostsMover& mover, const Manifest& m,

@@ -72,6 +72,11 @@ class JobCheckpointer final : public Checkpointer {
     Manifest last_; // the last complete one (number 0: none)
 };
 
+// Whether the hub of the run that wrote m still answers at its TCP address
+// with the job's key (a TLS handshake within 2 s): then the job runs, and a
+// restart must not kill its processes.
+bool hub_answers(const Manifest& m);
+
 // Restarts every VP of m from its image: VP v on hosts[v mod n], through
 // the home migd's restart; old processes of the job that migd still knows
 // (by gid) are killed first. Fills mover's places; returns the pids.

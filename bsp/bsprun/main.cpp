@@ -174,6 +174,13 @@ int main(int argc, char** argv) {
             return 1;
         }
         manifest = std::move(*m);
+        if (hub_answers(*manifest)) {
+            std::fprintf(stderr,
+                         "bsprun: --restart %s: the job still runs (its hub answers at %s "
+                         "with the job's key): end it first\n",
+                         restart.c_str(), manifest->hub_address.c_str());
+            return 1;
+        }
         nprocs = manifest->nprocs;
         if (!job_dir.empty() && job_dir != manifest->job_dir) {
             std::fprintf(stderr,
