@@ -103,20 +103,23 @@ CHECKPOINT AND ROLLBACK
     bsprun: checkpoint C at superstep S: P images on HOST (BYTES bytes, MS ms)
   The job directory is kept (a restart reopens the VPs' files).
 
-  --restart JOB --server HOST reads JOB's manifest from HOST, kills the
-  job's old processes that migd still knows, restarts VP v from its image
-  on host v mod N of --hosts (default: this host), starts a hub with the
-  same job id and key, writes its address to DIR/hub, and wakes the VPs:
-  a VP that finds no abstract socket of its job re-reads DIR/hub
-  (GHOST_BSP_HUBFILE) and connects there. The job finishes with the
-  answer and the exit status it would have had.
+  --restart JOB --server HOST reads JOB's manifest from HOST, refuses if
+  the job's hub still answers (with its key), kills the job's old
+  processes that migd still knows, restarts VP v from its image on host
+  v mod N of --hosts (default: this host), starts a hub with the same job
+  id and key, writes its address to DIR/hub, and wakes the VPs: a VP that
+  finds no abstract socket of its job re-reads DIR/hub (GHOST_BSP_HUBFILE)
+  and connects there. The job finishes with the answer it would have had.
+  The restarted VPs are migd's, not bsprun's children: as for any VP migd
+  moved, their exit status is taken as 0 after bsp_end.
 
   --on-failure rollback (with --checkpoint-every): when a VP's connection
-  drops before bsp_end, or migd says a detached VP is gone, bsprun kills
-  what remains of the job and restarts it (as --restart) from the last
-  complete checkpoint on the hosts of the run whose migd still answers,
-  saying why; at most 3 times in a row. Without a complete checkpoint yet
-  the job fails as with --on-failure fail (the default) and says so.
+  drops before bsp_end, migd says a detached VP is gone, or a VP cannot be
+  woken (its host's migd does not answer), bsprun kills what remains of
+  the job and restarts it (as --restart) from the last complete
+  checkpoint on the hosts of the run whose migd still answers, saying
+  why; at most 3 times in a row. Without a complete checkpoint yet the job
+  fails as with --on-failure fail (the default) and says so.
 
 ENVIRONMENT
   GHOST_MIGD_SOCKET   this host's migd control socket (--migd-socket)
