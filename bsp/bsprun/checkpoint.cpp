@@ -181,6 +181,16 @@ void JobCheckpointer::remove_images(const std::vector<VpImage>& images) {
                                     {{"op", "images"}, {"server", server_}, {"rm", i.id}});
 }
 
+Result<void> check_server(const std::string& home_socket, const std::string& server) {
+    const json r = migd_client::call(home_socket, {{"op", "images"}, {"server", server}});
+    if (!r.value("ok", false))
+        return Error::from_errno(EHOSTUNREACH,
+                                 fmt::format("the checkpoint server {} (asked through migd at "
+                                             "{}): {}",
+                                             server, home_socket, refused(r)));
+    return {};
+}
+
 bool hub_answers(const Manifest& m) {
     const auto colon = m.hub_address.rfind(':');
     sockaddr_in a{};

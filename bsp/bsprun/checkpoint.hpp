@@ -72,6 +72,11 @@ class JobCheckpointer final : public Checkpointer {
     Manifest last_; // the last complete one (number 0: none)
 };
 
+// Before a checkpointed job starts: the home migd answers, and server is
+// a checkpoint server it reaches (its "images" list), or an error naming
+// which of them failed and why.
+Result<void> check_server(const std::string& home_socket, const std::string& server);
+
 // Whether the hub of the run that wrote m still answers at its TCP address
 // with the job's key (a TLS handshake within 2 s): then the job runs, and a
 // restart must not kill its processes.

@@ -240,6 +240,12 @@ int main(int argc, char** argv) {
         }
         engine = std::move(*e);
     }
+    if (ckpt_every > 0 && !restarting) {
+        if (auto c = check_server(migd_socket, server); !c) {
+            std::fprintf(stderr, "bsprun: --checkpoint-every: %s\n", c.error().what().c_str());
+            return 1;
+        }
+    }
     std::optional<MultiHost> mh;
     if (multi) {
         auto m = MultiHost::make(host_list, home, migd_socket, migd_sockets, hub_address, job_dir,
