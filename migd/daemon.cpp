@@ -219,6 +219,8 @@ void Daemon::resolver_loop() {
 
 json Daemon::local(const json& req, const Client& who, const Emit& emit) {
     const std::string op = req.value("op", "");
+    if ((op == "migrate" || op == "dup") && req.contains("gid") && !req.contains("pid"))
+        return Ops::local_move_gid(*this, req, who);
     if (op == "migrate" || op == "dup")
         return Ops::local_move(*this, req, who, emit);
     if (op == "checkpoint")
@@ -281,7 +283,7 @@ void Daemon::dispatch_peer(Channel& c, const json& r) {
         Ops::peer_restart(*this, *ch, *req);
     else if (op == "list")
         Ops::peer_list(*this, *ch, *req);
-    else if (op == "where" || op == "kill")
+    else if (op == "where" || op == "kill" || op == "migrate" || op == "dup")
         Ops::peer_where(*this, *ch, *req);
     else
         (void)send_json(*ch, error_reply(fmt::format("unknown peer op \"{}\"", op)));
