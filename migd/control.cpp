@@ -44,8 +44,8 @@ nlohmann::json handle_request(std::string_view line, const Context& ctx, const C
         return {{"ok", true}, {"daemon", "migd"}, {"version", GHOST_VERSION}};
     if (name == "engine")
         return engine_reply(ctx);
-    static const char* const cluster_ops[] = {"migrate", "dup",   "checkpoint", "images",
-                                              "restart", "ps",    "where",      "kill"};
+    static const char* const cluster_ops[] = {"migrate", "dup",   "checkpoint", "images", "restart",
+                                              "ps",      "where", "kill",       "hosts"};
     for (const char* op : cluster_ops) {
         if (name != op)
             continue;
@@ -61,7 +61,7 @@ nlohmann::json handle_request(std::string_view line, const Context& ctx, const C
         }
     }
     return error_reply(fmt::format("unknown op \"{}\" (known: ping, engine, migrate, dup, "
-                                   "checkpoint, images, restart, ps, where, kill)",
+                                   "checkpoint, images, restart, ps, where, kill, hosts)",
                                    name));
 }
 

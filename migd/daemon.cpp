@@ -233,6 +233,8 @@ json Daemon::local(const json& req, const Client& who, const Emit& emit) {
         return Ops::local_ps(*this, req, who);
     if (op == "where")
         return Ops::local_where(*this, req, who);
+    if (op == "hosts")
+        return Ops::local_hosts(*this);
     if (op == "kill")
         return Ops::local_kill(*this, req, who);
     return error_reply(fmt::format("unknown op \"{}\"", op));

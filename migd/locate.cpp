@@ -143,6 +143,17 @@ json Ops::route(Daemon& d, const std::string& op, const std::string& gid, const 
     return *r;
 }
 
+json Ops::local_hosts(Daemon& d) {
+    const Config& cfg = d.config();
+    json hosts = json::array();
+    hosts.push_back(
+        {{"name", cfg.host}, {"address", cfg.listen}, {"port", cfg.port}, {"self", true}});
+    for (const auto& p : cfg.peers)
+        hosts.push_back(
+            {{"name", p.name}, {"address", p.address}, {"port", p.port}, {"self", false}});
+    return {{"ok", true}, {"host", cfg.host}, {"hosts", hosts}};
+}
+
 json Ops::local_where(Daemon& d, const json& req, const Client& who) {
     return route(d, "where", req.value("gid", ""), {{"uid", who.uid}}, 0);
 }

@@ -81,6 +81,8 @@ struct Ops {
     static void peer_restart(Daemon& d, Channel& ch, const json& req);
     // locate.cpp
     static json local_ps(Daemon& d, const json& req, const Client& who);
+    // This host and its configured peers: the cluster as this migd knows it.
+    static json local_hosts(Daemon& d);
     static json local_where(Daemon& d, const json& req, const Client& who);
     static json local_kill(Daemon& d, const json& req, const Client& who);
     // migrate or dup {"gid","to"}: forwarded to the host where gid runs,

@@ -153,6 +153,20 @@ int cmd_ps(const Globals& g, bool json_out) {
     return exit_ok;
 }
 
+int cmd_hosts(const Globals& g, bool json_out) {
+    const json r = migd_call(g, {{"op", "hosts"}}, nullptr);
+    if (int rc = reply_or_fail(r); rc != exit_ok)
+        return rc;
+    if (json_out) {
+        fmt::print("{}\n", r.dump(2));
+        return exit_ok;
+    }
+    for (const auto& h : r.value("hosts", json::array()))
+        fmt::print("{:<16} {}:{}{}\n", h.value("name", ""), h.value("address", ""),
+                   h.value("port", 0), h.value("self", false) ? " (this host)" : "");
+    return exit_ok;
+}
+
 int cmd_where(const Globals& g, const std::string& gid, bool json_out) {
     const json r = migd_call(g, {{"op", "where"}, {"gid", gid}}, nullptr);
     if (int rc = reply_or_fail(r); rc != exit_ok)

@@ -85,6 +85,7 @@ int cmd_checkpoint_server(const Globals& g, const CheckpointArgs& a);
 int cmd_images(const Globals& g, const ImagesArgs& a);
 int cmd_restart_server(const Globals& g, const RestartArgs& a);
 int cmd_ps(const Globals& g, bool json);
+int cmd_hosts(const Globals& g, bool json);
 int cmd_where(const Globals& g, const std::string& gid, bool json);
 int cmd_kill(const Globals& g, const std::string& gid, const std::string& sig);
 int cmd_checkpoint(const Globals& g, const CheckpointArgs& a);

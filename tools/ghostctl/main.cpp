@@ -257,6 +257,13 @@ int main(int argc, char** argv) {
     ps->add_flag("--cluster", ps_cluster, "ask every host of the cluster (required)")->required();
     ps->add_flag("--json", ps_json, "print the list as JSON");
 
+    bool hosts_json = false;
+    auto* hostsc = app.add_subcommand(
+        "hosts", "The hosts of the cluster as this host's migd knows them: its own name and "
+                 "each configured peer, with the address and port migd reaches it on, one per "
+                 "line (this host first).");
+    hostsc->add_flag("--json", hosts_json, "print the list as JSON");
+
     std::string where_gid;
     bool where_json = false;
     auto* where = app.add_subcommand(
@@ -325,6 +332,8 @@ int main(int argc, char** argv) {
         return cmd_images(g, img);
     if (ps->parsed())
         return cmd_ps(g, ps_json);
+    if (hostsc->parsed())
+        return cmd_hosts(g, hosts_json);
     if (where->parsed())
         return cmd_where(g, where_gid, where_json);
     if (killc->parsed())
