@@ -67,9 +67,11 @@ HOSTS
   With --hosts, bsprun (the hub) stays on this host, the home host, and the
   VPs start here too; at the first barrier, before its first DELIVER, VP i
   is moved to host H(i mod N) of the list (one already there stays) through
-  migd: DETACH, the VP closes its connection, bsprun asks the migd of the
-  host where the VP is ({"op":"migrate"}: this host's --migd-socket, another
-  host's from --migd-sockets), then wakes the copy with SIGUSR2 through
+  migd: DETACH, the VP closes its connection, bsprun asks migd to move it
+  ({"op":"migrate"}: by pid to this host's --migd-socket for a VP here; for
+  a VP on another host by its gid to this host's migd, which forwards the
+  request to the host where the VP runs, or by pid to that host's socket
+  when --migd-sockets names it), then wakes the copy with SIGUSR2 through
   migd's kill by gid. A VP on another host finds no hub of its job there and
   connects to the home hub over TCP (--hub-address, an ephemeral port) with
   TLS 1.3 authenticated and encrypted by a pre-shared key: 32 random bytes
@@ -90,8 +92,9 @@ HOSTS
   through the protocol (bsp_end), and its exit status is taken as 0. A VP
   whose connection drops before bsp_end, or that exits while detached,
   fails the job; the other VPs are killed (here by pid, elsewhere through
-  migd by gid). --cluster (every host of migd's configuration) is not yet
-  implemented: migd has no operation that lists its hosts.
+  migd by gid). --cluster instead of --hosts takes the list from this
+  host's migd ({"op":"hosts"}: this host, then its configured peers, in
+  the order of its migd.toml).
 
 BALANCING
   With --hosts, at every barrier after the first the hub's statistics
@@ -224,7 +227,9 @@ int main(int argc, char** argv) {
     app.add_option("--hosts", hosts,
                    "run VP i on host i mod N of this comma-separated list of migd host names "
                    "(see HOSTS)");
-    app.add_flag("--cluster", cluster, "(not yet) run the VPs on every host of the migd cluster");
+    app.add_flag("--cluster", cluster,
+                 "as --hosts with every host of the migd cluster: this host, then the peers of "
+                 "its migd's configuration (see HOSTS)");
     app.add_option("--job-dir", job_dir,
                    "with --hosts: the directory of the VPs' output files (default: a new "
                    "/tmp/bsprun-XXXXXX, removed at the end); must be at the same path on every "
@@ -234,7 +239,8 @@ int main(int argc, char** argv) {
                    "else /run/ghost/migd.sock)");
     app.add_option("--migd-sockets", migd_sockets,
                    "with --hosts: the control socket of another host's migd, with {host} for "
-                   "its name (needed to move a VP that is not on this host)");
+                   "its name (optional: without it a VP on another host is moved by gid "
+                   "through this host's migd)");
     app.add_option("--home", home,
                    "with --hosts: this host's migd name (default $GHOST_CLUSTER_HOST, else the "
                    "host name)");
@@ -246,10 +252,17 @@ int main(int argc, char** argv) {
     } catch (const CLI::ParseError& e) {
         return app.exit(e) == 0 ? 0 : 2;
     }
-    if (cluster) {
-        std::fprintf(stderr, "bsprun: --cluster is not yet implemented (migd has no operation "
-                             "that lists its hosts): name them with --hosts h1,h2,...\n");
+    if (cluster && !hosts.empty()) {
+        std::fprintf(stderr, "bsprun: --cluster and --hosts: give one of them\n");
         return 2;
+    }
+    if (cluster) {
+        auto all = cluster_hosts(migd_socket);
+        if (!all) {
+            std::fprintf(stderr, "bsprun: --cluster: %s\n", all.error().what().c_str());
+            return 1;
+        }
+        hosts = *all;
     }
     const std::vector<std::string> host_list = split_hosts(hosts);
     if (!hosts.empty() && host_list.empty()) {
