@@ -112,7 +112,12 @@ BALANCING
   those the hub routed to it (puts, messages, get replies) by the source's
   host. The network: 1e-8 s per byte between different hosts (100 MB/s),
   none within one; a migration costs 0.2 s. On one host a policy has no
-  other host to choose and bsprun runs without it.
+  other host to choose and bsprun runs without it. With --dry-run the
+  policy is called as usual but its moves are only printed,
+    end of superstep S: vp V would move from hA to hB (POLICY: WHY; --dry-run)
+  and the VPs stay where they were placed: MigBSP's scenario ii, whose
+  time against --policy none (scenario i) is the balancer's own cost, and
+  against the same policy without --dry-run (scenario iii) its gain.
 
 ENVIRONMENT
   GHOST_MIGD_SOCKET   this host's migd control socket (--migd-socket)
@@ -131,7 +136,8 @@ EXAMPLES
   bsprun -n 3 --migrate-every 1 --verbose ./inner_product
   bsprun -n 6 --hosts h1,h2,h3 --job-dir /shared/job1 ./lu 2000
   bsprun -n 2 --hosts h1,h2,h3 --policy ghost --verbose ./lbm 64
-  bsprun -n 3 --hosts h1,h2,h3 --migrate-every 1 --migd-sockets '/tmp/c/{host}/migd.sock' ./lu 64
+  bsprun -n 3 --cluster --migrate-every 1 ./lu 64
+  bsprun -n 3 --hosts h1,h2,h3 --policy migbsp --dry-run ./lbm 400 400 100
 
 SEE ALSO
   Documentation/bsp.md (process model, protocol, semantics, limits).)";
@@ -222,6 +228,11 @@ int main(int argc, char** argv) {
     app.add_option("--migrate-every", every,
                    "testing: move one VP at every N-th barrier (see MIGRATION, HOSTS)");
     app.add_flag("-v,--verbose", verbose, "print every barrier's statistics on standard error");
+    bool dry_run = false;
+    app.add_flag("--dry-run", dry_run,
+                 "with --hosts or --cluster: the policy decides at every barrier and each of its "
+                 "moves is printed as 'would move', but no VP moves after its placement "
+                 "(MigBSP's scenario ii: what the balancer itself costs; see BALANCING)");
     std::string job_dir, migd_socket{migd_client::default_socket()}, migd_sockets, home,
         hub_address;
     app.add_option("--hosts", hosts,
@@ -276,8 +287,17 @@ int main(int argc, char** argv) {
                              "with --hosts\n");
         return 2;
     }
+    if (dry_run && !multi) {
+        std::fprintf(stderr, "bsprun: --dry-run goes with --hosts or --cluster\n");
+        return 2;
+    }
     if (policy.empty())
         policy = multi ? "migbsp" : "none";
+    if (dry_run && policy == "none") {
+        std::fprintf(stderr, "bsprun: --dry-run with --policy none: there is no decision to "
+                             "print\n");
+        return 2;
+    }
     auto pol = balance::make_policy(policy, balance::Params{});
     if (!pol) {
         std::fprintf(stderr, "bsprun: --policy: %s\n", pol.error().what().c_str());
@@ -385,7 +405,7 @@ int main(int argc, char** argv) {
         hub.set_pid(v, pids[static_cast<std::size_t>(v)]);
     EveryNth every_nth(every, nprocs);
     std::unique_ptr<PrintingMover> mover;
-    VerboseHook verbose_hook(mh ? mh->hook(std::move(*pol), every, verbose)
+    VerboseHook verbose_hook(mh ? mh->hook(std::move(*pol), every, verbose, dry_run)
                                 : static_cast<BarrierHook&>(every_nth),
                              verbose);
     hub.set_hook(&verbose_hook);
