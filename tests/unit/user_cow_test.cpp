@@ -25,8 +25,12 @@
 #include "ghost/engine.hpp"
 #include "ghost/image.hpp"
 #include "ghost/user_engine.hpp"
+#include "proc_state.hpp"
 
 namespace {
+
+using testing_util::children_of;
+using testing_util::state_of;
 
 constexpr std::size_t kPage = 4096;
 constexpr std::size_t kPages = 8192; // 32 MiB, rewritten pass after pass
@@ -108,21 +112,6 @@ struct Writer {
         return s;
     }
 };
-
-std::string children_of(pid_t pid) {
-    std::ifstream f("/proc/" + std::to_string(pid) + "/task/" + std::to_string(pid) + "/children");
-    std::string s;
-    std::getline(f, s);
-    return s;
-}
-
-char state_of(pid_t pid) {
-    std::ifstream f("/proc/" + std::to_string(pid) + "/stat");
-    std::string s;
-    std::getline(f, s);
-    const auto close = s.rfind(')');
-    return close == std::string::npos || close + 2 >= s.size() ? '?' : s[close + 2];
-}
 
 // The first word of each page of [addr, addr + pages * 4096) in the image.
 std::vector<std::uint64_t> words_at(std::span<const std::byte> view, const ghost::image::Image& img,
