@@ -394,6 +394,11 @@ void bm_restart(benchmark::State& state, const std::string& engine_name, size_t 
     ghost::UniqueFd file = temp_file(cfg.dir);
     if (!file)
         return fail(state, fmt::format("cannot create a file in {}: {}", cfg.dir, errno_text()));
+    // The restore stub is exec'd: the pipe ends the image marks as
+    // inherited (close-on-exec here) are handed over at their numbers.
+    ghost::RestartOptions ro;
+    ro.inherit_fds = {{w->pipes.ctl_r.get(), w->pipes.ctl_r.get()},
+                      {w->pipes.rep_w.get(), w->pipes.rep_w.get()}};
     // The checkpoint, off the clock: the workload is killed once its image is
     // complete, as `ghostctl checkpoint` does.
     ghost::CheckpointOptions co;
@@ -415,7 +420,7 @@ void bm_restart(benchmark::State& state, const std::string& engine_name, size_t 
         timespec t0{};
         clock_gettime(CLOCK_MONOTONIC, &t0);
         state.ResumeTiming();
-        auto pid = ghost::restart(engine, file.get());
+        auto pid = ghost::restart(engine, file.get(), ro);
         const double r_ms = ms_since(t0);
         const std::int64_t answer = pid ? w->ask('p') : -1;
         state.PauseTiming();

@@ -44,8 +44,9 @@ nlohmann::json handle_request(std::string_view line, const Context& ctx, const C
         return {{"ok", true}, {"daemon", "migd"}, {"version", GHOST_VERSION}};
     if (name == "engine")
         return engine_reply(ctx);
-    static const char* const cluster_ops[] = {
-        "migrate", "dup", "checkpoint", "images", "restart", "ps", "where", "kill", "manifest"};
+    static const char* const cluster_ops[] = {"migrate", "dup",     "checkpoint", "images",
+                                              "restart", "ps",      "where",      "kill",
+                                              "hosts",   "manifest"};
     for (const char* op : cluster_ops) {
         if (name != op)
             continue;
@@ -61,7 +62,8 @@ nlohmann::json handle_request(std::string_view line, const Context& ctx, const C
         }
     }
     return error_reply(fmt::format("unknown op \"{}\" (known: ping, engine, migrate, dup, "
-                                   "checkpoint, images, restart, ps, where, kill, manifest)",
+                                   "checkpoint, images, restart, ps, where, kill, hosts, "
+                                   "manifest)",
                                    name));
 }
 

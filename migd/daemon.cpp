@@ -219,6 +219,8 @@ void Daemon::resolver_loop() {
 
 json Daemon::local(const json& req, const Client& who, const Emit& emit) {
     const std::string op = req.value("op", "");
+    if ((op == "migrate" || op == "dup") && req.contains("gid") && !req.contains("pid"))
+        return Ops::local_move_gid(*this, req, who);
     if (op == "migrate" || op == "dup")
         return Ops::local_move(*this, req, who, emit);
     if (op == "checkpoint")
@@ -233,6 +235,8 @@ json Daemon::local(const json& req, const Client& who, const Emit& emit) {
         return Ops::local_ps(*this, req, who);
     if (op == "where")
         return Ops::local_where(*this, req, who);
+    if (op == "hosts")
+        return Ops::local_hosts(*this);
     if (op == "kill")
         return Ops::local_kill(*this, req, who);
     return error_reply(fmt::format("unknown op \"{}\"", op));
@@ -285,7 +289,7 @@ void Daemon::dispatch_peer(Channel& c, const json& r) {
         Ops::peer_manifest(*this, *ch, *req);
     else if (op == "list")
         Ops::peer_list(*this, *ch, *req);
-    else if (op == "where" || op == "kill")
+    else if (op == "where" || op == "kill" || op == "migrate" || op == "dup")
         Ops::peer_where(*this, *ch, *req);
     else
         (void)send_json(*ch, error_reply(fmt::format("unknown peer op \"{}\"", op)));

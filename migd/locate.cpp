@@ -5,7 +5,9 @@
 // the answer updates the asker's entry so that the next request goes straight.
 #include <signal.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 
 #include <fmt/format.h>
@@ -20,6 +22,7 @@ using ghost::Result;
 namespace {
 
 constexpr int max_hops = 16;
+constexpr unsigned move_reply_timeout_ms = 30 * 60 * 1000;
 
 std::string run_state(const Location& l) {
     auto p = proc_info(l.pid);
@@ -39,7 +42,20 @@ std::string origin_of(const std::string& gid) {
     return dash == std::string::npos ? std::string() : gid.substr(0, dash);
 }
 
-json act_here(const Location& l, const std::string& op, const json& extra) {
+// A move by gid (migrate, or dup --to) of a process that runs here: the same
+// operation a local client asks for by pid, with the asker's uid.
+bool is_move(const std::string& op) {
+    return op == "migrate" || op == "dup";
+}
+
+json act_here(Daemon& d, const Location& l, const std::string& op, const json& extra) {
+    if (is_move(op)) {
+        if (run_state(l) == "exited")
+            return error_reply(fmt::format("{} (pid {} on {}) has exited", l.gid, l.pid, l.host));
+        const Client who{extra.value("uid", 0u), 0};
+        return Ops::local_move(d, {{"op", op}, {"pid", l.pid}, {"to", extra.value("to", "")}}, who,
+                               {});
+    }
     json r = local_entry_json(l);
     r["ok"] = true;
     if (op != "kill")
@@ -87,7 +103,7 @@ json Ops::route(Daemon& d, const std::string& op, const std::string& gid, const 
     const Config& cfg = d.config();
     auto entry = d.locations_.get(gid);
     if (entry && entry->state == "local") {
-        json r = act_here(*entry, op, extra);
+        json r = act_here(d, *entry, op, extra);
         r["hops"] = hops;
         return r;
     }
@@ -101,12 +117,19 @@ json Ops::route(Daemon& d, const std::string& op, const std::string& gid, const 
     ask["op"] = op;
     ask["gid"] = gid;
     ask["hops"] = hops + 1;
-    auto r = d.ask(next, ask);
+    // A forwarded move answers when the migration is over: as long as the
+    // migration itself may take, not a short request's timeout.
+    const auto reply_timeout =
+        is_move(op) ? std::chrono::milliseconds(std::max(cfg.io_timeout_ms, move_reply_timeout_ms))
+                    : std::chrono::milliseconds(0);
+    auto r = d.ask(next, ask, reply_timeout);
     if (!r)
         return error_reply(fmt::format("{} was last seen on {}, which did not answer: {}", gid,
                                        next, r.error().what()));
-    // Cut the forwarding: this host now points where the process really is.
-    if (r->value("ok", false) && r->contains("host") && (*r)["host"] != cfg.host) {
+    // Cut the forwarding: this host now points where the process really is
+    // (not after a dup: its answer is the copy, with a gid of its own).
+    if (r->value("ok", false) && r->value("gid", "") == gid && r->contains("host") &&
+        (*r)["host"] != cfg.host) {
         Location l = entry ? *entry : Location{};
         l.gid = gid;
         l.state = "moved";
@@ -120,8 +143,28 @@ json Ops::route(Daemon& d, const std::string& op, const std::string& gid, const 
     return *r;
 }
 
+json Ops::local_hosts(Daemon& d) {
+    const Config& cfg = d.config();
+    json hosts = json::array();
+    hosts.push_back(
+        {{"name", cfg.host}, {"address", cfg.listen}, {"port", cfg.port}, {"self", true}});
+    for (const auto& p : cfg.peers)
+        hosts.push_back(
+            {{"name", p.name}, {"address", p.address}, {"port", p.port}, {"self", false}});
+    return {{"ok", true}, {"host", cfg.host}, {"hosts", hosts}};
+}
+
 json Ops::local_where(Daemon& d, const json& req, const Client& who) {
     return route(d, "where", req.value("gid", ""), {{"uid", who.uid}}, 0);
+}
+
+json Ops::local_move_gid(Daemon& d, const json& req, const Client& who) {
+    const std::string op = req.value("op", "migrate");
+    const std::string to = req.value("to", "");
+    if (to.empty())
+        return error_reply(
+            fmt::format("{} of {} needs \"to\": the destination host", op, req.value("gid", "")));
+    return route(d, op, req.value("gid", ""), {{"uid", who.uid}, {"to", to}}, 0);
 }
 
 json Ops::local_kill(Daemon& d, const json& req, const Client& who) {
@@ -131,8 +174,9 @@ json Ops::local_kill(Daemon& d, const json& req, const Client& who) {
 
 void Ops::peer_where(Daemon& d, Channel& ch, const json& req) {
     json extra = {{"uid", req.value("uid", 0u)}};
-    if (req.contains("signal"))
-        extra["signal"] = req["signal"];
+    for (const char* k : {"signal", "to"})
+        if (req.contains(k))
+            extra[k] = req[k];
     (void)send_json(
         ch, route(d, req.value("op", "where"), req.value("gid", ""), extra, req.value("hops", 1)));
 }

@@ -57,10 +57,12 @@ void finish_dest(Daemon& d, const json& entry, bool commit) {
     d.journal_.remove(id);
 }
 
-json move_reply(const std::string& gid, const std::string& host, pid_t pid,
+json move_reply(const std::string& gid, const std::string& host, pid_t pid, const ProcInfo& proc,
                 const ghost::ExportStats& st, std::uint64_t total_ms) {
-    return {{"ok", true},          {"gid", gid},        {"host", host},
-            {"pid", pid},          {"bytes", st.bytes}, {"frozen_ms", st.frozen_ns / 1000000},
+    return {{"ok", true},          {"gid", gid},
+            {"host", host},        {"pid", pid},
+            {"uid", proc.uid},     {"comm", proc.comm},
+            {"bytes", st.bytes},   {"frozen_ms", st.frozen_ns / 1000000},
             {"total_ms", total_ms}};
 }
 
@@ -171,7 +173,7 @@ json Ops::local_move(Daemon& d, const json& req, const Client& who, const Emit& 
     const auto total_ms = static_cast<std::uint64_t>(
         std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0)
             .count());
-    json reply = move_reply(gid, to, dest_pid, ex->stats, total_ms);
+    json reply = move_reply(gid, to, dest_pid, *proc, ex->stats, total_ms);
     if (!ok || !ok->value("ok", false)) {
         d.wake_resolver();
         reply["pending"] = fmt::format("{} has not confirmed the commit yet; it lets the copy run "

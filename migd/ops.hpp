@@ -85,8 +85,13 @@ struct Ops {
     static void peer_manifest(Daemon& d, Channel& ch, const json& req);
     // locate.cpp
     static json local_ps(Daemon& d, const json& req, const Client& who);
+    // This host and its configured peers: the cluster as this migd knows it.
+    static json local_hosts(Daemon& d);
     static json local_where(Daemon& d, const json& req, const Client& who);
     static json local_kill(Daemon& d, const json& req, const Client& who);
+    // migrate or dup {"gid","to"}: forwarded to the host where gid runs,
+    // which moves it as if its owner had asked there by pid.
+    static json local_move_gid(Daemon& d, const json& req, const Client& who);
     static void peer_list(Daemon& d, Channel& ch, const json& req);
     static void peer_where(Daemon& d, Channel& ch, const json& req);
     static json route(Daemon& d, const std::string& op, const std::string& gid, const json& extra,

@@ -9,8 +9,8 @@
 #include <signal.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
-#include <sys/wait.h>
 #include <sys/sysmacros.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -61,7 +61,8 @@ Result<void> check_movable_fds(pid_t pid) {
         if (::stat(e.path().c_str(), &st) != 0)
             continue;
         const unsigned maj = major(st.st_rdev);
-        const bool tty = S_ISCHR(st.st_mode) && (maj == 4 || maj == 5 || (maj >= 136 && maj <= 143));
+        const bool tty =
+            S_ISCHR(st.st_mode) && (maj == 4 || maj == 5 || (maj >= 136 && maj <= 143));
         if (!S_ISFIFO(st.st_mode) && !tty)
             continue;
         std::error_code ec2;
@@ -84,8 +85,8 @@ Result<void> kill_process(pid_t pid, std::uint64_t starttime) {
     if (!pidfd || !proc_alive(pid, starttime))
         return {}; // gone already (or the pid is another process now)
     if (::syscall(SYS_pidfd_send_signal, pidfd.get(), SIGKILL, nullptr, 0) != 0 && errno != ESRCH)
-        return Error::from_errno(errno, fmt::format("cannot kill process {}: {}", pid,
-                                                    std::strerror(errno)));
+        return Error::from_errno(
+            errno, fmt::format("cannot kill process {}: {}", pid, std::strerror(errno)));
     pollfd p{pidfd.get(), POLLIN, 0};
     int r;
     while ((r = ::poll(&p, 1, 10000)) < 0 && errno == EINTR) {
@@ -245,10 +246,10 @@ Result<Imported> import_from(Daemon& d, Channel& ch, bool stopped,
         return restored.error();
     for (const auto& f : img->files)
         if (f.rec.kind == GHOST_FILE_INHERIT)
-            return fail(Error::from_errno(EOPNOTSUPP,
-                                          fmt::format("the image's fd {} ({}) was inherited on "
-                                                      "its host and does not exist here",
-                                                      f.rec.fd, f.path)));
+            return fail(
+                Error::from_errno(EOPNOTSUPP, fmt::format("the image's fd {} ({}) was inherited on "
+                                                          "its host and does not exist here",
+                                                          f.rec.fd, f.path)));
     Imported im;
     im.pid = *restored;
     auto info = proc_info(im.pid);

@@ -64,11 +64,11 @@ Result<Header> read_header(Channel& ch) {
     const std::uint32_t type = get_u32(h);
     const std::uint32_t len = get_u32(h + 4);
     if (type < 1 || type > 4)
-        return Error::from_errno(EPROTO, fmt::format("malformed frame from {}: type {}",
-                                                     ch.peer(), type));
+        return Error::from_errno(EPROTO,
+                                 fmt::format("malformed frame from {}: type {}", ch.peer(), type));
     if ((type == 2 && len > max_data_frame) || (type != 2 && len > max_json_frame))
-        return Error::from_errno(EPROTO, fmt::format("malformed frame from {}: {} bytes",
-                                                     ch.peer(), len));
+        return Error::from_errno(EPROTO,
+                                 fmt::format("malformed frame from {}: {} bytes", ch.peer(), len));
     return Header{static_cast<FrameType>(type), len};
 }
 
@@ -133,13 +133,13 @@ Result<void> send_stream(Channel& ch, int fd, std::atomic<std::uint64_t>* sent) 
         // Fill a whole frame when the exporter is fast; send what there is
         // when the pipe runs dry, so the peer never waits on a part-frame.
         while (got < max_data_frame) {
-            const ssize_t n = ::read(fd, buf.data() + frame_header_size + got,
-                                     max_data_frame - got);
+            const ssize_t n =
+                ::read(fd, buf.data() + frame_header_size + got, max_data_frame - got);
             if (n < 0 && errno == EINTR)
                 continue;
             if (n < 0)
-                return Error::from_errno(errno, fmt::format("reading the export: {}",
-                                                            std::strerror(errno)));
+                return Error::from_errno(
+                    errno, fmt::format("reading the export: {}", std::strerror(errno)));
             if (n == 0)
                 break;
             got += static_cast<std::size_t>(n);

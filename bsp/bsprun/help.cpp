@@ -44,9 +44,11 @@ HOSTS
   With --hosts, bsprun (the hub) stays on this host, the home host, and the
   VPs start here too; at the first barrier, before its first DELIVER, VP i
   is moved to host H(i mod N) of the list (one already there stays) through
-  migd: DETACH, the VP closes its connection, bsprun asks the migd of the
-  host where the VP is ({"op":"migrate"}: this host's --migd-socket, another
-  host's from --migd-sockets), then wakes the copy with SIGUSR2 through
+  migd: DETACH, the VP closes its connection, bsprun asks migd to move it
+  ({"op":"migrate"}: by pid to this host's --migd-socket for a VP here; for
+  a VP on another host by its gid to this host's migd, which forwards the
+  request to the host where the VP runs, or by pid to that host's socket
+  when --migd-sockets names it), then wakes the copy with SIGUSR2 through
   migd's kill by gid. A VP on another host finds no hub of its job there and
   connects to the home hub over TCP (--hub-address, an ephemeral port) with
   TLS 1.3 authenticated and encrypted by a pre-shared key: 32 random bytes
@@ -57,7 +59,7 @@ HOSTS
   A process that holds a pipe or a terminal cannot move, so each VP's stdin
   is /dev/null and its stdout and stderr are the files DIR/vpN.out and
   DIR/vpN.err of the job directory (--job-dir; default a new
-  /tmp/bsprun-XXXXXX, removed at the end). bsprun follows them and copies
+  /tmp/bsprun-XXXXXX, removed at the end unless checkpointed). bsprun follows them and copies
   what they gain to its own stdout and stderr. DIR must be at the same path
   on every host (a shared filesystem on a real cluster).
 
@@ -67,8 +69,9 @@ HOSTS
   through the protocol (bsp_end), and its exit status is taken as 0. A VP
   whose connection drops before bsp_end, or that exits while detached,
   fails the job; the other VPs are killed (here by pid, elsewhere through
-  migd by gid). --cluster (every host of migd's configuration) is not yet
-  implemented: migd has no operation that lists its hosts.
+  migd by gid). --cluster instead of --hosts takes the list from this
+  host's migd ({"op":"hosts"}: this host, then its configured peers, in
+  the order of its migd.toml).
 
 BALANCING
   With --hosts, at every barrier after the first the hub's statistics
@@ -86,7 +89,12 @@ BALANCING
   those the hub routed to it (puts, messages, get replies) by the source's
   host. The network: 1e-8 s per byte between different hosts (100 MB/s),
   none within one; a migration costs 0.2 s. On one host a policy has no
-  other host to choose and bsprun runs without it.
+  other host to choose and bsprun runs without it. With --dry-run the
+  policy is called as usual but its moves are only printed,
+    end of superstep S: vp V would move from hA to hB (POLICY: WHY; --dry-run)
+  and the VPs stay where they were placed: MigBSP's scenario ii, whose
+  time against --policy none (scenario i) is the balancer's own cost, and
+  against the same policy without --dry-run (scenario iii) its gain.
 
 CHECKPOINT AND ROLLBACK
   With --checkpoint-every N (which needs --hosts and --server), at every
@@ -139,7 +147,8 @@ EXAMPLES
   bsprun -n 3 --migrate-every 1 --verbose ./inner_product
   bsprun -n 6 --hosts h1,h2,h3 --job-dir /shared/job1 ./lu 2000
   bsprun -n 2 --hosts h1,h2,h3 --policy ghost --verbose ./lbm 64
-  bsprun -n 3 --hosts h1,h2,h3 --migrate-every 1 --migd-sockets '/tmp/c/{host}/migd.sock' ./lu 64
+  bsprun -n 3 --cluster --migrate-every 1 ./lu 64
+  bsprun -n 3 --hosts h1,h2,h3 --policy migbsp --dry-run ./lbm 400 400 100
   bsprun -n 4 --hosts h1,h2 --checkpoint-every 2 --server h3 --on-failure rollback ./lu 64
   bsprun --restart bsprun-123-0a1b2c3d --server h3 --hosts h2,h3
 

@@ -60,13 +60,21 @@ Result<pid_t> HostsMover::move(int vp, pid_t pid, std::uint64_t superstep) {
                      to.c_str(), e.c_str(), pl.host.c_str());
         return Error::from_errno(EIO, e);
     };
-    const std::string sock = socket_of(pl.host);
+    // The migd of the VP's host by pid when bsprun has its socket (this
+    // host's, or --migd-sockets); else this host's migd by gid, which
+    // forwards the request to the host where the VP runs.
+    std::string sock = socket_of(pl.host);
+    json req = {{"op", "migrate"}, {"pid", pid}, {"to", to}};
+    if (sock.empty() && !pl.gid.empty()) {
+        sock = home_socket_;
+        req = {{"op", "migrate"}, {"gid", pl.gid}, {"to", to}};
+    }
     if (sock.empty())
-        return failed(
-            fmt::format("bsprun knows no control socket of {}'s migd (--migd-sockets)", pl.host));
-    const json r = migd_client::call(sock, {{"op", "migrate"}, {"pid", pid}, {"to", to}});
+        return failed(fmt::format("bsprun knows no control socket of {}'s migd", pl.host));
+    const json r = migd_client::call(sock, req);
     if (!r.value("ok", false))
-        return failed(fmt::format("migd on {} ({}): migrate: {}", pl.host, sock,
+        return failed(fmt::format("migd ({}): migrate {}: {}", sock,
+                                  req.contains("gid") ? pl.gid : std::to_string(pid),
                                   r.value("error", "refused without a reason")));
     const Place was = pl;
     pl.host = r.value("host", to);
@@ -84,6 +92,24 @@ Result<pid_t> HostsMover::move(int vp, pid_t pid, std::uint64_t superstep) {
     if (r.contains("pending"))
         std::fprintf(stderr, "bsprun: note: %s\n", r.value("pending", "").c_str());
     return pl.pid;
+}
+
+Result<std::string> cluster_hosts(const std::string& socket) {
+    const json r = migd_client::call(socket, {{"op", "hosts"}});
+    if (!r.value("ok", false))
+        return Error::from_errno(EIO,
+                                 fmt::format("this host's migd ({}) did not list its hosts: {}",
+                                             socket, r.value("error", "refused without a reason")));
+    std::string list;
+    for (const auto& h : r.value("hosts", json::array())) {
+        const std::string name = h.value("name", "");
+        if (name.empty())
+            continue;
+        list += (list.empty() ? "" : ",") + name;
+    }
+    if (list.empty())
+        return Error::from_errno(EIO, fmt::format("the migd on {} names no host", socket));
+    return list;
 }
 
 Result<void> HostsMover::wake(int vp, pid_t pid) {

@@ -28,7 +28,8 @@ class HostsMover final : public Mover, public Placer {
   public:
     // home: this host's migd name; home_socket: its control socket;
     // sockets: a pattern with "{host}" giving another host's control socket
-    // (empty: none; a VP is then moved only from the home host).
+    // (empty: none; a VP on another host is then moved by gid through the
+    // home migd, which forwards the request).
     HostsMover(std::string home, std::string home_socket, std::string sockets, int nprocs);
 
     const std::string& home() const { return home_; }
@@ -59,6 +60,10 @@ class HostsMover final : public Mover, public Placer {
     std::vector<std::pair<std::string, std::string>> plans_; // to, why
     std::function<void(int)> child_left_;
 };
+
+// Every host of the migd cluster as the migd on socket knows it ({"op":
+// "hosts"}: itself, then its peers), as a comma-separated list.
+Result<std::string> cluster_hosts(const std::string& socket);
 
 // The first IPv4 address of an interface that is up and not loopback, or
 // an error naming why there is none.

@@ -78,12 +78,19 @@ int main(int argc, char** argv) {
     app.add_option("--migrate-every", every,
                    "testing: move one VP at every N-th barrier (see MIGRATION, HOSTS)");
     app.add_flag("-v,--verbose", verbose, "print every barrier's statistics on standard error");
+    bool dry_run = false;
+    app.add_flag("--dry-run", dry_run,
+                 "with --hosts or --cluster: the policy decides at every barrier and each of its "
+                 "moves is printed as 'would move', but no VP moves after its placement "
+                 "(MigBSP's scenario ii: what the balancer itself costs; see BALANCING)");
     std::string job_dir, migd_socket{migd_client::default_socket()}, migd_sockets, home,
         hub_address;
     app.add_option("--hosts", hosts,
                    "run VP i on host i mod N of this comma-separated list of migd host names "
                    "(see HOSTS)");
-    app.add_flag("--cluster", cluster, "(not yet) run the VPs on every host of the migd cluster");
+    app.add_flag("--cluster", cluster,
+                 "as --hosts with every host of the migd cluster: this host, then the peers of "
+                 "its migd's configuration (see HOSTS)");
     app.add_option("--job-dir", job_dir,
                    "with --hosts: the directory of the VPs' output files (default: a new "
                    "/tmp/bsprun-XXXXXX, removed at the end unless checkpointed); must be at the "
@@ -93,7 +100,8 @@ int main(int argc, char** argv) {
                    "else /run/ghost/migd.sock)");
     app.add_option("--migd-sockets", migd_sockets,
                    "with --hosts: the control socket of another host's migd, with {host} for "
-                   "its name (needed to move a VP that is not on this host)");
+                   "its name (optional: without it a VP on another host is moved by gid "
+                   "through this host's migd)");
     app.add_option("--home", home,
                    "with --hosts: this host's migd name (default $GHOST_CLUSTER_HOST, else the "
                    "host name)");
@@ -123,9 +131,8 @@ int main(int argc, char** argv) {
     } catch (const CLI::ParseError& e) {
         return app.exit(e) == 0 ? 0 : 2;
     }
-    if (cluster) {
-        std::fprintf(stderr, "bsprun: --cluster is not yet implemented (migd has no operation "
-                             "that lists its hosts): name them with --hosts h1,h2,...\n");
+    if (cluster && !hosts.empty()) {
+        std::fprintf(stderr, "bsprun: --cluster and --hosts: give one of them\n");
         return 2;
     }
     const bool restarting = !restart.empty();
@@ -153,14 +160,23 @@ int main(int argc, char** argv) {
                              "give neither -n nor PROGRAM\n");
         return 2;
     }
+    if (cluster) {
+        auto all = cluster_hosts(migd_socket);
+        if (!all) {
+            std::fprintf(stderr, "bsprun: --cluster: %s\n", all.error().what().c_str());
+            return 1;
+        }
+        hosts = *all;
+    }
     std::vector<std::string> host_list = split_hosts(hosts);
     if (!hosts.empty() && host_list.empty()) {
         std::fprintf(stderr, "bsprun: --hosts '%s' names no host\n", hosts.c_str());
         return 2;
     }
     if (ckpt_every > 0 && host_list.empty() && !restarting) {
-        std::fprintf(stderr, "bsprun: --checkpoint-every needs --hosts (a checkpointed VP must "
-                             "hold no pipe: its output goes to the job directory's files)\n");
+        std::fprintf(
+            stderr, "bsprun: --checkpoint-every needs --hosts or --cluster (a checkpointed VP must "
+                    "hold no pipe: its output goes to the job directory's files)\n");
         return 2;
     }
     if (restarting && host_list.empty())
@@ -198,8 +214,17 @@ int main(int argc, char** argv) {
                              "with --hosts\n");
         return 2;
     }
+    if (dry_run && !multi) {
+        std::fprintf(stderr, "bsprun: --dry-run goes with --hosts or --cluster\n");
+        return 2;
+    }
     if (policy.empty())
         policy = multi ? "migbsp" : "none";
+    if (dry_run && policy == "none") {
+        std::fprintf(stderr, "bsprun: --dry-run with --policy none: there is no decision to "
+                             "print\n");
+        return 2;
+    }
     auto pol = balance::make_policy(policy, balance::Params{});
     if (!pol) {
         std::fprintf(stderr, "bsprun: --policy: %s\n", pol.error().what().c_str());
@@ -336,7 +361,7 @@ int main(int argc, char** argv) {
         hub.set_pid(v, pids[static_cast<std::size_t>(v)]);
     EveryNth every_nth(every, nprocs);
     std::unique_ptr<PrintingMover> mover;
-    VerboseHook verbose_hook(mh ? mh->hook(std::move(*pol), every, verbose)
+    VerboseHook verbose_hook(mh ? mh->hook(std::move(*pol), every, verbose, dry_run)
                                 : static_cast<BarrierHook&>(every_nth),
                              verbose);
     hub.set_hook(&verbose_hook);

@@ -92,10 +92,11 @@ Result<MultiHost> MultiHost::make(std::vector<std::string> hosts, std::string ho
     return m;
 }
 
-BarrierHook& MultiHost::hook(std::unique_ptr<balance::Policy> policy, unsigned every,
-                             bool verbose) {
+BarrierHook& MultiHost::hook(std::unique_ptr<balance::Policy> policy, unsigned every, bool verbose,
+                             bool dry_run) {
     hook_ =
         std::make_unique<PolicyHook>(*mover_, hosts_, std::move(policy), every, nprocs_, verbose);
+    hook_->set_dry_run(dry_run);
     return *hook_;
 }
 

@@ -41,7 +41,8 @@ class MultiHost {
     JobOutput& output() { return output_; }
     // The barrier hook: placement, the policy's moves (policy null: none),
     // --migrate-every.
-    BarrierHook& hook(std::unique_ptr<balance::Policy> policy, unsigned every, bool verbose);
+    BarrierHook& hook(std::unique_ptr<balance::Policy> policy, unsigned every, bool verbose,
+                      bool dry_run = false);
 
     // In VP v's child before exec: stdin /dev/null, stdout and stderr the
     // VP's files (O_APPEND). false (with a message) on an error.

@@ -54,7 +54,17 @@ std::vector<int> PolicyHook::barrier(std::uint64_t superstep, std::span<const Vp
                 continue;
             // Some policies already name themselves ("pub-simple: host 0 ...").
             const std::string head = fmt::format("{}: ", policy_->name());
-            plan(v, hosts_[m.to], m.why.starts_with(head) ? m.why : head + m.why);
+            std::string why = m.why.starts_with(head) ? m.why : head + m.why;
+            if (dry_run_) {
+                std::fprintf(stderr,
+                             "bsprun: end of superstep %llu: vp %d would move from %s to %s (%s; "
+                             "--dry-run)\n",
+                             static_cast<unsigned long long>(superstep), v,
+                             dest[static_cast<std::size_t>(v)].c_str(), hosts_[m.to].c_str(),
+                             why.c_str());
+                continue;
+            }
+            plan(v, hosts_[m.to], std::move(why));
             if (verbose_) {
                 std::string figs;
                 for (const auto& f : m.figures)

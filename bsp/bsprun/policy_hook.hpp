@@ -36,6 +36,10 @@ class PolicyHook final : public BarrierHook {
                bool verbose = false, ObserveOptions opt = {});
     std::vector<int> barrier(std::uint64_t superstep, std::span<const VpStats> stats) override;
 
+    // --dry-run (MigBSP's scenario ii): the policy decides at every barrier
+    // and its moves are printed as "would move", but none is carried out.
+    void set_dry_run(bool on) { dry_run_ = on; }
+
     // The last observation given to the policy (for tests and --verbose).
     const balance::Observation& last() const { return last_; }
 
@@ -46,6 +50,7 @@ class PolicyHook final : public BarrierHook {
     unsigned every_;
     int nprocs_;
     bool verbose_;
+    bool dry_run_ = false;
     Observer observer_;
     balance::Observation last_;
     double now_ = 0;

@@ -179,6 +179,24 @@ TEST(BspPolicyHook, PlacementThenThePolicysMoveToItsHost) {
     EXPECT_EQ(placer.planned[1].why, "fake: slow host");
 }
 
+// --dry-run: the policy is called and decides as before, but only the
+// placement is planned; its move is not.
+TEST(BspPolicyHook, DryRunCallsThePolicyButPlansNoMove) {
+    FakePlacer placer({"h1", "h1"});
+    auto pol = std::make_unique<ToFastest>();
+    ToFastest* fake = pol.get();
+    PolicyHook hook(placer, {"h1", "h2", "h3"}, std::move(pol), 0, 2);
+    hook.set_dry_run(true);
+    std::vector<VpStats> st = {stat(0, 1, 1), stat(1, 1, 1)};
+    ASSERT_EQ(hook.barrier(0, st), std::vector<int>({1})); // placement still happens
+    st = {stat(0, 1, 1), stat(1, 1, 0.2)};
+    for (std::uint64_t s = 1; s <= 3; ++s)
+        EXPECT_TRUE(hook.barrier(s, st).empty()) << "superstep " << s;
+    EXPECT_EQ(fake->seen.size(), 3u); // it decided each time
+    EXPECT_EQ(placer.planned.size(), 1u);
+    EXPECT_EQ(placer.host_of(1), "h2");
+}
+
 class BspPolicyMoves : public ::testing::TestWithParam<const char*> {};
 TEST_P(BspPolicyMoves, OffTheSlowHost) {
     FakePlacer placer({"h1", "h1"});

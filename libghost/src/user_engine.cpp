@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <optional>
 
 #include <fmt/format.h>
 #include <linux/ghost.h>
@@ -75,29 +76,45 @@ template <class Base> class UserGhostBase : public Base {
     }
 
     Error restore_self(const RestoreOptions& o) override {
-        auto view = image_bytes();
-        if (!view)
-            return view.error();
-        auto img = image::read(view->bytes());
-        if (!img)
-            return img.error();
-        return user::restore_self(view->bytes(), *img, o.stopped);
+        auto b = image_bytes();
+        if (!b)
+            return b.error();
+        if (!b->image) {
+            auto img = image::read(b->view.bytes());
+            if (!img)
+                return img.error();
+            b->image = std::move(*img);
+        }
+        return user::restore_self(b->view.bytes(), *b->image, o.stopped);
     }
 
     const Backend& backend() const override { return backend_; }
 
   protected:
+    // The image's bytes, and the image if reading them already decoded it.
+    struct Bytes {
+        ImageView view;
+        std::optional<image::Image> image;
+    };
+
     // The image, mapped: a memory ghost's or a file's from its offset; a
-    // stream's is read (to its END, not beyond) into memory first.
-    Result<ImageView> image_bytes() {
+    // stream's is read (to its END, not beyond) into memory first, and
+    // decoded (checksums included) on the way: that decoding is kept, so
+    // its bytes are not checked a second time.
+    Result<Bytes> image_bytes() {
+        const auto mapped = [](Result<ImageView> v) -> Result<Bytes> {
+            if (!v)
+                return v.error();
+            return Bytes{std::move(*v), std::nullopt};
+        };
         if (backend_.kind == Backend::Kind::Memory)
-            return map_fd(fd_.get(), 0, len_);
+            return mapped(map_fd(fd_.get(), 0, len_));
         struct stat st {};
         const off_t at = ::lseek(fd_.get(), 0, SEEK_CUR);
         if (::fstat(fd_.get(), &st) == 0 && S_ISREG(st.st_mode) && at >= 0 &&
             static_cast<std::uint64_t>(at) % kPage == 0 && st.st_size > at)
-            return map_fd(fd_.get(), static_cast<std::uint64_t>(at),
-                          static_cast<std::uint64_t>(st.st_size - at));
+            return mapped(map_fd(fd_.get(), static_cast<std::uint64_t>(at),
+                                 static_cast<std::uint64_t>(st.st_size - at)));
         auto copy = new_memfd();
         if (!copy)
             return copy.error();
@@ -105,7 +122,10 @@ template <class Base> class UserGhostBase : public Base {
         auto img = image::read(tee);
         if (!img)
             return img.error();
-        return map_fd(copy->get(), 0, img->bytes);
+        auto view = map_fd(copy->get(), 0, img->bytes);
+        if (!view)
+            return view.error();
+        return Bytes{std::move(*view), std::move(*img)};
     }
 
     UniqueFd fd_;

@@ -11,7 +11,7 @@ SYNOPSIS
     tests/cluster/cluster up --hosts N [--cpu P1,P2,...] [--name NAME]
                              [--engine user|kernel|auto] [--dir DIR]
     tests/cluster/cluster exec HOST CMD [ARGS...]
-    tests/cluster/cluster pids HOST
+    tests/cluster/cluster pids HOST|--all
     tests/cluster/cluster usage HOST
     tests/cluster/cluster status [--name NAME]
     tests/cluster/cluster migd HOST start|stop|restart [VAR=VALUE...]
@@ -124,14 +124,18 @@ EOF
 help_pids() {
 	cat <<'EOF'
 NAME
-    cluster pids - list the processes of a host
+    cluster pids - list the processes of a host, or of every host
 
 SYNOPSIS
     cluster pids HOST
+    cluster pids --all
 
 DESCRIPTION
     Prints, one per line, the pids in HOST's cgroups and in its network
     namespace (migd, and everything started with exec or restored there).
+    With --all, every host's in one call, as lines "HOST PID" (h1 first):
+    a test that checks where a process is and that no copy runs elsewhere
+    needs one call instead of one per host.
 EOF
 }
 

@@ -35,6 +35,7 @@
 #include "ghost/engine.hpp"
 #include "ghost/fd.hpp"
 #include "ghost/process.hpp"
+#include "proc_state.hpp"
 
 namespace {
 
@@ -153,14 +154,6 @@ class Restart : public ::testing::Test {
         }
     }
 
-    char state_of(pid_t pid) {
-        std::ifstream f("/proc/" + std::to_string(pid) + "/stat");
-        std::string s;
-        std::getline(f, s);
-        const auto paren = s.rfind(')');
-        return paren == std::string::npos || paren + 2 >= s.size() ? '?' : s[paren + 2];
-    }
-
     std::unique_ptr<ghost::Engine> eng_;
     ghost::UniqueFd rd_, wr_;
     std::string buf_;
@@ -255,13 +248,13 @@ TEST_F(Restart, StoppedUntilContinued) {
     auto child = ghost::restart(*eng_, img.get(), o);
     ASSERT_TRUE(child) << child.error().what();
     pids_.push_back(*child);
-    EXPECT_EQ(state_of(*child), 'T');
+    EXPECT_EQ(testing_util::state_of(*child), 'T');
     int st = 0;
     ASSERT_EQ(::waitpid(*child, &st, WUNTRACED | WNOHANG), *child);
     EXPECT_TRUE(WIFSTOPPED(st) && WSTOPSIG(st) == SIGSTOP) << "status " << st;
     // Not one line while stopped.
     EXPECT_EQ(next_line(500).first, 0) << "the stopped process wrote";
-    EXPECT_EQ(state_of(*child), 'T');
+    EXPECT_EQ(testing_util::state_of(*child), 'T');
     ASSERT_EQ(::kill(*child, SIGCONT), 0);
     const auto [pid, n] = next_line();
     EXPECT_EQ(pid, *child);
@@ -275,7 +268,7 @@ TEST_F(Restart, KilledWhileStoppedLeavesNothing) {
     o.stopped = true;
     auto child = ghost::restart(*eng_, img.get(), o);
     ASSERT_TRUE(child) << child.error().what();
-    EXPECT_EQ(state_of(*child), 'T');
+    EXPECT_EQ(testing_util::state_of(*child), 'T');
     ASSERT_EQ(::kill(*child, SIGKILL), 0);
     int st = 0;
     ASSERT_EQ(::waitpid(*child, &st, 0), *child);

@@ -31,9 +31,12 @@
 #include "ghost/image.hpp"
 #include "ghost/process.hpp"
 #include "ghost/user_engine.hpp"
+#include "proc_state.hpp"
 #include "subprocess.hpp"
 
 namespace {
+
+using testing_util::state_of;
 
 using namespace std::chrono_literals;
 
@@ -142,14 +145,6 @@ pid_t spawn(Lines& lines, bool with_thread = false, int extra_fd = -1) {
 void kill_wait(pid_t pid) {
     ::kill(pid, SIGKILL);
     ::waitpid(pid, nullptr, 0);
-}
-
-char state_of(pid_t pid) {
-    std::ifstream f("/proc/" + std::to_string(pid) + "/stat");
-    std::string s;
-    std::getline(f, s);
-    const auto close = s.rfind(')');
-    return close == std::string::npos || close + 2 >= s.size() ? '?' : s[close + 2];
 }
 
 std::unique_ptr<ghost::Engine> user_engine() {

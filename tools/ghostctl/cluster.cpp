@@ -57,8 +57,15 @@ std::string when(std::uint64_t ms) {
 } // namespace
 
 int cmd_move(const Globals& g, const MoveArgs& a) {
+    json req = {{"op", a.op}, {"to", a.to}};
+    if (auto pid = parse_pid(a.target))
+        req["pid"] = *pid;
+    else if (a.target.find('-') != std::string::npos)
+        req["gid"] = a.target; // gids are HOST-N
+    else
+        return usage_fail(fmt::format("'{}' is neither a pid nor a gid (HOST-N)", a.target));
     ProgressBar bar(a.op == "migrate" ? "migrating" : "duplicating");
-    const json r = migd_call(g, {{"op", a.op}, {"pid", a.pid}, {"to", a.to}}, &bar);
+    const json r = migd_call(g, req, &bar);
     if (int rc = reply_or_fail(r); rc != exit_ok)
         return rc;
     if (a.json) {
@@ -143,6 +150,20 @@ int cmd_ps(const Globals& g, bool json_out) {
     for (const auto& u : r.value("unreachable", json::array()))
         fmt::print(stderr, "ghostctl: {} did not answer: {}\n", u.value("host", ""),
                    u.value("error", ""));
+    return exit_ok;
+}
+
+int cmd_hosts(const Globals& g, bool json_out) {
+    const json r = migd_call(g, {{"op", "hosts"}}, nullptr);
+    if (int rc = reply_or_fail(r); rc != exit_ok)
+        return rc;
+    if (json_out) {
+        fmt::print("{}\n", r.dump(2));
+        return exit_ok;
+    }
+    for (const auto& h : r.value("hosts", json::array()))
+        fmt::print("{:<16} {}:{}{}\n", h.value("name", ""), h.value("address", ""),
+                   h.value("port", 0), h.value("self", false) ? " (this host)" : "");
     return exit_ok;
 }
 

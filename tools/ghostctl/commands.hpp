@@ -5,7 +5,9 @@
 #include <sys/types.h>
 
 #include <memory>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "ghost/engine.hpp"
@@ -25,6 +27,10 @@ struct Globals {
 // Prints "ghostctl: <reason>" on stderr and returns exit_failure.
 int fail(const ghost::Error& e);
 int fail(const std::string& message);
+// Prints "ghostctl: <reason>" and where to find the usage; returns exit_usage.
+int usage_fail(const std::string& message);
+// A positive decimal pid; anything else (a gid, a name) is nullopt.
+std::optional<pid_t> parse_pid(std::string_view s);
 
 // The engine the options ask for, or an error already printed (nullptr).
 std::unique_ptr<ghost::Engine> open_engine(const Globals& g);
@@ -61,8 +67,8 @@ struct MonitorArgs {
 };
 
 struct MoveArgs {
-    std::string op; // "migrate" or "dup"
-    pid_t pid = 0;
+    std::string op;     // "migrate" or "dup"
+    std::string target; // a local PID, or with --to a GID (HOST-N) wherever it runs
     std::string to;
     bool json = false;
 };
@@ -79,6 +85,7 @@ int cmd_checkpoint_server(const Globals& g, const CheckpointArgs& a);
 int cmd_images(const Globals& g, const ImagesArgs& a);
 int cmd_restart_server(const Globals& g, const RestartArgs& a);
 int cmd_ps(const Globals& g, bool json);
+int cmd_hosts(const Globals& g, bool json);
 int cmd_where(const Globals& g, const std::string& gid, bool json);
 int cmd_kill(const Globals& g, const std::string& gid, const std::string& sig);
 int cmd_checkpoint(const Globals& g, const CheckpointArgs& a);

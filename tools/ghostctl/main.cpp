@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 // ghostctl: the operator's command line for ghost.
+#include <charconv>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -20,6 +21,19 @@ int fail(const ghost::Error& e) {
 int fail(const std::string& message) {
     fmt::print(stderr, "ghostctl: {}\n", message);
     return exit_failure;
+}
+
+int usage_fail(const std::string& message) {
+    fmt::print(stderr, "ghostctl: {}\nRun 'ghostctl --help' for usage.\n", message);
+    return exit_usage;
+}
+
+std::optional<pid_t> parse_pid(std::string_view s) {
+    pid_t pid = 0;
+    const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), pid);
+    if (ec != std::errc() || end != s.data() + s.size() || pid <= 0)
+        return std::nullopt;
+    return pid;
 }
 
 std::unique_ptr<ghost::Engine> open_engine(const Globals& g) {
@@ -197,8 +211,10 @@ int main(int argc, char** argv) {
         "dup", "Make a second, independent copy of process PID, which keeps running; prints "
                "the copy's pid. On this host the copy shares PID's pipes and terminals and "
                "reopens its files by path. With --to HOST the copy runs on HOST (through "
-               "migd; prints HOST:PID and the copy's gid).");
-    dup->add_option("PID", dupa.pid, "the process")->required()->check(CLI::PositiveNumber);
+               "migd; prints HOST:PID and the copy's gid); then GID may name a process of "
+               "the cluster wherever it runs.");
+    dup->add_option("PID|GID", dupa.target, "the process: a pid of this host, or with --to a gid")
+        ->required();
     dup->add_option("--to", dupa.to, "make the copy on HOST, a migd peer")->type_name("HOST");
     dup->add_flag("--json", dupa.json, "with --to: print migd's reply as JSON");
 
@@ -211,8 +227,13 @@ int main(int argc, char** argv) {
         "memory, registers, files by path; a new pid). Prints HOST:PID and its gid, a "
         "cluster-wide id that stays the same across moves. If anything fails, the original "
         "runs on. Only the process's owner or root may move it; it runs as the same uid on "
-        "HOST. Pipes and terminals cannot move (redirect them to files).");
-    migrate->add_option("PID", mig.pid, "the process")->required()->check(CLI::PositiveNumber);
+        "HOST. Pipes and terminals cannot move (redirect them to files). A GID (as printed "
+        "by an earlier move, or by ps --cluster) names the process wherever it runs now: "
+        "this host's migd forwards the request to that host, whose migd moves it.");
+    migrate
+        ->add_option("PID|GID", mig.target,
+                     "the process: a pid of this host, or a gid of the cluster")
+        ->required();
     migrate->add_option("--to", mig.to, "the destination host (a migd peer)")
         ->required()
         ->type_name("HOST");
@@ -235,6 +256,13 @@ int main(int argc, char** argv) {
               "uid, command.");
     ps->add_flag("--cluster", ps_cluster, "ask every host of the cluster (required)")->required();
     ps->add_flag("--json", ps_json, "print the list as JSON");
+
+    bool hosts_json = false;
+    auto* hostsc = app.add_subcommand(
+        "hosts", "The hosts of the cluster as this host's migd knows them: its own name and "
+                 "each configured peer, with the address and port migd reaches it on, one per "
+                 "line (this host first).");
+    hostsc->add_flag("--json", hosts_json, "print the list as JSON");
 
     std::string where_gid;
     bool where_json = false;
@@ -288,14 +316,24 @@ int main(int argc, char** argv) {
         return cmd_checkpoint(g, ck);
     if (restart->parsed())
         return cmd_restart(g, rs);
-    if (dup->parsed())
-        return dupa.to.empty() ? cmd_dup(g, dupa.pid) : cmd_move(g, dupa);
+    if (dup->parsed()) {
+        if (!dupa.to.empty())
+            return cmd_move(g, dupa);
+        auto pid = parse_pid(dupa.target);
+        if (!pid)
+            return usage_fail(fmt::format("dup without --to copies a process of this host: '{}' "
+                                          "is not a pid",
+                                          dupa.target));
+        return cmd_dup(g, *pid);
+    }
     if (migrate->parsed())
         return cmd_move(g, mig);
     if (images->parsed())
         return cmd_images(g, img);
     if (ps->parsed())
         return cmd_ps(g, ps_json);
+    if (hostsc->parsed())
+        return cmd_hosts(g, hosts_json);
     if (where->parsed())
         return cmd_where(g, where_gid, where_json);
     if (killc->parsed())

@@ -18,6 +18,7 @@
 #include <sys/syscall.h>
 #include <sys/sysmacros.h>
 #include <sys/time.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -499,6 +500,56 @@ Result<void> write_pages(Tracee& t, image::Writer& w, const image::Vma& v,
     return {};
 }
 
+// Whether a fork's child sees every mapping as the parent does: not with
+// MADV_DONTFORK (absent in the child) or MADV_WIPEONFORK (zero in it).
+bool fork_sees_all(const std::vector<image::Vma>& vmas) {
+    return std::none_of(vmas.begin(), vmas.end(), [](const image::Vma& v) {
+        return v.rec.flags & (GHOST_VMA_DONTFORK | GHOST_VMA_WIPEONFORK);
+    });
+}
+
+// The snapshot child of a --leave-running export is the target's child: once
+// it is gone, the target reaps its zombie with a wait4 run inside it (held
+// for that one call). If the target exited meanwhile, init reaps it.
+void reap_snapshot(pid_t parent, pid_t child) {
+    auto held = Tracee::seize(parent);
+    if (!held)
+        return;
+    Tracee& t = *held;
+    auto regs0 = t.regs();
+    auto mask0 = t.signal_mask();
+    if (!regs0 || !mask0)
+        return;
+    auto insn = t.find_syscall_insn(*regs0);
+    if (insn && t.set_signal_mask(~0ULL)) {
+        t.use_syscall_insn(*insn);
+        (void)t.call(SYS_wait4, static_cast<std::uint64_t>(child), 0, WNOHANG | __WALL, 0);
+        (void)t.set_regs(restarted(*regs0, true));
+    }
+    (void)t.set_signal_mask(*mask0);
+    (void)t.detach();
+}
+
+// Ends a snapshot (kills it, then has the target reap it) on every path.
+class SnapshotGuard {
+  public:
+    SnapshotGuard(pid_t parent, std::optional<Tracee>& snap) : parent_(parent), snap_(snap) {}
+    SnapshotGuard(const SnapshotGuard&) = delete;
+    SnapshotGuard& operator=(const SnapshotGuard&) = delete;
+    ~SnapshotGuard() {
+        if (!snap_)
+            return;
+        const pid_t child = snap_->pid();
+        snap_->kill_and_wait();
+        snap_.reset();
+        reap_snapshot(parent_, child);
+    }
+
+  private:
+    pid_t parent_;
+    std::optional<Tracee>& snap_;
+};
+
 } // namespace
 
 Result<ExportStats> export_process(pid_t pid, Fate fate, int out) {
@@ -649,26 +700,56 @@ Result<ExportStats> export_process(pid_t pid, Fate fate, int out) {
     }
     img.mm.nr_vmas = static_cast<std::uint32_t>(img.vmas.size());
 
+    const auto frozen_for = [&] {
+        return static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                              std::chrono::steady_clock::now() - t0)
+                                              .count());
+    };
+    // A process that runs on (--leave-running) is held only to capture: it
+    // forks inside, goes on at once, and its pages are copied from the
+    // snapshot child, whose memory stays as it was at the fork
+    // (copy-on-write). Where the child would not see every mapping as it is,
+    // or the fork fails (RLIMIT_NPROC...), it is held for the whole copy.
+    std::optional<Tracee> snap;
+    SnapshotGuard end_snap(pid, snap);
+    std::uint64_t frozen_ns = 0;
+    if (fate == Fate::Run && fork_sees_all(img.vmas)) {
+        if (auto s = t.fork_snapshot())
+            snap.emplace(std::move(*s));
+    }
+    if (snap) {
+        if (auto s = t.set_regs(restarted(*regs0, true)); !s)
+            return fail(s.error());
+        clobbered = false;
+        if (auto s = t.set_signal_mask(*mask0); !s)
+            return fail(s.error());
+        frozen_ns = frozen_for();
+        if (auto d = t.detach(); !d)
+            return d.error();
+    }
+
     // One copy buffer for the whole export, never zeroed: only what
     // process_vm_readv filled is written.
     const auto copy = std::make_unique_for_overwrite<std::byte[]>(kCopyChunk);
+    Tracee& from = snap ? *snap : t;
     image::Writer w(out);
     if (auto r = image::write(w, img,
                               [&](image::Writer& to, const image::Vma& v) {
-                                  return write_pages(t, to, v, std::span(copy.get(), kCopyChunk));
+                                  return write_pages(from, to, v,
+                                                     std::span(copy.get(), kCopyChunk));
                               });
         !r)
         return fail(r.error());
 
-    ExportStats stats{w.offset(), 0};
+    ExportStats stats{w.offset(), frozen_ns};
+    if (snap)
+        return stats;
     if (auto s = t.set_regs(restarted(*regs0, true)); !s)
         return fail(s.error());
     if (auto s = t.set_signal_mask(*mask0); !s)
         return fail(s.error());
     const int sig = fate == Fate::Kill ? SIGKILL : fate == Fate::Stop ? SIGSTOP : 0;
-    stats.frozen_ns = static_cast<std::uint64_t>(
-        std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0)
-            .count());
+    stats.frozen_ns = frozen_for();
     if (auto d = t.detach(sig); !d)
         return d.error();
     return stats;

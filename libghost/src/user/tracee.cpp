@@ -87,11 +87,13 @@ Result<Tracee> Tracee::seize(pid_t pid) {
 
 Tracee::Tracee(Tracee&& o) noexcept
     : pid_(o.pid_), attached_(std::exchange(o.attached_, false)), insn_(o.insn_),
-      held_stop_(o.held_stop_), scratch_(o.scratch_), have_template_(o.have_template_),
-      mem_(std::move(o.mem_)) {}
+      held_stop_(o.held_stop_), snapshot_(o.snapshot_), scratch_(o.scratch_),
+      have_template_(o.have_template_), mem_(std::move(o.mem_)) {}
 
 Tracee::~Tracee() {
-    if (attached_)
+    if (attached_ && snapshot_)
+        kill_and_wait();
+    else if (attached_)
         (void)detach();
 }
 
@@ -284,6 +286,10 @@ Result<void> Tracee::call_and_release(const Regs& final, std::uint64_t mask, int
 Result<void> Tracee::detach(int sig) {
     if (!attached_)
         return {};
+    if (snapshot_) {
+        kill_and_wait();
+        return {};
+    }
     if (sig)
         ::syscall(SYS_tgkill, pid_, pid_, sig);
     if (held_stop_ && sig != SIGKILL)
@@ -293,6 +299,55 @@ Result<void> Tracee::detach(int sig) {
         return Error::from_errno(
             errno, fmt::format("ptrace(DETACH) of pid {}: {}", pid_, errno_text(errno)));
     return {};
+}
+
+Result<Tracee> Tracee::fork_snapshot() {
+    const auto opts = [&](long o) {
+        return pt(PTRACE_SETOPTIONS, pid_, nullptr, reinterpret_cast<void*>(o));
+    };
+    if (opts(PTRACE_O_TRACESYSGOOD | PTRACE_O_TRACECLONE) != 0)
+        return Error::from_errno(
+            errno, fmt::format("ptrace(SETOPTIONS) of pid {}: {}", pid_, errno_text(errno)));
+    // clone(flags, stack, parent_tid, child_tid, tls): no CLONE_* flag and
+    // exit signal 0 (the low byte): a fork that reports PTRACE_EVENT_CLONE.
+    auto r = call(SYS_clone, 0, 0, 0, 0, 0);
+    if (opts(PTRACE_O_TRACESYSGOOD) != 0 && r && *r > 0) {
+        // Cannot happen while we hold it; do not leave a child behind.
+        ::kill(static_cast<pid_t>(*r), SIGKILL);
+        return Error::from_errno(
+            errno, fmt::format("ptrace(SETOPTIONS) of pid {}: {}", pid_, errno_text(errno)));
+    }
+    if (!r)
+        return r.error();
+    if (*r <= 0)
+        return Error::from_errno(static_cast<int>(-*r),
+                                 fmt::format("fork inside pid {} for a snapshot: {}", pid_,
+                                             errno_text(static_cast<int>(-*r))));
+    // Auto-attached, it starts in a stop we must see before reading it.
+    Tracee child(static_cast<pid_t>(*r));
+    child.attached_ = true;
+    child.snapshot_ = true;
+    auto st = child.wait_stop();
+    if (!st) {
+        child.kill_and_wait();
+        return st.error();
+    }
+    return child;
+}
+
+void Tracee::kill_and_wait() {
+    if (!attached_)
+        return;
+    attached_ = false;
+    ::kill(pid_, SIGKILL);
+    for (;;) {
+        int st;
+        const pid_t r = ::waitpid(pid_, &st, __WALL);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0 || WIFEXITED(st) || WIFSIGNALED(st))
+            return;
+    }
 }
 
 Result<int> Tracee::mem_fd() {

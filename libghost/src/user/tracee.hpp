@@ -47,7 +47,8 @@ class Tracee {
     Tracee(Tracee&& o) noexcept;
     Tracee& operator=(Tracee&&) = delete;
     Tracee(const Tracee&) = delete;
-    ~Tracee(); // detaches (without restoring anything) if still attached
+    ~Tracee(); // detaches (without restoring anything) if still attached;
+               // a snapshot is killed instead: it must never run
 
     pid_t pid() const { return pid_; }
 
@@ -82,6 +83,18 @@ class Tracee {
     // Lets it go; with sig, sends it sig first (SIGSTOP, SIGKILL).
     Result<void> detach(int sig = 0);
 
+    // Forks the tracee inside it and returns the child, held by us from
+    // before its first instruction: a copy-on-write snapshot of the
+    // tracee's memory that can be read while the tracee runs on. The clone
+    // has exit signal 0, so the tracee gets no SIGCHLD and a plain wait()
+    // in it does not see the child; its registers are clobbered as by
+    // call(). The child must be ended with kill_and_wait(), and then reaped
+    // in the tracee (wait4 with __WALL), whose zombie it otherwise stays.
+    Result<Tracee> fork_snapshot();
+    // Kills this tracee (a snapshot) and waits, as its tracer, until it is
+    // gone; its own parent still has to reap it.
+    void kill_and_wait();
+
     // Memory: read and write through process_vm_readv/writev, falling back
     // to /proc/PID/mem (which ignores protections) where those fail.
     Result<void> read(std::uint64_t addr, std::span<std::byte> out);
@@ -112,8 +125,9 @@ class Tracee {
     pid_t pid_ = -1;
     bool attached_ = false;
     std::uint64_t insn_ = 0;
-    int held_stop_ = 0; // a SIGSTOP that arrived while we worked: resent at detach
-    Regs scratch_{};    // register template for call()
+    int held_stop_ = 0;     // a SIGSTOP that arrived while we worked: resent at detach
+    bool snapshot_ = false; // made by fork_snapshot(): killed, never let go
+    Regs scratch_{};        // register template for call()
     bool have_template_ = false;
     UniqueFd mem_;
 };

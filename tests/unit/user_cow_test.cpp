@@ -1,0 +1,207 @@
+// SPDX-License-Identifier: GPL-2.0
+// The user engine's copy-on-write capture (Fate::Run, ghostctl checkpoint
+// --leave-running): the process forks inside, runs on at once, and its pages
+// are copied from the snapshot child. These tests check what a process and
+// its image must show: the image is one instant of a process that never
+// stopped writing; the process runs on, gets no SIGCHLD and keeps no zombie
+// child; a mapping a fork would not copy as it is (MADV_WIPEONFORK) still
+// reaches the image intact.
+#include <gtest/gtest.h>
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cinttypes>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <string>
+
+#include "ghost/engine.hpp"
+#include "ghost/image.hpp"
+#include "ghost/user_engine.hpp"
+#include "proc_state.hpp"
+
+namespace {
+
+using testing_util::children_of;
+using testing_util::state_of;
+
+constexpr std::size_t kPage = 4096;
+constexpr std::size_t kPages = 8192; // 32 MiB, rewritten pass after pass
+constexpr std::size_t kWipe = 256;   // 1 MiB of 0xab under MADV_WIPEONFORK
+volatile sig_atomic_t g_sigchld = 0;
+
+// Writes the pass number into the first word of every page of its buffer,
+// pass after pass, without pause. After the first pass reports "BUF WIPE\n"
+// (addresses; WIPE 0 without wipe); reports "sigchld\n" if it ever gets a SIGCHLD.
+[[noreturn]] void writer(int out, bool wipe) {
+    struct sigaction sa {};
+    sa.sa_handler = [](int) { g_sigchld = 1; };
+    ::sigaction(SIGCHLD, &sa, nullptr);
+    auto* buf = static_cast<unsigned char*>(::mmap(nullptr, kPages * kPage, PROT_READ | PROT_WRITE,
+                                                   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
+    unsigned char* wiped = nullptr;
+    if (wipe) {
+        wiped = static_cast<unsigned char*>(::mmap(nullptr, kWipe * kPage, PROT_READ | PROT_WRITE,
+                                                   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
+        std::memset(wiped, 0xab, kWipe * kPage);
+        if (::madvise(wiped, kWipe * kPage, MADV_WIPEONFORK) != 0)
+            ::_exit(4);
+    }
+    // Every page is present before the addresses are told.
+    for (std::size_t i = 0; i < kPages; i++)
+        *reinterpret_cast<volatile std::uint64_t*>(buf + i * kPage) = 1;
+    char line[64];
+    const int n = std::snprintf(line, sizeof(line), "%" PRIxPTR " %" PRIxPTR "\n",
+                                reinterpret_cast<std::uintptr_t>(buf),
+                                reinterpret_cast<std::uintptr_t>(wiped));
+    if (::write(out, line, static_cast<std::size_t>(n)) != n)
+        ::_exit(3);
+    bool told = false;
+    for (std::uint64_t pass = 2;; pass++) {
+        for (std::size_t i = 0; i < kPages; i++)
+            *reinterpret_cast<volatile std::uint64_t*>(buf + i * kPage) = pass;
+        if (g_sigchld && !told) {
+            told = ::write(out, "sigchld\n", 8) == 8;
+        }
+    }
+}
+
+struct Writer {
+    pid_t pid = -1;
+    int rd = -1;
+    std::uint64_t buf = 0, wipe = 0;
+
+    explicit Writer(bool wipe_region) {
+        int p[2];
+        EXPECT_EQ(::pipe2(p, O_CLOEXEC), 0);
+        pid = ::fork();
+        if (pid == 0) {
+            ::close(p[0]);
+            writer(p[1], wipe_region);
+        }
+        ::close(p[1]);
+        rd = p[0];
+        const std::string first = read_for(5000);
+        EXPECT_EQ(std::sscanf(first.c_str(), "%" SCNx64 " %" SCNx64, &buf, &wipe), 2) << first;
+    }
+    ~Writer() {
+        ::kill(pid, SIGKILL);
+        ::waitpid(pid, nullptr, 0);
+        ::close(rd);
+    }
+    // What it wrote within ms (empty if nothing).
+    std::string read_for(int ms) {
+        std::string s;
+        pollfd p{rd, POLLIN, 0};
+        while (::poll(&p, 1, ms) > 0) {
+            char b[256];
+            const ssize_t n = ::read(rd, b, sizeof(b));
+            if (n <= 0)
+                break;
+            s.append(b, static_cast<std::size_t>(n));
+            if (s.find('\n') != std::string::npos && ms > 1000)
+                break;
+        }
+        return s;
+    }
+};
+
+// The first word of each page of [addr, addr + pages * 4096) in the image.
+std::vector<std::uint64_t> words_at(std::span<const std::byte> view, const ghost::image::Image& img,
+                                    std::uint64_t addr, std::size_t pages) {
+    std::vector<std::uint64_t> out;
+    for (const auto& v : img.vmas)
+        for (const auto& r : v.runs)
+            for (std::uint64_t i = 0; i < r.nr_pages; i++) {
+                const std::uint64_t a = r.addr + i * kPage;
+                if (a < addr || a >= addr + pages * kPage)
+                    continue;
+                std::uint64_t w = 0;
+                std::memcpy(&w, view.data() + r.data_offset + i * kPage, sizeof(w));
+                out.push_back(w);
+            }
+    return out;
+}
+
+// Exports w's process with Fate::Run into a memory ghost; returns its bytes.
+struct Exported {
+    std::unique_ptr<ghost::MemoryGhost> ghost;
+    ghost::ExportStats stats;
+};
+
+Exported export_running(const Writer& w) {
+    ghost::UserEngine engine;
+    auto g = engine.create_memory();
+    EXPECT_TRUE(g) << g.error().what();
+    auto st = (*g)->export_process(w.pid, ghost::Fate::Run);
+    EXPECT_TRUE(st) << st.error().what();
+    return {std::move(*g), st ? *st : ghost::ExportStats{}};
+}
+
+// Every page of the buffer holds one pass number, and the image is one
+// instant of the writer: the pages the pass under way had reached hold p,
+// the others p - 1 (never two boundaries, never a gap of more than one).
+TEST(UserCow, ARunningExportIsOneInstantOfAProcessThatNeverStopped) {
+    Writer w(false);
+    auto e = export_running(w);
+    ASSERT_TRUE(e.ghost);
+    auto view = e.ghost->view();
+    ASSERT_TRUE(view) << view.error().what();
+    auto img = ghost::image::read(view->bytes());
+    ASSERT_TRUE(img) << img.error().what();
+    const auto words = words_at(view->bytes(), *img, w.buf, kPages);
+    ASSERT_EQ(words.size(), kPages);
+    const std::uint64_t first = words.front();
+    std::size_t boundaries = 0;
+    for (std::size_t i = 1; i < words.size(); i++) {
+        if (words[i] == words[i - 1])
+            continue;
+        boundaries++;
+        EXPECT_EQ(words[i] + 1, words[i - 1]) << "page " << i;
+    }
+    EXPECT_GE(first, 1u);
+    EXPECT_LE(boundaries, 1u) << "pages from more than one instant";
+    // It runs on, as it was: writing, not stopped, no child, no SIGCHLD.
+    EXPECT_NE(state_of(w.pid), 'T');
+    EXPECT_EQ(children_of(w.pid), "") << "a snapshot child is left";
+    EXPECT_EQ(w.read_for(300).find("sigchld"), std::string::npos);
+}
+
+// Several exports in a row: each leaves nothing behind.
+TEST(UserCow, RepeatedExportsLeaveNoChildAndNoSignal) {
+    Writer w(false);
+    for (int i = 0; i < 5; i++) {
+        auto e = export_running(w);
+        ASSERT_TRUE(e.ghost);
+        EXPECT_EQ(children_of(w.pid), "") << "after export " << i;
+    }
+    EXPECT_EQ(w.read_for(300).find("sigchld"), std::string::npos);
+    EXPECT_NE(state_of(w.pid), 'T');
+}
+
+// A fork's child sees a MADV_WIPEONFORK mapping zeroed: such a process is
+// held for the whole copy instead, and the image has the real bytes.
+TEST(UserCow, WipeOnForkMemoryIsCopiedFromTheProcessItself) {
+    Writer w(true);
+    ASSERT_NE(w.wipe, 0u);
+    auto e = export_running(w);
+    ASSERT_TRUE(e.ghost);
+    auto view = e.ghost->view();
+    ASSERT_TRUE(view);
+    auto img = ghost::image::read(view->bytes());
+    ASSERT_TRUE(img) << img.error().what();
+    const auto words = words_at(view->bytes(), *img, w.wipe, kWipe);
+    ASSERT_EQ(words.size(), kWipe);
+    for (std::size_t i = 0; i < words.size(); i++)
+        ASSERT_EQ(words[i], 0xababababababababULL) << "page " << i;
+    EXPECT_EQ(children_of(w.pid), "");
+}
+
+} // namespace
