@@ -84,12 +84,29 @@ void Ghost::call(const Observation& obs, Decision& d) {
     d.rescheduled = true;
     ++calls_;
     std::vector<Demand> demand(obs.procs.size());
+    double started_work = 0.0;
+    std::size_t started = 0;
     for (std::size_t i = 0; i < demand.size(); ++i) {
         demand[i].instructions = windows_[i].instructions();
         demand[i].bytes_from_set.resize(obs.sets);
         for (SetId j = 0; j < obs.sets; ++j)
             demand[i].bytes_from_set[j] = windows_[i].bytes_from(j);
+        if (windows_[i].started()) {
+            started_work += demand[i].instructions;
+            ++started;
+        }
     }
+    // A BSP job runs one program on every process: one that has not computed
+    // yet (a wavefront not yet at its columns) is expected to compute as much
+    // as those that have. Planning it as idle would leave it on a slow host
+    // and fill the fast ones with processes about to finish.
+    const double expected = started > 0 ? started_work / static_cast<double>(started) : 0.0;
+    std::size_t imputed = 0;
+    for (std::size_t i = 0; i < demand.size(); ++i)
+        if (!windows_[i].started()) {
+            demand[i].instructions = expected;
+            imputed += expected > 0.0;
+        }
     const Plan p = plan(obs, demand, tuning_.margin);
     const auto horizon = std::min<std::uint64_t>(obs.superstep, tuning_.horizon_cap);
     const double visible = visible_.slope();
@@ -154,6 +171,7 @@ void Ghost::call(const Observation& obs, Decision& d) {
     d.figures.push_back({"batch", p.batch_seconds});
     d.figures.push_back({"planned", static_cast<double>(p.moves.size())});
     d.figures.push_back({"accepted", accept ? 1.0 : 0.0});
+    d.figures.push_back({"imputed", static_cast<double>(imputed)});
 }
 
 } // namespace
