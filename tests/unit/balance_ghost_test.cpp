@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 // The "ghost" policy on small clusters worked by hand: which process moves
 // where, when a batch pays for itself, free processors, stability over many
-// barriers, what its protocol costs, and the fit of visible.hpp.
+// barriers, what its protocol costs, the fit of visible.hpp, processes that
+// have not computed yet or have stopped computing (Smith-Waterman's wavefront).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -12,6 +13,7 @@
 
 #include "ghost/ghost.hpp"
 #include "ghost/visible.hpp"
+#include "ghost/window.hpp"
 
 using namespace ghost::balance;
 
@@ -310,4 +312,114 @@ TEST(BalanceGhost, SplitsProcessesSharingOneProcessor) {
     EXPECT_EQ(d.moves[0].proc, 0u);
     EXPECT_EQ(d.moves[0].to, 1u);
     EXPECT_DOUBLE_EQ(figure(d, "step after"), 1.0);
+}
+
+TEST(BalanceGhost, WindowStartsAtTheFirstComputingSuperstep) {
+    // Instructions 0, 0, 4e8, 6e8 over a window of 4: the mean is over the
+    // two supersteps since the process started, 5e8 (not 2.5e8); bytes too.
+    using ghost::balance::ghost_policy::Window;
+    Window w(4, 1);
+    Process p;
+    p.bytes_from_set = {0};
+    w.observe(p);
+    w.observe(p);
+    EXPECT_FALSE(w.started());
+    EXPECT_DOUBLE_EQ(w.instructions(), 0.0);
+    p.instructions = 4e8;
+    p.bytes_from_set = {100};
+    w.observe(p);
+    EXPECT_TRUE(w.started());
+    p.instructions = 6e8;
+    p.bytes_from_set = {300};
+    w.observe(p);
+    EXPECT_DOUBLE_EQ(w.instructions(), 5e8);
+    EXPECT_DOUBLE_EQ(w.bytes_from(0), 200.0);
+    // Once started, idle supersteps count: 6e8, 0, 0, 0 -> 1.5e8.
+    p.instructions = 0;
+    p.bytes_from_set = {0};
+    for (int k = 0; k < 3; ++k)
+        w.observe(p);
+    EXPECT_TRUE(w.started());
+    EXPECT_DOUBLE_EQ(w.instructions(), 1.5e8);
+}
+
+TEST(BalanceGhost, ProcessNotStartedIsPlannedWithTheOthersMeanDemand) {
+    // p0 computes 1e9 on h0 (1 GHz, 1 s); p1 on h1 (0.5 GHz) has not
+    // computed yet. Planned with p0's 1e9 it would take 2 s: it is the
+    // critical process and goes to h2 (2 GHz, 0.5 s); p0 then bounds the
+    // superstep at 1 s: 2 s -> 1 s, saving 1 s > the batch's 0.6 s, carried
+    // out at superstep 1. Planned as idle, p0 would be moved instead
+    // (1 s -> 0.5 s, 0.5 s < 0.6 s: refused).
+    Cluster c({host(0, 1e9), host(0, 0.5e9), host(1, 2e9)}, {0, 1}, {1e9, 0.0});
+    auto policy = make_ghost();
+    EXPECT_DOUBLE_EQ(c.step(), 1.0);
+    const Decision d = policy->at_barrier(c.obs);
+    EXPECT_DOUBLE_EQ(figure(d, "imputed"), 1.0);
+    EXPECT_DOUBLE_EQ(figure(d, "step"), 2.0);
+    EXPECT_DOUBLE_EQ(figure(d, "step after"), 1.0);
+    ASSERT_EQ(d.moves.size(), 1u);
+    EXPECT_EQ(d.moves[0].proc, 1u);
+    EXPECT_EQ(d.moves[0].to, 2u);
+}
+
+namespace {
+
+// p0 computes 1e9 every superstep on h0 (0.5 GHz, 2 s); p1 computes 1e9
+// in superstep 1 only, on the 2 GHz host h1 with the given processors,
+// where p2 (if busy) computes 1e8 every superstep. No host is free, so
+// nothing can move until p1 has stopped: its window of 4 is all zero at
+// superstep 5, and the calls come at 1, 3, 7 (the interval doubles while
+// there is nothing to try). Returns the decision at superstep 7.
+Decision after_p1_stopped(unsigned h1_processors, bool with_p2) {
+    std::vector<HostId> where = {0, 1};
+    std::vector<double> work = {1e9, 1e9};
+    if (with_p2) {
+        where.push_back(1);
+        work.push_back(1e8);
+    }
+    Cluster c({host(0, 0.5e9), host(1, 2e9, h1_processors)}, where, work);
+    auto policy = make_ghost();
+    Decision d;
+    for (int s = 1; s <= 7; ++s) {
+        c.step();
+        c.work[1] = 0.0;
+        d = policy->at_barrier(c.obs);
+        if (s < 7) {
+            EXPECT_TRUE(d.moves.empty()) << s;
+        }
+        c.apply(d);
+    }
+    EXPECT_TRUE(d.rescheduled);
+    return d;
+}
+
+} // namespace
+
+TEST(BalanceGhost, StoppedProcessGivesUpItsFastHost) {
+    // At superstep 7 p1 has stopped: p0 takes its place on h1 (0.5 s) and
+    // p1 takes p0's on h0, in one batch: 2 s -> 0.5 s, saving 1.5 s x 7
+    // supersteps > the batch's 10 MB x 1e-8 + 0.5 = 0.6 s.
+    const Decision d = after_p1_stopped(1, false);
+    ASSERT_EQ(d.moves.size(), 2u);
+    EXPECT_EQ(d.moves[0].proc, 0u);
+    EXPECT_EQ(d.moves[0].to, 1u);
+    EXPECT_EQ(d.moves[1].proc, 1u);
+    EXPECT_EQ(d.moves[1].to, 0u);
+    EXPECT_NE(d.moves[1].why.find("has stopped computing"), std::string::npos) << d.moves[1].why;
+    EXPECT_DOUBLE_EQ(figure(d, "step after"), 0.5);
+    EXPECT_DOUBLE_EQ(figure(d, "batch"), 0.6);
+}
+
+TEST(BalanceGhost, SwapNeverMakesTheMoverShareAProcessor) {
+    // h1 has one processor and p2 is busy on it: taking p1's place, p0
+    // would share that processor with p2; no move. With two processors on
+    // h1 p0 gets one of its own (2 GHz with 2 occupants: 0.5 s): the swap.
+    const Decision shared = after_p1_stopped(1, true);
+    EXPECT_TRUE(shared.moves.empty());
+    const Decision own = after_p1_stopped(2, true);
+    ASSERT_EQ(own.moves.size(), 2u);
+    EXPECT_EQ(own.moves[0].proc, 0u);
+    EXPECT_EQ(own.moves[0].to, 1u);
+    EXPECT_EQ(own.moves[1].proc, 1u);
+    EXPECT_EQ(own.moves[1].to, 0u);
 }
