@@ -370,19 +370,31 @@ namespace {
 // nothing can move until p1 has stopped: its window of 4 is all zero at
 // superstep 5, and the calls come at 1, 3, 7 (the interval doubles while
 // there is nothing to try). Returns the decision at superstep 7.
-Decision after_p1_stopped(unsigned h1_processors, bool with_p2) {
+// With p1_receives, p1 keeps receiving 1000 bytes a superstep from Set 0.
+// With a third host h2 (Set 0, 1.5 GHz), it becomes available at superstep 7.
+Decision after_p1_stopped(unsigned h1_processors, bool with_p2, bool p1_receives = false,
+                          bool h2_late = false) {
     std::vector<HostId> where = {0, 1};
     std::vector<double> work = {1e9, 1e9};
     if (with_p2) {
         where.push_back(1);
         work.push_back(1e8);
     }
-    Cluster c({host(0, 0.5e9), host(1, 2e9, h1_processors)}, where, work);
+    std::vector<Host> hosts = {host(0, 0.5e9), host(1, 2e9, h1_processors)};
+    if (h2_late) {
+        hosts.push_back(host(0, 1.5e9));
+        hosts.back().available = false;
+    }
+    Cluster c(hosts, where, work);
     auto policy = make_ghost();
     Decision d;
     for (int s = 1; s <= 7; ++s) {
         c.step();
         c.work[1] = 0.0;
+        if (p1_receives)
+            c.obs.procs[1].bytes_from_set = {1000, 0};
+        if (h2_late && s == 7)
+            c.obs.hosts[2].available = true;
         d = policy->at_barrier(c.obs);
         if (s < 7) {
             EXPECT_TRUE(d.moves.empty()) << s;
@@ -422,4 +434,23 @@ TEST(BalanceGhost, SwapNeverMakesTheMoverShareAProcessor) {
     EXPECT_EQ(own.moves[0].to, 1u);
     EXPECT_EQ(own.moves[1].proc, 1u);
     EXPECT_EQ(own.moves[1].to, 0u);
+}
+
+TEST(BalanceGhost, ProcessThatStillReceivesHasNotStopped) {
+    // p1 computes nothing after superstep 1 but receives 1000 bytes every
+    // superstep: its demand is not nothing, it keeps h1, nothing moves.
+    const Decision d = after_p1_stopped(1, false, true);
+    EXPECT_TRUE(d.moves.empty());
+}
+
+TEST(BalanceGhost, SwapWinsOverASlowerFreeHost) {
+    // At superstep 7 h2 (1.5 GHz, free) becomes available: p0 would take
+    // 0.667 s there, 0.5 s in p1's place on h1 (one processor, p1 leaves):
+    // the swap.
+    const Decision d = after_p1_stopped(1, false, false, true);
+    ASSERT_EQ(d.moves.size(), 2u);
+    EXPECT_EQ(d.moves[0].proc, 0u);
+    EXPECT_EQ(d.moves[0].to, 1u);
+    EXPECT_EQ(d.moves[1].proc, 1u);
+    EXPECT_EQ(d.moves[1].to, 0u);
 }
