@@ -454,3 +454,22 @@ TEST(BalanceGhost, SwapWinsOverASlowerFreeHost) {
     EXPECT_EQ(d.moves[1].proc, 1u);
     EXPECT_EQ(d.moves[1].to, 0u);
 }
+
+TEST(BalanceGhost, SwapThatDoesNotShortenTheStepIsTakenBack) {
+    // p0 and p2 compute 1e9 on 0.5 GHz hosts (2 s each); p1 computed once
+    // on h1 (2 GHz) and has stopped by superstep 7. The greedy swaps p0 into
+    // h1, but p2 still takes 2 s and has nowhere to go: p0 at home would not
+    // exceed the final 2 s, so the swap is undone and nothing is planned.
+    Cluster c({host(0, 0.5e9), host(1, 2e9), host(0, 0.5e9)}, {0, 1, 2}, {1e9, 1e9, 1e9});
+    auto policy = make_ghost();
+    Decision d;
+    for (int s = 1; s <= 7; ++s) {
+        c.step();
+        c.work[1] = 0.0;
+        d = policy->at_barrier(c.obs);
+        EXPECT_TRUE(d.moves.empty()) << s;
+    }
+    ASSERT_TRUE(d.rescheduled);
+    EXPECT_DOUBLE_EQ(figure(d, "planned"), 0.0);
+    EXPECT_DOUBLE_EQ(figure(d, "step after"), 2.0);
+}
