@@ -76,10 +76,15 @@ struct Cluster {
     }
 };
 
-std::unique_ptr<Policy> make_ghost(bool migrate = true) {
+// The clusters below were worked by hand with the saving counted over every
+// superstep done so far (payback 1); the default, a third of them, has its
+// own test (DefaultPaybackIsAThirdOfTheSuperstepsDone).
+std::unique_ptr<Policy> make_ghost(bool migrate = true, double payback = 1.0) {
     Params p;
     p.migrate = migrate;
-    auto r = make_policy("ghost", p);
+    ghost::balance::ghost_policy::Tuning t;
+    t.payback = payback;
+    auto r = ghost::balance::ghost_policy::make(p, t);
     EXPECT_TRUE(r.has_value());
     return std::move(*r);
 }
@@ -104,6 +109,7 @@ TEST(BalanceGhost, IsRegistered) {
     const auto names = policy_names();
     EXPECT_NE(std::find(names.begin(), names.end(), "ghost"), names.end());
     EXPECT_EQ(make_ghost()->name(), "ghost");
+    EXPECT_TRUE(make_policy("ghost", {}).has_value());
 }
 
 TEST(BalanceGhost, CriticalProcessMovesToTheFastestFreeHost) {
@@ -299,6 +305,12 @@ TEST(BalanceGhost, RefusesTuningOutOfRange) {
     t = {};
     t.budget = 0.0;
     EXPECT_FALSE(gp::make({}, t).has_value());
+    t = {};
+    t.payback = 0.0;
+    EXPECT_FALSE(gp::make({}, t).has_value());
+    t = {};
+    t.resend = t.margin; // a stale demand could hide a whole margin
+    EXPECT_FALSE(gp::make({}, t).has_value());
 }
 
 TEST(BalanceGhost, SplitsProcessesSharingOneProcessor) {
@@ -472,4 +484,76 @@ TEST(BalanceGhost, SwapThatDoesNotShortenTheStepIsTakenBack) {
     ASSERT_TRUE(d.rescheduled);
     EXPECT_DOUBLE_EQ(figure(d, "planned"), 0.0);
     EXPECT_DOUBLE_EQ(figure(d, "step after"), 2.0);
+}
+
+TEST(BalanceGhost, DefaultPaybackIsAThirdOfTheSuperstepsDone) {
+    // The 1 GB image of RefusesABatchUntilTheHorizonPaysForIt (batch 10.5 s,
+    // 1 s saved per superstep) with the default tuning: the saving counts
+    // over a third of the supersteps done, s / 3 s, so the batch is refused
+    // through superstep 31 (10.33 s) and carried out at 32 (10.67 s).
+    Cluster c({host(0, 1e9), host(0, 1e9), host(0, 0.5e9), host(1, 2e9), host(1, 2e9)}, {0, 1, 2},
+              {1e9, 1e9, 1e9}, 1'000'000'000);
+    auto r = make_policy("ghost", {});
+    ASSERT_TRUE(r.has_value());
+    auto& policy = *r;
+    for (int s = 1; s <= 31; ++s) {
+        c.step();
+        const Decision d = policy->at_barrier(c.obs);
+        EXPECT_TRUE(d.moves.empty()) << s;
+        if (d.rescheduled) {
+            EXPECT_NEAR(figure(d, "saving"), s / 3.0, 1e-12) << s;
+        }
+    }
+    c.step();
+    const Decision d = policy->at_barrier(c.obs);
+    ASSERT_TRUE(d.rescheduled);
+    ASSERT_EQ(d.moves.size(), 1u);
+    EXPECT_EQ(d.moves[0].proc, 2u);
+    EXPECT_NEAR(figure(d, "horizon"), 32.0 / 3.0, 1e-12);
+}
+
+TEST(BalanceGhost, ProcessesReportOnlyChangedDemands) {
+    // Four equal processes on four equal hosts (2 Sets): calls at 1, 3, 7.
+    // At 1 everyone reports: 4 x 36 + 4 x 12 = 192 bytes. At 3 nothing
+    // changed: no byte. p0 then computes 1.1e9 (10% more, above the 1%
+    // tolerance) from superstep 4: at 7 its window's mean is 1.1e9 and it
+    // alone reports, 36 bytes; h1's external load changed to 0.5: 12 bytes.
+    Cluster c({host(0, 1e9), host(0, 1e9), host(1, 1e9), host(1, 1e9)}, {0, 1, 2, 3},
+              {1e9, 1e9, 1e9, 1e9});
+    auto policy = make_ghost();
+    std::vector<std::uint64_t> bytes;
+    std::vector<double> reports;
+    for (int s = 1; s <= 7; ++s) {
+        if (s == 4)
+            c.work[0] = 1.1e9;
+        if (s == 7)
+            c.obs.hosts[1].external_load = 0.5;
+        c.step();
+        const Decision d = policy->at_barrier(c.obs);
+        if (d.rescheduled) {
+            bytes.push_back(d.cost.bytes);
+            reports.push_back(figure(d, "reports"));
+        }
+    }
+    EXPECT_EQ(bytes, (std::vector<std::uint64_t>{192, 0, 48}));
+    EXPECT_EQ(reports, (std::vector<double>{4, 0, 1}));
+}
+
+TEST(BalanceGhost, DeciderPlansWithWhatItHeard) {
+    // p0's demand grows by 0.5%, below the tolerance: it does not report and
+    // the decider still predicts the 1 s it heard at superstep 1, not the
+    // 1.005 s it would take (calls at 1 and 3; the change from superstep 2).
+    Cluster c({host(0, 1e9), host(0, 1e9), host(1, 1e9), host(1, 1e9)}, {0, 1, 2, 3},
+              {1e9, 1e9, 1e9, 1e9});
+    auto policy = make_ghost();
+    c.step();
+    EXPECT_DOUBLE_EQ(figure(policy->at_barrier(c.obs), "step"), 1.0);
+    c.work[0] = 1.005e9;
+    c.step();
+    EXPECT_FALSE(policy->at_barrier(c.obs).rescheduled);
+    c.step();
+    const Decision d = policy->at_barrier(c.obs);
+    ASSERT_TRUE(d.rescheduled);
+    EXPECT_DOUBLE_EQ(figure(d, "reports"), 0.0);
+    EXPECT_DOUBLE_EQ(figure(d, "step"), 1.0);
 }
