@@ -146,20 +146,20 @@ void Ghost::call(const Observation& obs, Decision& d) {
             m.proc = pm.proc;
             m.from = pm.from;
             m.to = pm.to;
-            const std::string head =
+            const std::string what =
                 pm.makes_room_for
-                    ? fmt::format("Process {} has stopped computing and leaves host {} to process "
-                                  "{}, taking its place on host {}; ",
+                    ? fmt::format("Process {} has stopped computing (no instruction and no byte "
+                                  "over its window) and leaves host {} to process {}, taking its "
+                                  "place on host {}",
                                   pm.proc, pm.from, *pm.makes_room_for, pm.to)
-                    : std::string();
-            m.why = head + fmt::format("Process {} would take {:.4g} s on host {} and {:.4g} s on "
-                                       "host {}; the moves cut "
-                                       "the superstep from {:.4g} s to {:.4g} s ({:.2g} of it "
-                                       "visible), saving {:.4g} s "
-                                       "over {:.4g} supersteps, "
-                                       "more than the batch's {:.4g} s.",
-                                       pm.proc, pm.before, pm.from, pm.after, pm.to, p.step_before,
-                                       p.step_after, visible, saving, horizon, p.batch_seconds);
+                    : fmt::format("Process {} would take {:.4g} s on host {} and {:.4g} s on "
+                                  "host {}",
+                                  pm.proc, pm.before, pm.from, pm.after, pm.to);
+            m.why = what + fmt::format("; the moves cut the superstep from {:.4g} s to {:.4g} s "
+                                       "({:.2g} of it visible), saving {:.4g} s over {:.4g} "
+                                       "supersteps, more than the batch's {:.4g} s.",
+                                       p.step_before, p.step_after, visible, saving, horizon,
+                                       p.batch_seconds);
             m.figures = {{"swap", pm.makes_room_for ? 1.0 : 0.0},
                          {"before", pm.before},
                          {"after", pm.after},
