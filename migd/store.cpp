@@ -57,25 +57,6 @@ std::optional<std::string> read_file(const std::string& path) {
     return ss.str();
 }
 
-Result<void> write_all(int fd, std::span<const std::byte> data, std::size_t* done) {
-    std::size_t off = 0;
-    while (off < data.size()) {
-        const ssize_t n = ::write(fd, data.data() + off, data.size() - off);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0) {
-            const int err = errno;
-            if (done)
-                *done = off;
-            return Error::from_errno(err, std::strerror(err));
-        }
-        off += static_cast<std::size_t>(n);
-    }
-    if (done)
-        *done = off;
-    return {};
-}
-
 Result<void> write_file_atomic(const std::string& path, std::string_view data, int mode) {
     const std::string tmp = path + ".tmp";
     UniqueFd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode));

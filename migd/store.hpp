@@ -18,18 +18,16 @@
 
 #include <nlohmann/json.hpp>
 
+#include "ghost/io.hpp"
 #include "ghost/result.hpp"
 
 namespace migd {
 
+using ghost::write_all; // ghost/io.hpp
 using nlohmann::json;
 
 // Writes data to path atomically (tmp, fsync, rename, fsync of the directory).
 ghost::Result<void> write_file_atomic(const std::string& path, std::string_view data, int mode);
-
-// All of data to fd, EINTR and short writes retried; on an error (its errno
-// and text) *done, if given, says how many bytes went before it.
-ghost::Result<void> write_all(int fd, std::span<const std::byte> data, std::size_t* done = nullptr);
 
 // A whole (small) file, or nothing when it cannot be read.
 std::optional<std::string> read_file(const std::string& path);

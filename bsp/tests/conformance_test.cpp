@@ -211,13 +211,24 @@ TEST(BspRun, VerbosePrintsEveryBarriersStatistics) {
     EXPECT_NE(r.err.find("sent 192 bytes"), std::string::npos) << r.err;
 }
 
-TEST(BspRun, ClusterIsNotYetAndHostOptionsNeedHosts) {
-    auto r = run({BSPRUN_PATH, "-n", "2", "--cluster", prog("basic")});
+// --cluster asks this host's migd for the hosts: without one, a clear error.
+TEST(BspRun, ClusterNeedsAMigdAndHostOptionsNeedHosts) {
+    auto r = run({BSPRUN_PATH, "-n", "2", "--cluster", "--migd-socket", "/nonexistent/migd.sock",
+                  prog("basic")});
+    EXPECT_EQ(r.code, 1);
+    EXPECT_NE(r.err.find("bsprun: --cluster: this host's migd (/nonexistent/migd.sock) did not "
+                         "list its hosts"),
+              std::string::npos)
+        << r.err;
+    r = run({BSPRUN_PATH, "-n", "2", "--cluster", "--hosts", "h1", prog("basic")});
     EXPECT_EQ(r.code, 2);
-    EXPECT_NE(r.err.find("--cluster is not yet implemented"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("--cluster and --hosts"), std::string::npos) << r.err;
     r = run({BSPRUN_PATH, "-n", "2", "--job-dir", "/tmp/x", prog("basic")});
     EXPECT_EQ(r.code, 2);
     EXPECT_NE(r.err.find("go with --hosts"), std::string::npos) << r.err;
+    r = run({BSPRUN_PATH, "-n", "2", "--dry-run", prog("basic")});
+    EXPECT_EQ(r.code, 2);
+    EXPECT_NE(r.err.find("--dry-run goes with --hosts or --cluster"), std::string::npos) << r.err;
 }
 
 // Without a migd, --hosts cannot move anything: every VP stays on this

@@ -41,18 +41,6 @@ Result<std::size_t> read_some(int fd, std::span<std::byte> buf) {
     }
 }
 
-Result<void> write_all(int fd, std::span<const std::byte> data) {
-    while (!data.empty()) {
-        const ssize_t n = ::write(fd, data.data(), data.size());
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0)
-            return Error::from_errno(errno, fmt::format("write: {}", errno_text(errno)));
-        data = data.subspan(static_cast<std::size_t>(n));
-    }
-    return {};
-}
-
 Result<void> compress_fd(int in, int out, int level,
                          const std::function<void(std::uint64_t)>& counted) {
     std::unique_ptr<ZSTD_CCtx, CCtxFree> cctx(ZSTD_createCCtx());

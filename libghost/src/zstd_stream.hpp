@@ -7,6 +7,7 @@
 #include <functional>
 #include <span>
 
+#include "ghost/io.hpp"
 #include "ghost/result.hpp"
 
 namespace ghost {
@@ -16,8 +17,7 @@ namespace ghost {
 Result<void> compress_fd(int in, int out, int level,
                          const std::function<void(std::uint64_t)>& counted);
 
-// read(2)/write(2) with EINTR retried; write_all loops on short writes.
+// read(2) with EINTR retried. (Whole writes: write_all() of ghost/io.hpp.)
 Result<std::size_t> read_some(int fd, std::span<std::byte> buf);
-Result<void> write_all(int fd, std::span<const std::byte> data);
 
 } // namespace ghost

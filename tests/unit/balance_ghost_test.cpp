@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 // The "ghost" policy on small clusters worked by hand: which process moves
 // where, when a batch pays for itself, free processors, stability over many
-// barriers, what its protocol costs, and the fit of visible.hpp.
+// barriers, what its protocol costs, and the fit of visible.hpp. Processes
+// not started or stopped, the payback and the reports: balance_ghost_demand_test.cpp.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -10,85 +11,14 @@
 
 #include <ghost/balance/policy.hpp>
 
+#include "balance_ghost_cluster.hpp"
 #include "ghost/ghost.hpp"
 #include "ghost/visible.hpp"
 
 using namespace ghost::balance;
+using namespace ghost_test;
 
 namespace {
-
-Host host(SetId set, double cpu, unsigned processors = 1) {
-    Host h;
-    h.set = set;
-    h.cpu_power = cpu;
-    h.processors = processors;
-    return h;
-}
-
-// Two Sets, 100 MB/s everywhere (T = 1e-8 s per byte), Mig = 0.5 s. Every
-// process computes `instructions` and receives nothing; its times are those
-// of the model (instructions over its host's speed).
-struct Cluster {
-    Observation obs;
-    std::vector<double> work;
-
-    Cluster(std::vector<Host> hosts, std::vector<HostId> where, std::vector<double> instructions,
-            std::uint64_t memory = 10'000'000) {
-        obs.sets = 2;
-        obs.hosts = std::move(hosts);
-        obs.net.byte_time = {1e-8, 1e-8, 1e-8, 1e-8};
-        obs.net.migration_cost = 0.5;
-        work = std::move(instructions);
-        for (std::size_t i = 0; i < where.size(); ++i) {
-            Process p;
-            p.host = where[i];
-            p.memory_bytes = memory;
-            p.bytes_from_set = {0, 0};
-            p.recv_time_from_set = {0, 0};
-            obs.procs.push_back(p);
-        }
-    }
-
-    // The next superstep as the model predicts it; returns its length.
-    double step() {
-        std::vector<unsigned> on(obs.hosts.size(), 0);
-        for (const auto& p : obs.procs)
-            ++on[p.host];
-        double longest = 0.0;
-        for (std::size_t i = 0; i < obs.procs.size(); ++i) {
-            auto& p = obs.procs[i];
-            const Host& h = obs.hosts[p.host];
-            const double share = std::min(1.0, double(h.processors) / double(on[p.host]));
-            p.instructions = work[i];
-            p.comp_time = p.step_time = work[i] / (h.cpu_power * share);
-            longest = std::max(longest, p.step_time);
-        }
-        ++obs.superstep;
-        obs.now += longest;
-        return longest;
-    }
-
-    void apply(const Decision& d) {
-        for (const Move& m : d.moves)
-            obs.procs[m.proc].host = m.to;
-    }
-};
-
-std::unique_ptr<Policy> make_ghost(bool migrate = true) {
-    Params p;
-    p.migrate = migrate;
-    auto r = make_policy("ghost", p);
-    EXPECT_TRUE(r.has_value());
-    return std::move(*r);
-}
-
-double figure(const Decision& d, std::string_view name) {
-    for (const auto& f : d.figures)
-        if (f.name == name)
-            return f.value;
-    ADD_FAILURE() << "no figure " << name;
-    return -1.0;
-}
 
 // Set 0: h0, h1 at 1 GHz, h2 at 0.5 GHz; Set 1: h3, h4 at 2 GHz, free.
 Cluster slow_third() {
@@ -102,6 +32,7 @@ TEST(BalanceGhost, IsRegistered) {
     const auto names = policy_names();
     EXPECT_NE(std::find(names.begin(), names.end(), "ghost"), names.end());
     EXPECT_EQ(make_ghost()->name(), "ghost");
+    EXPECT_TRUE(make_policy("ghost", {}).has_value());
 }
 
 TEST(BalanceGhost, CriticalProcessMovesToTheFastestFreeHost) {
@@ -296,6 +227,12 @@ TEST(BalanceGhost, RefusesTuningOutOfRange) {
     EXPECT_FALSE(gp::make({}, t).has_value());
     t = {};
     t.budget = 0.0;
+    EXPECT_FALSE(gp::make({}, t).has_value());
+    t = {};
+    t.payback = 0.0;
+    EXPECT_FALSE(gp::make({}, t).has_value());
+    t = {};
+    t.resend = t.margin; // a stale demand could hide a whole margin
     EXPECT_FALSE(gp::make({}, t).has_value());
 }
 

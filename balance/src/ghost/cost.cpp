@@ -25,8 +25,8 @@ Cost call(const CallShape& s) {
     // Demands on the barrier messages, hosts' loads from the Set managers,
     // orders on the releases.
     c.messages = s.sets;
-    c.bytes = s.procs * ((2 + s.sets) * number_bytes + id_bytes) +
-              s.hosts * (number_bytes + id_bytes) + s.moves * 2 * id_bytes;
+    c.bytes = s.reporting_procs * ((2 + s.sets) * number_bytes + id_bytes) +
+              s.reporting_hosts * (number_bytes + id_bytes) + s.moves * 2 * id_bytes;
     c.rounds = 0;
     // The decider: every process's prediction, the queues of processes and
     // of free hosts, then each greedy step (a queue update and the examined

@@ -5,8 +5,9 @@
 // its window (instructions, no message). At a call its demand rides on the
 // barrier message it sends the deciding process anyway: the mean
 // instructions and bytes per Set, its image size and its host (so no extra
-// round, but the bytes are counted); each Set's manager adds the external
-// load of its hosts (one message per Set). The decider plans (sorting,
+// round, but the bytes are counted), only when it changed since its last
+// report (report.hpp); each Set's manager adds the external load of its
+// hosts that changed (one message per Set). The decider plans (sorting,
 // the greedy's priority queue, one prediction per Set per step) and any
 // order rides on the release of the process that moves (bytes counted).
 #pragma once
@@ -30,9 +31,11 @@ struct CallShape {
     std::size_t procs = 0;
     std::size_t hosts = 0;
     std::size_t sets = 0;
-    std::size_t examined = 0; // destinations the greedy evaluated
-    std::size_t steps = 0;    // greedy steps (tentative moves plus the last try)
-    std::size_t moves = 0;    // orders sent
+    std::size_t examined = 0;        // destinations the greedy evaluated
+    std::size_t steps = 0;           // greedy steps (tentative moves plus the last try)
+    std::size_t moves = 0;           // orders sent
+    std::size_t reporting_procs = 0; // processes whose demand changed (report.hpp)
+    std::size_t reporting_hosts = 0; // hosts whose load changed
 };
 
 // One call's own cost (bookkeeping not included).

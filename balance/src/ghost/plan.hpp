@@ -9,11 +9,16 @@
 // process that finishes last to the free processor where it would finish
 // earliest, as long as that shortens its time by the margin, and stops when
 // the last one cannot move; then it takes back every move that the final
-// critical path did not need. A pure function of its inputs.
+// critical path did not need. A full host counts as a destination too when
+// one of its processes has stopped computing (no instructions and no bytes
+// over the window): that process takes the mover's place, in the same
+// parallel batch (a swap), so processes done with their work do not hold
+// the fast hosts. A pure function of its inputs.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -34,6 +39,9 @@ struct PlannedMove {
     double before = 0.0;   // predicted seconds of the process where it was
     double after = 0.0;    // predicted seconds where it goes
     double mem_time = 0.0; // image bytes x T(from Set, to Set), without the fixed cost
+    // Set when this process has stopped computing and leaves its host to
+    // the process named here, taking that one's place (a swap).
+    std::optional<ProcId> makes_room_for;
 };
 
 struct Plan {

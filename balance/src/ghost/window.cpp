@@ -9,6 +9,9 @@ Window::Window(std::size_t length, std::size_t sets)
     : length_(std::max<std::size_t>(1, length)), sets_(sets), slots_(length_ * (1 + sets), 0.0) {}
 
 void Window::observe(const Process& p) {
+    started_ = started_ || p.instructions > 0.0;
+    if (!started_)
+        return; // its idle past says nothing of its demand
     double* slot = &slots_[next_ * (1 + sets_)];
     slot[0] = p.instructions;
     for (std::size_t j = 0; j < sets_; ++j)
