@@ -19,6 +19,7 @@
 #include <fmt/format.h>
 
 #include "checkpoint.hpp"
+#include "ckpt_cli.hpp"
 #include "ghost/balance/policy.hpp"
 #include "ghost/engine.hpp"
 #include "help.hpp"
@@ -108,24 +109,8 @@ int main(int argc, char** argv) {
     app.add_option("--hub-address", hub_address,
                    "with --hosts: the IPv4 address the hub listens on for the other hosts' VPs "
                    "(default: the first address of an interface that is up, not loopback)");
-    unsigned ckpt_every = 0;
-    std::string server, restart, on_failure{"fail"};
-    app.add_option("--checkpoint-every", ckpt_every,
-                   "with --hosts and --server: checkpoint the whole job at every N-th barrier "
-                   "(see CHECKPOINT AND ROLLBACK)")
-        ->option_text("N");
-    app.add_option("--server", server,
-                   "the checkpoint server (a migd host name) that --checkpoint-every stores on "
-                   "and --restart reads from")
-        ->option_text("HOST");
-    app.add_option("--restart", restart,
-                   "restart job JOB from its last complete checkpoint on --server (no -n, no "
-                   "PROGRAM: both come from the checkpoint)")
-        ->option_text("JOB");
-    app.add_option("--on-failure", on_failure,
-                   "what a lost VP or host does: fail (default) or rollback (to the last "
-                   "complete checkpoint, on the hosts still up)")
-        ->check(CLI::IsMember({"fail", "rollback"}));
+    CkptOptions ck;
+    add_checkpoint_options(app, ck);
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {
@@ -135,31 +120,9 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "bsprun: --cluster and --hosts: give one of them\n");
         return 2;
     }
-    const bool restarting = !restart.empty();
-    if (ckpt_every > 0 && server.empty()) {
-        std::fprintf(stderr, "bsprun: --checkpoint-every needs --server HOST (the migd host whose "
-                             "checkpoint server stores the images)\n");
-        return 2;
-    }
-    if (restarting && server.empty()) {
-        std::fprintf(stderr, "bsprun: --restart JOB needs --server HOST (where its checkpoint "
-                             "is stored)\n");
-        return 2;
-    }
-    if (on_failure == "rollback" && ckpt_every == 0) {
-        std::fprintf(stderr, "bsprun: --on-failure rollback needs --checkpoint-every N (it rolls "
-                             "back to the last checkpoint)\n");
-        return 2;
-    }
-    if (!restarting && nprocs == 0) {
-        std::fprintf(stderr, "bsprun: -n P is required (bsprun --help)\n");
-        return 2;
-    }
-    if (restarting && (nprocs != 0 || !app.remaining().empty())) {
-        std::fprintf(stderr, "bsprun: --restart takes P and the program from the checkpoint: "
-                             "give neither -n nor PROGRAM\n");
-        return 2;
-    }
+    const bool restarting = !ck.restart.empty();
+    if (const int u = checkpoint_usage(ck, nprocs, !app.remaining().empty()); u != 0)
+        return u;
     if (cluster) {
         auto all = cluster_hosts(migd_socket);
         if (!all) {
@@ -173,7 +136,7 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "bsprun: --hosts '%s' names no host\n", hosts.c_str());
         return 2;
     }
-    if (ckpt_every > 0 && host_list.empty() && !restarting) {
+    if (ck.every > 0 && host_list.empty() && !restarting) {
         std::fprintf(
             stderr, "bsprun: --checkpoint-every needs --hosts or --cluster (a checkpointed VP must "
                     "hold no pipe: its output goes to the job directory's files)\n");
@@ -183,28 +146,11 @@ int main(int argc, char** argv) {
         host_list.push_back(resolve_home(home));
     std::optional<Manifest> manifest;
     if (restarting) {
-        auto m = fetch_manifest(migd_socket, server, restart);
-        if (!m) {
-            std::fprintf(stderr, "bsprun: --restart %s: %s\n", restart.c_str(),
-                         m.error().what().c_str());
-            return 1;
-        }
-        manifest = std::move(*m);
-        if (hub_answers(*manifest)) {
-            std::fprintf(stderr,
-                         "bsprun: --restart %s: the job still runs (its hub answers at %s "
-                         "with the job's key): end it first\n",
-                         restart.c_str(), manifest->hub_address.c_str());
-            return 1;
-        }
+        int code = 0;
+        manifest = restart_manifest(ck, migd_socket, job_dir, code);
+        if (!manifest)
+            return code;
         nprocs = manifest->nprocs;
-        if (!job_dir.empty() && job_dir != manifest->job_dir) {
-            std::fprintf(stderr,
-                         "bsprun: --restart: the VPs reopen their files in the "
-                         "checkpoint's job directory %s: --job-dir cannot change it\n",
-                         manifest->job_dir.c_str());
-            return 2;
-        }
         job_dir = manifest->job_dir;
     }
     const bool multi = !host_list.empty();
@@ -265,8 +211,8 @@ int main(int argc, char** argv) {
         }
         engine = std::move(*e);
     }
-    if (ckpt_every > 0 && !restarting) {
-        if (auto c = check_server(migd_socket, server); !c) {
+    if (ck.every > 0 && !restarting) {
+        if (auto c = check_server(migd_socket, ck.server); !c) {
             std::fprintf(stderr, "bsprun: --checkpoint-every: %s\n", c.error().what().c_str());
             return 1;
         }
@@ -280,7 +226,7 @@ int main(int argc, char** argv) {
             return 1;
         }
         mh.emplace(std::move(*m));
-        if (ckpt_every > 0)
+        if (ck.every > 0)
             mh->output().keep(); // a checkpoint names it
     }
     int op[2], ep[2];
@@ -310,7 +256,7 @@ int main(int argc, char** argv) {
     std::vector<int> status(static_cast<std::size_t>(nprocs), -1);
     std::fflush(nullptr);
     if (restarting) {
-        auto r = restore_vps(mh->mover(), *manifest, server, host_list);
+        auto r = restore_vps(mh->mover(), *manifest, ck.server, host_list);
         if (!r) {
             std::fprintf(stderr, "bsprun: --restart %s: %s\n", job.c_str(),
                          r.error().what().c_str());
@@ -371,7 +317,7 @@ int main(int argc, char** argv) {
     }
     int alive = restarting ? 0 : nprocs; // bsprun's children still running
     std::unique_ptr<JobCheckpointer> ckpt;
-    if (ckpt_every > 0) {
+    if (ck.every > 0) {
         Manifest base = restarting ? *manifest : Manifest{};
         base.job = job;
         base.key_hex = mh->key_hex();
@@ -381,12 +327,12 @@ int main(int argc, char** argv) {
         base.home = mh->home();
         base.hub_address = mh->hub_address();
         base.hosts = host_list;
-        ckpt = std::make_unique<JobCheckpointer>(mh->mover(), server, ckpt_every, std::move(base));
+        ckpt = std::make_unique<JobCheckpointer>(mh->mover(), ck.server, ck.every, std::move(base));
         hub.set_checkpointer(ckpt.get());
         std::fprintf(stderr,
                      "bsprun: job %s: a checkpoint at every %u-th barrier on %s (bsprun --restart "
                      "%s --server %s)\n",
-                     job.c_str(), ckpt_every, server.c_str(), job.c_str(), server.c_str());
+                     job.c_str(), ck.every, ck.server.c_str(), job.c_str(), ck.server.c_str());
     }
     if (mh) {
         mh->attach(hub, pids);
@@ -475,11 +421,11 @@ int main(int argc, char** argv) {
     }
     if (mh)
         mh->output().copy(); // the last bytes of bsprun's children
-    if (!outcome.ok && on_failure == "rollback" && outcome.lost) {
+    if (!outcome.ok && ck.on_failure == "rollback" && outcome.lost) {
         std::vector<std::string> pass_on = {"--migd-socket",
                                             migd_socket,
                                             "--checkpoint-every",
-                                            std::to_string(ckpt_every),
+                                            std::to_string(ck.every),
                                             "--on-failure",
                                             "rollback",
                                             "--home",
@@ -491,7 +437,7 @@ int main(int argc, char** argv) {
                 pass_on.insert(pass_on.end(), {opt, *val});
         if (verbose)
             pass_on.push_back("--verbose");
-        rollback(mh->mover(), host_list, *ckpt, server, outcome.why,
+        rollback(mh->mover(), host_list, *ckpt, ck.server, outcome.why,
                  pass_on); // on failure: returns
     }
     if (!outcome.ok) {
