@@ -15,12 +15,17 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
+#include <barrier>
 #include <cinttypes>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <memory>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "ghost/engine.hpp"
 #include "ghost/image.hpp"
@@ -202,6 +207,36 @@ TEST(UserCow, WipeOnForkMemoryIsCopiedFromTheProcessItself) {
     for (std::size_t i = 0; i < words.size(); i++)
         ASSERT_EQ(words[i], 0xababababababababULL) << "page " << i;
     EXPECT_EQ(children_of(w.pid), "");
+}
+
+// A multithreaded exporter (as migd): its threads share a SysV undo list the
+// target does not have, so each export forks a reference child for kcmp.
+// Concurrent exports must not wait on each other's children (they did: the
+// children inherited each other's pipe ends; this test hung in one run of
+// three before the fix, as cluster_bench's all-at-once checkpoints did).
+TEST(UserCow, ConcurrentExportsFromThreadsFinish) {
+    std::vector<std::unique_ptr<Writer>> ws;
+    for (int i = 0; i < 4; i++)
+        ws.push_back(std::make_unique<Writer>(false));
+    std::vector<std::thread> ts;
+    std::atomic<int> ok{0};
+    std::barrier start(4); // each round starts in every thread at once
+    for (int i = 0; i < 4; i++)
+        ts.emplace_back([&, i] {
+            for (int k = 0; k < 100; k++) {
+                start.arrive_and_wait();
+                ghost::UserEngine engine;
+                auto g = engine.create_memory();
+                if (g &&
+                    (*g)->export_process(ws[static_cast<std::size_t>(i)]->pid, ghost::Fate::Run))
+                    ok++;
+            }
+        });
+    for (auto& t : ts)
+        t.join();
+    EXPECT_EQ(ok.load(), 400);
+    for (const auto& w : ws)
+        EXPECT_EQ(children_of(w->pid), "");
 }
 
 } // namespace

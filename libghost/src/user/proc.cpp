@@ -5,6 +5,8 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <linux/kcmp.h>
+#include <signal.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -254,23 +256,22 @@ bool holds_sysvsem(pid_t pid) {
     auto cmp = [pid](pid_t other) { return ::syscall(SYS_kcmp, other, pid, KCMP_SYSVSEM, 0, 0); };
     if (cmp(::getpid()) <= 0) // the same as ours (none, in general), or cannot tell
         return false;
-    int p[2];
-    if (::pipe2(p, O_CLOEXEC) != 0)
-        return false;
+    // The child waits to be killed. (It used to wait for the end of a pipe:
+    // in a multithreaded caller exporting in several threads at once, each
+    // child inherited the other threads' pipe ends, and two such children
+    // waited on each other for ever.) It holds no descriptor we wait on.
     const pid_t ref = ::fork();
     if (ref == 0) { // only async-signal-safe calls: the caller may have threads
-        char c;
-        ::close(p[1]);
-        while (::read(p[0], &c, 1) < 0 && errno == EINTR) {
-        }
-        ::_exit(0);
+        ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+        for (;;)
+            ::pause();
     }
-    ::close(p[0]);
     const bool none = ref > 0 && cmp(ref) == 0;
-    ::close(p[1]);
-    if (ref > 0)
+    if (ref > 0) {
+        ::kill(ref, SIGKILL);
         while (::waitpid(ref, nullptr, 0) < 0 && errno == EINTR) {
         }
+    }
     return ref > 0 && !none;
 }
 
