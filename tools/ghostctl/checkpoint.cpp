@@ -7,7 +7,6 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <charconv>
 #include <cstdio>
 #include <filesystem>
 #include <optional>
@@ -76,8 +75,9 @@ class PendingFile {
 // "N" or "N:M": the image's fd N from ghostctl's fd M (N when M is absent).
 ghost::Result<std::pair<int, int>> parse_inherit_fd(const std::string& spec) {
     auto number = [](std::string_view s, int& out) {
-        const auto r = std::from_chars(s.data(), s.data() + s.size(), out);
-        return !s.empty() && r.ec == std::errc() && r.ptr == s.data() + s.size() && out >= 0;
+        const auto n = parse_int(s);
+        out = n.value_or(-1);
+        return n && *n >= 0;
     };
     const std::string_view sv(spec);
     const auto colon = sv.find(':');

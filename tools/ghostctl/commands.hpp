@@ -29,6 +29,9 @@ int fail(const ghost::Error& e);
 int fail(const std::string& message);
 // Prints "ghostctl: <reason>" and where to find the usage; returns exit_usage.
 int usage_fail(const std::string& message);
+// A decimal int that is the whole of s (a sign allowed, nothing else
+// around it); anything else is nullopt.
+std::optional<int> parse_int(std::string_view s);
 // A positive decimal pid; anything else (a gid, a name) is nullopt.
 std::optional<pid_t> parse_pid(std::string_view s);
 

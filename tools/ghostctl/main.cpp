@@ -28,12 +28,19 @@ int usage_fail(const std::string& message) {
     return exit_usage;
 }
 
-std::optional<pid_t> parse_pid(std::string_view s) {
-    pid_t pid = 0;
-    const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), pid);
-    if (ec != std::errc() || end != s.data() + s.size() || pid <= 0)
+std::optional<int> parse_int(std::string_view s) {
+    int n = 0;
+    const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), n);
+    if (s.empty() || ec != std::errc() || end != s.data() + s.size())
         return std::nullopt;
-    return pid;
+    return n;
+}
+
+std::optional<pid_t> parse_pid(std::string_view s) {
+    const auto n = parse_int(s);
+    if (!n || *n <= 0)
+        return std::nullopt;
+    return *n;
 }
 
 std::unique_ptr<ghost::Engine> open_engine(const Globals& g) {
