@@ -31,7 +31,9 @@
 // (libghost's, as the image checksum), and write(2) of the bytes in 4 MiB
 // calls into a memfd and into a file in --dir. After Google Benchmark's own report, a table gives
 // each operation's time, bandwidth (image bytes, or the bytes copied, over
-// time) and that bandwidth as a fraction of memcpy's.
+// time) and that bandwidth as a fraction of memcpy's and of issue 15's
+// one-copy floor (/floor: process_vm_readv of the same bytes into fresh
+// pages, mapped for each iteration; verified and unmapped off the clock).
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/mman.h>
@@ -493,7 +495,10 @@ void bm_memcpy_fresh(benchmark::State& state, size_t mib) {
     state.SetBytesProcessed(static_cast<std::int64_t>(bytes) * state.iterations());
 }
 
-void bm_process_vm(benchmark::State& state, size_t mib, bool write_it) {
+// Issue 15's floor when fresh: process_vm_readv of the workload's bytes into
+// pages mapped for each iteration (what any export or restart must at least
+// do: copy each byte once into memory that was not there before).
+void bm_process_vm(benchmark::State& state, size_t mib, bool write_it, bool fresh = false) {
     std::string why;
     auto w = start_workload(mib << 20, why);
     if (!w)
@@ -502,14 +507,36 @@ void bm_process_vm(benchmark::State& state, size_t mib, bool write_it) {
     iovec local{buf.get(), w->bytes};
     iovec remote{reinterpret_cast<void*>(w->addr), w->bytes};
     for (auto _ : state) {
+        void* dst = nullptr;
+        if (fresh) {
+            dst =
+                mmap(nullptr, w->bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+            if (dst == MAP_FAILED) {
+                fail(state, fmt::format("mmap: {}", errno_text()));
+                break;
+            }
+            local.iov_base = dst;
+        }
         const ssize_t n = write_it ? process_vm_writev(w->pid, &local, 1, &remote, 1, 0)
                                    : process_vm_readv(w->pid, &local, 1, &remote, 1, 0);
         if (n != static_cast<ssize_t>(w->bytes)) {
             fail(state, fmt::format("process_vm_{}: {}", write_it ? "writev" : "readv",
                                     n < 0 ? errno_text() : "short"));
+            if (dst)
+                munmap(dst, w->bytes);
             break;
         }
         benchmark::ClobberMemory();
+        if (dst) { // checked and unmapped off the clock: an export keeps its pages
+            state.PauseTiming();
+            const bool same = std::memcmp(dst, buf.get(), w->bytes) == 0;
+            munmap(dst, w->bytes);
+            state.ResumeTiming();
+            if (!same) {
+                fail(state, "process_vm_readv into fresh pages read other bytes than the pattern");
+                break;
+            }
+        }
     }
     if (!state.error_occurred() && w->ask('v') != 0)
         fail(state, "the workload's memory is not the pattern");
@@ -579,6 +606,9 @@ void bm_write(benchmark::State& state, size_t mib, bool memfd) {
     state.SetBytesProcessed(static_cast<std::int64_t>(bytes) * state.iterations());
 }
 
+// Issue 15's one-copy floor: the "/floor" column divides by its bandwidth.
+constexpr const char* floor_name = "process_vm_readv-fresh-pages";
+
 // The baselines after memcpy, in the order of the table.
 struct Baseline {
     const char* name;
@@ -588,6 +618,7 @@ constexpr Baseline baselines[] = {
     {"memcpy-fresh-pages", bm_memcpy_fresh},
     {"process_vm_readv", [](benchmark::State& s, size_t mib) { bm_process_vm(s, mib, false); }},
     {"process_vm_writev", [](benchmark::State& s, size_t mib) { bm_process_vm(s, mib, true); }},
+    {floor_name, [](benchmark::State& s, size_t mib) { bm_process_vm(s, mib, false, true); }},
     {"pagemap", bm_pagemap},
     {"crc32c", bm_crc32c},
     {"write-memfd", [](benchmark::State& s, size_t mib) { bm_write(s, mib, true); }},
@@ -649,7 +680,8 @@ void usage(FILE* out) {
                     "engine, beside memcpy of the same bytes and the system calls a ptrace engine\n"
                     "is made of, all in the same run. Each engine operation runs N times\n"
                     "(default 5) and is verified off the clock; the last table gives bandwidths\n"
-                    "and ratios to memcpy. '--engines none' runs the baselines only.\n"
+                    "and ratios to memcpy and to the one-copy floor (process_vm_readv of the\n"
+                    "same bytes into fresh pages). '--engines none' runs the baselines only.\n"
                     "Exit status 1 when anything failed; 2 usage error. Google Benchmark's\n"
                     "flags (--benchmark_filter=REGEX, ...) work as usual.\n");
 }
@@ -739,12 +771,19 @@ int main(int argc, char** argv) {
     utsname u{};
     uname(&u);
     fmt::print("\nghost_bench_user: kernel {}, {} CPUs, files in {}; ms per operation, MiB/s, "
-               "and bandwidth as a fraction of memcpy's (memcpy time / time)\n\n",
-               u.release, sysconf(_SC_NPROCESSORS_ONLN), cfg.dir);
-    fmt::print(
-        "| MiB | operation | ms | MiB/s | /memcpy | frozen ms |\n|---|---|---|---|---|---|\n");
+               "and bandwidth as a fraction of memcpy's (memcpy time / time) and of the one-copy "
+               "floor's ({})\n\n",
+               u.release, sysconf(_SC_NPROCESSORS_ONLN), cfg.dir, floor_name);
+    fmt::print("| MiB | operation | ms | MiB/s | /memcpy | /floor | frozen ms |\n"
+               "|---|---|---|---|---|---|---|\n");
     for (size_t mib : cfg.sizes) {
         const auto base = rep.rows.find(name_of("memcpy", mib));
+        const auto floor = rep.rows.find(name_of(floor_name, mib));
+        const auto ratio = [](const auto& it, const auto& end, double bps) {
+            return it != end && it->second.bytes_per_s > 0
+                       ? fmt::format("{:.3f}x", bps / it->second.bytes_per_s)
+                       : std::string("-");
+        };
         std::vector<std::string> ops;
         for (const auto& e : cfg.engines)
             for (const char* op : {"/export-memory", "/export-file", "/restart-file"})
@@ -760,11 +799,9 @@ int main(int argc, char** argv) {
             }
             const auto& r = it->second;
             const auto frozen = r.counters.find("frozen_ms");
-            fmt::print("| {} | {} | {:.1f} | {:.0f} | {} | {} |\n", mib, op, r.ms,
-                       r.bytes_per_s / (1 << 20),
-                       base != rep.rows.end() && base->second.bytes_per_s > 0
-                           ? fmt::format("{:.3f}x", r.bytes_per_s / base->second.bytes_per_s)
-                           : "-",
+            fmt::print("| {} | {} | {:.1f} | {:.0f} | {} | {} | {} |\n", mib, op, r.ms,
+                       r.bytes_per_s / (1 << 20), ratio(base, rep.rows.end(), r.bytes_per_s),
+                       ratio(floor, rep.rows.end(), r.bytes_per_s),
                        frozen != r.counters.end() ? fmt::format("{:.1f}", frozen->second) : "-");
         }
     }
