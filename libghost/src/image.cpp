@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 // The user-space image reader (the writer is in image_writer.cpp). It
-// applies the checks of ghost.ko's own reader (kmod/stage.c), in the same order, except those that
-// depend on the importing machine: opening paths, the CPU's FPU features,
+// applies the checks of ghost.ko's own reader (kmod/stage.c), in the same
+// order, except those that depend on the importing machine: opening paths,
+// the CPU's FPU features,
 // the caller's resource limits, the vDSO's place. Two bounds are the
 // format's rather than one kernel's (see Documentation/image-format.md):
 // user addresses end at 2^47 - 4096 (a kernel with 5-level page tables
