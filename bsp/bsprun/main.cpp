@@ -227,7 +227,7 @@ int main(int argc, char** argv) {
         }
         mh.emplace(std::move(*m));
         if (ck.every > 0)
-            mh->output().keep(); // a checkpoint names it
+            mh->output().keep(true); // a checkpoint names it (none yet: see below)
     }
     int op[2], ep[2];
     if (::pipe2(op, O_CLOEXEC) != 0 || ::pipe2(ep, O_CLOEXEC) != 0) {
@@ -386,6 +386,8 @@ int main(int argc, char** argv) {
     const Outcome outcome = hub.run();
     if (!outcome.ok)
         std::fprintf(stderr, "bsprun: job failed: %s\n", outcome.why.c_str());
+    if (ckpt && ckpt->last_complete() == 0)
+        mh->output().keep(false); // no checkpoint names the job directory
 
     // Let the VPs finish (after bsp_end they may still run and print), and
     // copy their output to the end.

@@ -53,7 +53,7 @@ Result<JobOutput> JobOutput::open(std::string dir, int nprocs) {
 }
 
 JobOutput::~JobOutput() {
-    if (!made_ || dir_.empty())
+    if (!made_ || kept_ || dir_.empty())
         return;
     ::unlink((dir_ + "/hub").c_str());
     for (int v = 0; v < nprocs_; ++v)

@@ -24,14 +24,15 @@ class JobOutput {
     // removed again at the end; a given one is kept with the files.
     static Result<JobOutput> open(std::string dir, int nprocs);
     JobOutput(JobOutput&& o) noexcept
-        : dir_(std::move(o.dir_)), made_(std::exchange(o.made_, false)), nprocs_(o.nprocs_),
-          files_(std::move(o.files_)), timer_(std::move(o.timer_)) {}
+        : dir_(std::move(o.dir_)), made_(std::exchange(o.made_, false)), kept_(o.kept_),
+          nprocs_(o.nprocs_), files_(std::move(o.files_)), timer_(std::move(o.timer_)) {}
     JobOutput& operator=(JobOutput&&) = delete;
     ~JobOutput();
 
     const std::string& dir() const { return dir_; }
-    // Keeps a directory made here at the end (a checkpoint names it).
-    void keep() { made_ = false; }
+    // Whether a directory made here stays at the end (a checkpoint names
+    // it); by default it is removed.
+    void keep(bool k) { kept_ = k; }
     // DIR/vp<N>.out and .err: what a VP's fds 1 and 2 are opened on.
     std::string path(int vp, bool err) const;
     // A timer descriptor (readable every 50 ms) to poll; tick() reads it
@@ -44,7 +45,8 @@ class JobOutput {
   private:
     JobOutput() = default;
     std::string dir_;
-    bool made_ = false;
+    bool made_ = false; // by open(), under /tmp
+    bool kept_ = false;
     int nprocs_ = 0;
     std::vector<UniqueFd> files_; // vp 0 out, vp 0 err, vp 1 out, ...
     UniqueFd timer_;
