@@ -53,12 +53,15 @@
 #include <fstream>
 #include <map>
 #include <optional>
+#include <span>
 #include <sstream>
 #include <string>
 #include <vector>
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
+#include "criu_stats.hpp"
 #include "ghost/c/export_target.h"
 #include "ghost/c/restore_self.h"
 #include "ghost/fd.hpp"
@@ -175,7 +178,11 @@ struct Failure {
 struct Sample {
     double ckpt_ms = 0, restart_ms = 0, total_ms = 0;
     std::uint64_t image_bytes = 0;
-    double frozen_ms = -1; // as the kernel reports it; -1 when the tool does not say
+    double frozen_ms = -1; // as the tool reports it; -1 when it does not say
+    // A second checkpoint of a fresh workload that leaves it running
+    // (ghostctl/user/criu only; -1 for the others): the command's time and
+    // how long the process was held still.
+    double lr_export_ms = -1, lr_frozen_ms = -1;
 };
 
 // The directory of one run, and the workload's markers in it.
@@ -283,6 +290,26 @@ double frozen_from(const std::string& s) {
     return at == std::string::npos ? -1 : std::atof(s.c_str() + at + 7);
 }
 
+// "frozen_ms" of ghostctl checkpoint --json; -1 when absent.
+double frozen_from_json(const std::string& out) {
+    const auto j = nlohmann::json::parse(out, nullptr, false);
+    return j.is_object() && j.contains("frozen_ms") && j["frozen_ms"].is_number()
+               ? j["frozen_ms"].get<double>()
+               : -1;
+}
+
+// CRIU's own account of how long a dump held the process: DIR/stats-dump.
+double criu_frozen_ms(const fs::path& dir, Failure& f) {
+    const std::string raw = slurp(dir / "stats-dump");
+    bench::CriuDumpStats st;
+    std::string why;
+    if (!bench::parse_criu_stats_dump(std::as_bytes(std::span(raw.data(), raw.size())), st, why)) {
+        f.what = fmt::format("{}: {}", (dir / "stats-dump").string(), why);
+        return -1;
+    }
+    return st.frozen_ms;
+}
+
 // A ghost object on a file (fd >= 0) or, with fd -1, a memory buffer.
 int make_ghost(int fd) {
     ghost::UniqueFd dev(open("/dev/ghost", O_RDWR | O_CLOEXEC));
@@ -388,8 +415,9 @@ std::optional<Sample> run_once(Tool tool, size_t mib, const Programs& pr, const 
     switch (tool) {
     case Tool::Ghostctl:
     case Tool::User:
-        st = run({pr.ghostctl, "--engine", engine_of(tool), "checkpoint", spid, "-o", image},
-                 d / "ckpt.out", d / "ckpt.err");
+        st = run(
+            {pr.ghostctl, "--engine", engine_of(tool), "checkpoint", spid, "-o", image, "--json"},
+            d / "ckpt.out", d / "ckpt.err");
         break;
     case Tool::Stubs:
         st = run({pr.ghost_export, "--kill", spid, image}, d / "ckpt.out", d / "ckpt.err");
@@ -484,12 +512,70 @@ std::optional<Sample> run_once(Tool tool, size_t mib, const Programs& pr, const 
     s.total_ms = t2 - t0;
     if (tool == Tool::Criu) {
         s.image_bytes = criu_image_bytes(criu_dir);
+        if ((s.frozen_ms = criu_frozen_ms(criu_dir, f)) < 0)
+            return std::nullopt;
     } else if (tool != Tool::IoctlMem) { // that one has the bytes the export reported
         s.image_bytes = fs::file_size(image);
         if (tool == Tool::Stubs)
             s.frozen_ms = frozen_from(slurp(d / "ckpt.err"));
+        else if (tool == Tool::Ghostctl || tool == Tool::User)
+            s.frozen_ms = frozen_from_json(slurp(d / "ckpt.out"));
     }
     return s;
+}
+
+// Issue 15's goal 2: a checkpoint that leaves a fresh workload running
+// (ghostctl --leave-running, criu dump --leave-running), its time and how
+// long the process was held still by the tool's own account (ghostctl's
+// "frozen X ms", CRIU's stats-dump). The workload must answer SIGUSR1
+// afterwards. Adds to s; false with f.what on failure.
+bool leave_running_once(Tool tool, size_t mib, const Programs& pr, const fs::path& base, Sample& s,
+                        Failure& f) {
+    RunDir d(base / fmt::format("{}-{}-leave-running", tool_name(tool), mib));
+    const fs::path image = d / "image", criu_dir = d / "criu";
+    if (tool == Tool::Criu)
+        fs::create_directories(criu_dir);
+    const auto pid = start_workload(pr, mib, d, f);
+    if (!pid)
+        return false;
+    const std::string spid = std::to_string(*pid);
+    const double t0 = now_ms();
+    const int st = tool == Tool::Criu
+                       ? run({pr.criu, "dump", "-t", spid, "-D", criu_dir, "--leave-running"},
+                             d / "ckpt.out", d / "ckpt.err")
+                       : run({pr.ghostctl, "--engine", engine_of(tool), "checkpoint", spid, "-o",
+                              image, "--leave-running", "--json"},
+                             d / "ckpt.out", d / "ckpt.err");
+    s.lr_export_ms = now_ms() - t0;
+    bool ok = st == 0;
+    if (!ok)
+        f.what = fmt::format("checkpoint --leave-running: {}: {}{}", status_text(st),
+                             slurp(d / "ckpt.err"),
+                             tool == Tool::Criu ? slurp(criu_dir / "dump.log") : "");
+    if (ok) {
+        s.lr_frozen_ms = tool == Tool::Criu ? criu_frozen_ms(criu_dir, f)
+                                            : frozen_from_json(slurp(d / "ckpt.out"));
+        if (s.lr_frozen_ms < 0) {
+            if (tool != Tool::Criu)
+                f.what = fmt::format("ghostctl --json did not report frozen_ms: {}{}",
+                                     slurp(d / "ckpt.out"), slurp(d / "ckpt.err"));
+            ok = false;
+        }
+    }
+    if (ok) {
+        kill(*pid, SIGUSR1);
+        if (!d.wait_for("alive", 600e3)) {
+            f.what = fmt::format("process {} does not answer after its --leave-running checkpoint",
+                                 *pid);
+            ok = false;
+        }
+    }
+    kill_and_reap(*pid);
+    return ok;
+}
+
+bool has_leave_running(Tool t) {
+    return t == Tool::Ghostctl || t == Tool::User || t == Tool::Criu;
 }
 
 struct Stat {
@@ -637,7 +723,7 @@ void usage(FILE* out) {
     fmt::print(out,
                "Usage: ghost_bench_vs_criu [--sizes 16,64,256] [--repeat N]\n"
                "                           [--tools ghostctl,user,stubs,ioctl,ioctl-mem,criu]\n"
-               "                           [--dir DIR]\n"
+               "                           [--dir DIR] [--json FILE]\n"
                "\n"
                "Checkpoint + restart time of ghost against CRIU on the same workload in\n"
                "the same run; prints markdown tables (times in ms: mean / min / median).\n"
@@ -646,7 +732,15 @@ void usage(FILE* out) {
                "(the module's ioctls from this program), criu (dump/restore).\n"
                "Needs root, ghost.ko and criu: run it in the test VM, e.g.\n"
                "  tests/vm/run --mem 3072 -- ghost_bench_vs_criu --repeat 3\n"
-               "Images go to DIR (default /tmp/ghost-vs-criu; keep it on tmpfs).\n");
+               "Images go to DIR (default /tmp/ghost-vs-criu; keep it on tmpfs).\n"
+               "For ghostctl, user and criu each run also checkpoints a fresh workload with\n"
+               "--leave-running and reports how long it was held still (ghostctl's 'frozen'\n"
+               "figure, CRIU's stats-dump frozen_time) against that checkpoint's time.\n"
+               "--json FILE also writes one row per size and tool, means over the runs:\n"
+               "  {{\"mib\", \"tool\", \"checkpoint_ms\", \"restart_ms\", \"total_ms\",\n"
+               "   \"total_vs_criu\", \"frozen_ms\", \"frozen_leave_running_ms\", \"export_ms\"}}\n"
+               "(tool: kernel, user, stubs, ioctl, ioctl-mem or criu; export_ms is the\n"
+               "--leave-running checkpoint's time; null where a tool has no such figure).\n");
 }
 
 } // namespace
@@ -657,6 +751,7 @@ int main(int argc, char** argv) {
     std::vector<Tool> tools{Tool::Ghostctl, Tool::User,     Tool::Stubs,
                             Tool::Ioctl,    Tool::IoctlMem, Tool::Criu};
     fs::path base = "/tmp/ghost-vs-criu";
+    fs::path json_out;
     for (int i = 1; i < argc; i++) {
         const std::string a = argv[i];
         const bool has_value = i + 1 < argc;
@@ -689,6 +784,8 @@ int main(int argc, char** argv) {
             }
         } else if (a == "--dir" && has_value) {
             base = argv[++i];
+        } else if (a == "--json" && has_value) {
+            json_out = argv[++i];
         } else if (a == "-h" || a == "--help") {
             usage(stdout);
             return 0;
@@ -748,6 +845,11 @@ int main(int argc, char** argv) {
                            "{:>4} MiB {:<8} run {}: checkpoint {:>6.0f} ms, restart {:>6.0f} ms, "
                            "total {:>6.0f} ms\n",
                            mib, tool_name(t), r + 1, s->ckpt_ms, s->restart_ms, s->total_ms);
+                if (has_leave_running(t) && !leave_running_once(t, mib, pr, base, *s, f)) {
+                    fmt::print(stderr, "ghost_bench_vs_criu: {} MiB, {}: {}\n", mib, tool_name(t),
+                               f.what);
+                    return 1;
+                }
                 res[{mib, t}].samples.push_back(*s);
             }
         }
@@ -839,6 +941,55 @@ int main(int argc, char** argv) {
                                                  res[{mib, Tool::Criu}].get(&Sample::total_ms).mean)
                     : "-",
                 frozen >= 0 ? fmt::format("{:.0f}", frozen) : "-", s.samples.front().image_bytes);
+        }
+    }
+
+    // Goal 2 of issue 15: held still by a --leave-running checkpoint.
+    if (has(Tool::User) || has(Tool::Ghostctl) || has(Tool::Criu)) {
+        fmt::print("\nHeld still: a checkpoint that kills (frozen ms) and one that leaves the "
+                   "process running (its time, frozen ms, frozen / time); means\n\n");
+        fmt::print("| MiB | tool | frozen ms (kill) | --leave-running ms | frozen ms | "
+                   "frozen / checkpoint |\n|---|---|---|---|---|---|\n");
+        for (size_t mib : sizes)
+            for (Tool t : {Tool::Ghostctl, Tool::User, Tool::Criu}) {
+                if (!has(t))
+                    continue;
+                const Series& s = res[{mib, t}];
+                const double ex = s.get(&Sample::lr_export_ms).mean,
+                             fr = s.get(&Sample::lr_frozen_ms).mean;
+                fmt::print("| {} | {} | {:.1f} | {:.0f} | {:.1f} | {:.1f}% |\n", mib,
+                           t == Tool::Ghostctl ? "kernel" : tool_name(t),
+                           s.get(&Sample::frozen_ms).mean, ex, fr, 100 * fr / ex);
+            }
+    }
+
+    if (!json_out.empty()) {
+        nlohmann::json rows = nlohmann::json::array();
+        const auto value = [](double v) { return v >= 0 ? nlohmann::json(v) : nlohmann::json(); };
+        for (size_t mib : sizes)
+            for (Tool t : tools) {
+                const Series& s = res[{mib, t}];
+                const double tot = s.get(&Sample::total_ms).mean;
+                rows.push_back(
+                    {{"mib", mib},
+                     {"tool", t == Tool::Ghostctl ? "kernel" : tool_name(t)},
+                     {"checkpoint_ms", s.get(&Sample::ckpt_ms).mean},
+                     {"restart_ms", s.get(&Sample::restart_ms).mean},
+                     {"total_ms", tot},
+                     {"total_vs_criu",
+                      have_criu ? value(tot / res[{mib, Tool::Criu}].get(&Sample::total_ms).mean)
+                                : nlohmann::json()},
+                     {"frozen_ms", value(s.get(&Sample::frozen_ms).mean)},
+                     {"frozen_leave_running_ms", value(s.get(&Sample::lr_frozen_ms).mean)},
+                     {"export_ms", value(s.get(&Sample::lr_export_ms).mean)},
+                     {"image_bytes", s.samples.front().image_bytes},
+                     {"runs", s.samples.size()}});
+            }
+        std::ofstream j(json_out);
+        j << rows.dump(2) << "\n";
+        if (!j) {
+            fmt::print(stderr, "ghost_bench_vs_criu: cannot write {}\n", json_out.string());
+            return 1;
         }
     }
 

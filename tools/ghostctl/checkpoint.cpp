@@ -15,6 +15,7 @@
 #include <utility>
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include "commands.hpp"
 #include "ghost/fd.hpp"
@@ -151,6 +152,10 @@ int cmd_checkpoint(const Globals& g, const CheckpointArgs& a) {
     o.progress = bar.callback();
 
     const bool to_stdout = a.output == "-";
+    if (to_stdout && a.json) {
+        fail("--json prints on standard output, where -o - sends the image: give -o FILE");
+        return exit_usage;
+    }
     std::optional<PendingFile> file;
     if (!to_stdout) {
         auto f = PendingFile::create(a.output);
@@ -170,7 +175,18 @@ int cmd_checkpoint(const Globals& g, const CheckpointArgs& a) {
     bar.finish();
     if (!stats)
         return fail(stats.error());
-    if (!to_stdout && ::isatty(STDERR_FILENO))
+    const char* fate = o.fate == ghost::Fate::Kill   ? "killed"
+                       : o.fate == ghost::Fate::Stop ? "stopped"
+                                                     : "running";
+    if (a.json)
+        fmt::print("{}\n",
+                   nlohmann::json{{"pid", pid},
+                                  {"image", a.output},
+                                  {"bytes", stats->bytes},
+                                  {"frozen_ms", static_cast<double>(stats->frozen_ns) / 1e6},
+                                  {"process", fate}}
+                       .dump(2));
+    else if (!to_stdout && ::isatty(STDERR_FILENO))
         fmt::print(stderr, "ghostctl: process {} checkpointed to {} ({}, frozen {:.1f} ms){}\n",
                    pid, a.output, human_bytes(stats->bytes),
                    static_cast<double>(stats->frozen_ns) / 1e6,

@@ -174,7 +174,10 @@ int main(int argc, char** argv) {
                      "announcing all, then each in turn), all-at-once (all at the same time)")
         ->check(CLI::IsMember({"one-at-a-time", "combined", "all-at-once"}))
         ->type_name("SCHEDULE");
-    checkpoint->add_flag("--json", ck.json, "with --server: print migd's reply as JSON");
+    checkpoint->add_flag("--json", ck.json,
+                         "print the result as JSON: pid, image, bytes, frozen_ms (how long the "
+                         "process was held still) and what became of the process; with --server, "
+                         "migd's reply");
     auto* lr = checkpoint->add_flag("--leave-running", ck.leave_running,
                                     "keep the process running after the checkpoint");
     checkpoint
