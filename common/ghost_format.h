@@ -47,6 +47,8 @@ static inline __u32 ghost_record_size(__u32 type, __u32 version)
 		return version == 1 ? 0 : sizeof(struct ghost_attrs);
 	case GHOST_SEC_LOCK:
 		return version == 1 ? 0 : sizeof(struct ghost_lock);
+	case GHOST_SEC_PARENT:
+		return version == 1 ? 0 : sizeof(struct ghost_parent);
 	default:
 		return 0;
 	}

@@ -262,6 +262,10 @@ static int stage_header(struct ghost_stream *s, struct ghost_staged *st,
 	    (h->version == 1 && (h->features || h->required_features)) ||
 	    (h->required_features & ~h->features))
 		return ghost_bad(reason, "the image header is malformed or for another machine");
+	if (h->features & GHOST_IMAGE_FEAT_PARENT)
+		return ghost_bad(reason,
+				 "the image is incremental: ghost.ko restores whole images "
+				 "(libghost's restart flattens chains)");
 	if (h->required_features & ~GHOST_IMAGE_FEATURES)
 		return ghost_bad(reason,
 				 "the image requires feature bit %lu, which this reader does not know",
@@ -676,7 +680,7 @@ static int stage_pages(struct ghost_stream *s, const struct ghost_staged *st,
 	if (err)
 		return err;
 	/* nr_pages is bounded by the mapping before it is multiplied */
-	if (p.__pad || p.data_offset < sec.rec || !run_fits(sv, &p, *carried) ||
+	if (p.flags || p.data_offset < sec.rec || !run_fits(sv, &p, *carried) ||
 	    sec.h.size != p.data_offset + p.nr_pages * PAGE_SIZE ||
 	    ((sec.at + sizeof(sec.h) + p.data_offset) & ~PAGE_MASK))
 		return ghost_bad(reason, "the page run at byte %llu is malformed", sec.at);

@@ -35,6 +35,12 @@ ImageView::~ImageView() {
         ::munmap(const_cast<void*>(addr_), len_);
 }
 
+Result<ExportStats> Ghost::export_incremental(pid_t, Fate, const std::string&) {
+    return Error::from_errno(EOPNOTSUPP, "this engine does not track written pages, so it cannot "
+                                         "write incremental images (a parent): use the user "
+                                         "engine");
+}
+
 Result<std::unique_ptr<Engine>> Engine::open(EngineKind kind, std::string_view device) {
     // Auto: the module where it is loaded (its device exists), else ptrace.
     if (kind == EngineKind::Auto)

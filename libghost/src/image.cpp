@@ -167,6 +167,8 @@ class Reader {
     Result<Image> run() {
         Result<void> r = header();
         if (r)
+            r = parent();
+        if (r)
             r = task();
         if (r)
             r = creds();
@@ -380,6 +382,39 @@ class Reader {
             return bad(fmt::format("the path in the {} section at byte {} is not absolute: {}",
                                    name_of(s.h.type), s.at, p));
         return p;
+    }
+
+    // In incremental images (GHOST_IMAGE_FEAT_PARENT), right after the
+    // header: which image this one builds on.
+    Result<void> parent() {
+        if (!(img_.header.features & GHOST_IMAGE_FEAT_PARENT))
+            return {};
+        ghost_parent p{};
+        auto s = expect(GHOST_SEC_PARENT);
+        if (!s)
+            return s.error();
+        if (auto r = record(*s, p); !r)
+            return r;
+        const std::string where = fmt::format("the parent section at byte {}", s->at);
+        if (!all_zero(p.resv))
+            return bad(where + " has non-zero reserved fields");
+        if (p.depth == 0 || p.depth > GHOST_PARENT_DEPTH_MAX)
+            return bad(fmt::format("{}: depth {} (byte {}) must be 1 to {}", where, p.depth,
+                                   FIELD(*s, ghost_parent, depth), GHOST_PARENT_DEPTH_MAX));
+        if (p.pid != img_.header.pid)
+            return bad(fmt::format("{}: pid {} (byte {}) is not the header's {}", where, p.pid,
+                                   FIELD(*s, ghost_parent, pid), img_.header.pid));
+        // The smallest whole image: a header and an END.
+        if (p.bytes < sizeof(ghost_image_header) + sizeof(ghost_section) + sizeof(ghost_end) ||
+            p.bytes % 8)
+            return bad(fmt::format("{}: the parent's size {} (byte {}) is not an image's", where,
+                                   p.bytes, FIELD(*s, ghost_parent, bytes)));
+        auto path_hint = path(*s, s->rec, p.path_len, false, FIELD(*s, ghost_parent, path_len));
+        if (!path_hint)
+            return path_hint.error();
+        img_.parent = p;
+        img_.parent_path = std::move(*path_hint);
+        return {};
     }
 
     Result<void> task() {
@@ -756,10 +791,15 @@ class Reader {
                                    s->at, p.nr_pages, p.nr_pages == 1 ? "" : "s", p.addr, vr.start,
                                    vr.end, why));
         };
-        if (p.__pad)
-            return what("has non-zero padding");
-        if (p.data_offset < s->rec)
-            return what(fmt::format("has data_offset {}, inside its own record", p.data_offset));
+        if (p.flags & ~static_cast<std::uint32_t>(GHOST_PAGES_FLAGS))
+            return what(fmt::format("has unknown flags {:#x}", p.flags));
+        const bool inherited = p.flags & GHOST_PAGES_PARENT;
+        if (inherited && !img_.parent)
+            return what("is inherited from a parent, but the image has none");
+        if (inherited ? p.data_offset != 0 : p.data_offset < s->rec)
+            return what(
+                fmt::format("has data_offset {}, {}", p.data_offset,
+                            inherited ? "not 0 in a run without data" : "inside its own record"));
         if (p.nr_pages == 0)
             return what("is empty");
         if (p.addr % kPage)
@@ -774,6 +814,15 @@ class Reader {
         if (p.nr_pages > vr.nr_pages - carried)
             return what(
                 fmt::format("brings the mapping's pages above its nr_pages {}", vr.nr_pages));
+        if (inherited) {
+            if (auto r = size_is(*s, s->rec); !r)
+                return r;
+            if (auto r = pad(*s); !r)
+                return r;
+            carried += p.nr_pages;
+            v.runs.push_back({p.addr, p.nr_pages, 0, true});
+            return {};
+        }
         if (s->h.size != p.data_offset + p.nr_pages * kPage)
             return what(fmt::format("has a section size of {}, expected {}", s->h.size,
                                     p.data_offset + p.nr_pages * kPage));
@@ -996,6 +1045,8 @@ std::string_view section_name(std::uint32_t type) {
         return "lock";
     case GHOST_SEC_ATTRS:
         return "attrs";
+    case GHOST_SEC_PARENT:
+        return "parent";
     default:
         return "unknown";
     }
@@ -1009,7 +1060,15 @@ std::uint64_t Image::pages() const {
     std::uint64_t n = 0;
     for (const auto& v : vmas)
         for (const auto& r : v.runs)
-            n += r.nr_pages;
+            n += r.parent ? 0 : r.nr_pages;
+    return n;
+}
+
+std::uint64_t Image::inherited_pages() const {
+    std::uint64_t n = 0;
+    for (const auto& v : vmas)
+        for (const auto& r : v.runs)
+            n += r.parent ? r.nr_pages : 0;
     return n;
 }
 

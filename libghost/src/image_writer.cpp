@@ -119,6 +119,11 @@ void Writer::page_data(std::span<const std::byte> data) {
     put(data);
 }
 
+void Writer::parent_pages(std::uint64_t addr, std::uint64_t nr_pages) {
+    const ghost_pages p{addr, nr_pages, 0, GHOST_PAGES_PARENT};
+    record(GHOST_SEC_PAGES, p);
+}
+
 void Writer::pages(std::uint64_t addr, std::span<const std::byte> data) {
     pages_begin(addr, data.size() / kPage);
     page_data(data);
@@ -130,12 +135,15 @@ void Writer::end() {
     const std::uint64_t at = offset();
     const ghost_end e{crc32c(crc_, out_), 0, at};
     record(GHOST_SEC_END, e);
+    end_ = e;
     flush();
 }
 
 Result<void> write(Writer& w, const Image& img,
                    const std::function<Result<void>(Writer&, const Vma&)>& pages) {
     w.header(img.header);
+    if (img.parent)
+        w.record(GHOST_SEC_PARENT, *img.parent, std::as_bytes(std::span(img.parent_path)));
     w.record(GHOST_SEC_TASK, img.task);
     if (img.creds)
         w.record(GHOST_SEC_CREDS, *img.creds, std::as_bytes(std::span(img.groups)));
@@ -167,7 +175,10 @@ encode(const Image& img,
     Writer w;
     (void)write(w, img, [&](Writer& out, const Vma& v) -> Result<void> {
         for (const auto& r : v.runs)
-            out.pages(r.addr, data(v, r));
+            if (r.parent)
+                out.parent_pages(r.addr, r.nr_pages);
+            else
+                out.pages(r.addr, data(v, r));
         return {};
     });
     return std::move(w.bytes());

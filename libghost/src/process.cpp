@@ -23,6 +23,7 @@
 
 #include <fmt/format.h>
 
+#include "ghost/chain.hpp"
 #include "ghost/image.hpp"
 #include "sys.hpp"
 #include "zstd_stream.hpp"
@@ -132,9 +133,18 @@ Result<ExportStats> checkpoint(Engine& engine, pid_t pid, int out, const Checkpo
     if (o.fate == Fate::Kill && pid == 1)
         return Error::from_errno(EPERM, "process 1 is init: it cannot be killed after its "
                                         "checkpoint (leave it running or stopped)");
+    if (!o.parent.empty() && engine.name() != "user")
+        return Error::from_errno(EOPNOTSUPP,
+                                 fmt::format("the {} engine cannot write incremental images (a "
+                                             "parent): only the user engine tracks the pages a "
+                                             "process writes; use the user engine",
+                                             engine.name()));
     auto pidfd = open_pidfd(pid);
     if (!pidfd)
         return pidfd.error();
+    const auto do_export = [&](Ghost& g, Fate f) {
+        return o.parent.empty() ? g.export_process(pid, f) : g.export_incremental(pid, f, o.parent);
+    };
     // A Kill is carried out here, after the image is safe: the kernel only
     // holds the process stopped.
     const Fate fate = o.fate == Fate::Kill ? Fate::Stop : o.fate;
@@ -151,7 +161,7 @@ Result<ExportStats> checkpoint(Engine& engine, pid_t pid, int out, const Checkpo
                 o.progress({file_size_since(out, start), total});
             })
                                               : std::function<void()>());
-            stats = (*g)->export_process(pid, fate);
+            stats = do_export(**g, fate);
         }
     } else {
         int p[2];
@@ -172,7 +182,7 @@ Result<ExportStats> checkpoint(Engine& engine, pid_t pid, int out, const Checkpo
                                 : std::function<void()>());
             auto g = engine.create(Backend::file(wr.get()));
             if (g)
-                stats = (*g)->export_process(pid, fate);
+                stats = do_export(**g, fate);
             else
                 stats = g.error();
             g = Error{}; // drops the ghost's reference to the pipe
@@ -203,6 +213,16 @@ Result<ExportStats> checkpoint(Engine& engine, pid_t pid, int out, const Checkpo
 }
 
 Error restart_self(Engine& engine, int in, const RestoreOptions& o) {
+    // An incremental image in a file: its chain, flattened, is restored.
+    auto whole = chain::flatten_if_incremental(in);
+    if (!whole)
+        return whole.error();
+    if (*whole) {
+        auto g = engine.create(Backend::file(whole->get()));
+        if (!g)
+            return g.error();
+        return (*g)->restore_self(o);
+    }
     // A raw image in a regular file is read by the kernel straight from it:
     // peek at its first bytes without moving the offset.
     struct stat st;
@@ -236,6 +256,22 @@ Error restart_self(Engine& engine, int in, const RestoreOptions& o) {
             break;
         if (auto w = (*g)->write(std::span(buf.data(), *n)); !w)
             return w.error();
+    }
+    // An incremental image from a stream: its parents are found by the
+    // paths it records.
+    {
+        auto view = (*g)->view();
+        if (!view)
+            return view.error();
+        auto flat = chain::flatten_if_incremental(view->bytes(), {});
+        if (!flat)
+            return flat.error();
+        if (*flat) {
+            auto f = engine.create(Backend::file(flat->get()));
+            if (!f)
+                return f.error();
+            return (*f)->restore_self(o);
+        }
     }
     return (*g)->restore_self(o);
 }

@@ -63,13 +63,18 @@ template <class Base> class UserGhostBase : public Base {
     UserGhostBase(UniqueFd fd, Backend b) : fd_(std::move(fd)), backend_(b) {}
 
     Result<ExportStats> export_process(pid_t pid, Fate fate) override {
+        return export_incremental(pid, fate, {});
+    }
+
+    Result<ExportStats> export_incremental(pid_t pid, Fate fate,
+                                           const std::string& parent) override {
         if (backend_.kind == Backend::Kind::Memory) {
             if (::ftruncate(fd_.get(), 0) != 0 || ::lseek(fd_.get(), 0, SEEK_SET) != 0)
                 return Error::from_errno(
                     errno, fmt::format("emptying the memory ghost: {}", errno_text(errno)));
             len_ = 0;
         }
-        auto s = user::export_process(pid, fate, fd_.get());
+        auto s = user::export_process(pid, fate, fd_.get(), parent);
         if (s && backend_.kind == Backend::Kind::Memory)
             len_ = s->bytes;
         return s;

@@ -1105,13 +1105,20 @@ const RejectCase kRejects[] = {
          });
      },
      "is empty"},
-    {"RunPad",
+    {"RunInheritedWithoutParent",
      [] {
          return patched([](Bytes& b) {
-             put<std::uint32_t>(b, pages_rec(b) + offsetof(ghost_pages, __pad), 1);
+             put<std::uint32_t>(b, pages_rec(b) + offsetof(ghost_pages, flags), 1);
          });
      },
-     "non-zero padding"},
+     "is inherited from a parent, but the image has none"},
+    {"RunUnknownFlags",
+     [] {
+         return patched([](Bytes& b) {
+             put<std::uint32_t>(b, pages_rec(b) + offsetof(ghost_pages, flags), 2);
+         });
+     },
+     "has unknown flags 0x2"},
     {"RunDataOffsetInsideRecord",
      [] {
          return patched([](Bytes& b) {

@@ -148,6 +148,7 @@ int cmd_checkpoint(const Globals& g, const CheckpointArgs& a) {
                                : ghost::Fate::Kill;
     o.compress = a.compress;
     o.level = a.level;
+    o.parent = a.parent;
     ProgressBar bar(fmt::format("checkpoint {}", pid));
     o.progress = bar.callback();
 

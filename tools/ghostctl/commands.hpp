@@ -48,6 +48,7 @@ struct CheckpointArgs {
     bool leave_stopped = false;
     bool compress = false;
     int level = 3;
+    std::string parent; // --parent: an incremental image
 };
 
 struct RestartArgs {

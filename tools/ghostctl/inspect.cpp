@@ -23,6 +23,7 @@
 #include "ghost/image.hpp"
 #include "ghost/process.hpp"
 #include "ghost_lock.h"
+#include "inspect_parent.hpp"
 #include "progress.hpp"
 
 namespace ghostctl {
@@ -306,6 +307,7 @@ json to_json(const ghost::image::Image& img, const std::string& cmdline, bool co
               {"cwd", img.cwd},
               {"umask", img.umask},
               {"pages", img.pages()},
+              {"inherited_pages", img.inherited_pages()},
               {"vmas", std::move(vmas)},
               {"files", std::move(files)},
               {"locks", std::move(locks)},
@@ -364,6 +366,8 @@ std::string feature_list(std::uint64_t features) {
         add("locks");
     if (features & GHOST_IMAGE_FEAT_ATTRS)
         add("attributes");
+    if (features & GHOST_IMAGE_FEAT_PARENT)
+        add("incremental");
     for (int b = 0; b < 64; b++)
         if ((features >> b & 1) && !((1ULL << b) & GHOST_IMAGE_FEATURES))
             add(fmt::format("feature {}", b));
@@ -378,6 +382,7 @@ void print_summary(const std::string& name, const ghost::image::Image& img,
                compressed ? fmt::format(" (zstd, {} on disk)", human_bytes(file_bytes)) : "");
     fmt::print("captured   {} from pid {} (x86-64)\n", capture_time(img.header.time_ns),
                img.header.pid);
+    print_parent(name, img);
     fmt::print("process    {}  cwd {}  umask {:04o}\n", comm, img.cwd, img.umask);
     if (!cmdline.empty())
         fmt::print("command    {}\n", cmdline);
@@ -405,8 +410,9 @@ void print_summary(const std::string& name, const ghost::image::Image& img,
     std::uint64_t mapped = 0;
     for (const auto& v : img.vmas)
         mapped += v.rec.end - v.rec.start;
-    fmt::print("memory     {} mappings, {} mapped, {} carried ({} pages)\n", img.vmas.size(),
-               human_bytes(mapped), human_bytes(img.pages() * img.header.page_size), img.pages());
+    fmt::print("memory     {} mappings, {} mapped, {} carried ({} pages){}\n", img.vmas.size(),
+               human_bytes(mapped), human_bytes(img.pages() * img.header.page_size), img.pages(),
+               img.parent ? fmt::format(", {} pages inherited", img.inherited_pages()) : "");
     fmt::print("  {:<16} {:<16} {:<4} {:>10} {:>10}  {}\n", "START", "END", "PROT", "SIZE",
                "CARRIED", "MAPPING");
     for (const auto& v : img.vmas)
@@ -482,7 +488,9 @@ int cmd_inspect(const InspectArgs& a) {
         return fail(fmt::format("{}: {}", a.input, img.error().what()));
     const std::string cmdline = command_line(*img, stack);
     if (a.json) {
-        fmt::print("{}\n", to_json(*img, cmdline, compressed, a.regs).dump(2));
+        auto j = to_json(*img, cmdline, compressed, a.regs);
+        j["parent"] = parent_json(a.input, *img);
+        fmt::print("{}\n", j.dump(2));
         return exit_ok;
     }
     print_summary(a.input, *img, cmdline, compressed, static_cast<std::uint64_t>(st.st_size));

@@ -184,6 +184,12 @@ int main(int argc, char** argv) {
         ->add_flag("--leave-stopped", ck.leave_stopped,
                    "leave the process stopped (SIGSTOP) after the checkpoint, for migration")
         ->excludes(lr);
+    checkpoint
+        ->add_option("--parent", ck.parent,
+                     "write an incremental image: only the pages the process wrote since "
+                     "IMAGE, which must be its last --leave-running checkpoint (user engine "
+                     "only); 'restart' follows the chain of parents")
+        ->type_name("IMAGE");
     checkpoint->add_flag("--compress", ck.compress, "compress the image with zstd");
     checkpoint->add_option("--level", ck.level, "zstd level with --compress (default 3)")
         ->check(CLI::Range(1, 19))
@@ -197,7 +203,9 @@ int main(int argc, char** argv) {
         "memory, registers, signal state, working directory and files are those of the "
         "image; files are reopened by path at their offsets, and descriptors the image "
         "marks as inherited (pipes, terminals) are taken from ghostctl's own descriptors "
-        "of the same numbers.");
+        "of the same numbers. An incremental image (checkpoint --parent) is restored "
+        "with its chain of parents, each found by the path it was written with or "
+        "beside FILE, checked, and flattened into one whole image first.");
     restart->add_option("FILE", rs.input, "the image (an image id with --server)")->required();
     restart
         ->add_option("--server", rs.server,

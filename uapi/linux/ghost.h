@@ -347,10 +347,12 @@ enum ghost_genl_attr {
 #define GHOST_IMAGE_FEAT_ATTRS	 _BITULL(3) /* an ATTRS section follows CREDS */
 #define GHOST_IMAGE_FEAT_VMA_ATTRS _BITULL(4) /* ghost_vma.flags may hold GHOST_VMA_ATTRS */
 #define GHOST_IMAGE_FEAT_LOCKS	 _BITULL(5) /* LOCK sections may follow the FILEs */
+#define GHOST_IMAGE_FEAT_PARENT	 _BITULL(6) /* incremental: a PARENT section, inherited runs */
 /* All feature bits this header knows about. */
 #define GHOST_IMAGE_FEATURES (GHOST_IMAGE_FEAT_FILE_ID | GHOST_IMAGE_FEAT_VDSO_ID | \
 			      GHOST_IMAGE_FEAT_CREDS | GHOST_IMAGE_FEAT_ATTRS | \
-			      GHOST_IMAGE_FEAT_VMA_ATTRS | GHOST_IMAGE_FEAT_LOCKS)
+			      GHOST_IMAGE_FEAT_VMA_ATTRS | GHOST_IMAGE_FEAT_LOCKS | \
+			      GHOST_IMAGE_FEAT_PARENT)
 
 struct ghost_image_header {
 	__u64 magic;
@@ -428,6 +430,7 @@ enum ghost_section_type {
 	GHOST_SEC_CREDS = 12,	/* right after TASK (GHOST_IMAGE_FEAT_CREDS) */
 	GHOST_SEC_ATTRS = 13,	/* right after CREDS (GHOST_IMAGE_FEAT_ATTRS) */
 	GHOST_SEC_LOCK = 14,	/* after the FILEs (GHOST_IMAGE_FEAT_LOCKS) */
+	GHOST_SEC_PARENT = 15,	/* first, right after the header (GHOST_IMAGE_FEAT_PARENT) */
 };
 
 /* ghost_section.flags */
@@ -609,15 +612,44 @@ struct ghost_vma {
 	__u32 __pad;
 };
 
+/* ghost_pages.flags (GHOST_IMAGE_FEAT_PARENT images only) */
+#define GHOST_PAGES_PARENT _BITUL(0) /* no data here: the pages are the parent's */
+#define GHOST_PAGES_FLAGS  GHOST_PAGES_PARENT
+
 /* A run of @nr_pages pages from @addr; the data starts @data_offset bytes
- * after the start of this struct, at a page-aligned stream offset.
+ * after the start of this struct, at a page-aligned stream offset. A run
+ * flagged GHOST_PAGES_PARENT has no data (@data_offset 0, the section is
+ * the record alone): its pages are those the parent image chain holds at
+ * the same addresses.
  */
 struct ghost_pages {
 	__u64 addr;
 	__u64 nr_pages;
 	__u32 data_offset;
-	__u32 __pad;
+	__u32 flags;		/* GHOST_PAGES_* (0 in v1, and without FEAT_PARENT) */
 };
+
+/*
+ * An incremental image's parent (GHOST_SEC_PARENT, followed by @path_len
+ * bytes of the parent's path as the writer knew it, no NUL: a hint). The
+ * parent is named by content, not by path: the image whose END section
+ * is at @bytes - 16 with checksum @crc32c, and whose header says @time_ns
+ * and @pid. Every page the process had at this capture is in exactly one
+ * PAGES run of this image: with data, or flagged GHOST_PAGES_PARENT; a
+ * page in no run is absent (zero, or the file's), whatever the parent has.
+ */
+struct ghost_parent {
+	__u64 bytes;		/* the parent image's size, END included */
+	__u32 crc32c;		/* its END section's crc32c */
+	__u32 depth;		/* images below this one: 1 when the parent is whole */
+	__u64 time_ns;		/* the parent's header time_ns */
+	__u64 start_time;	/* the process's start time (/proc/PID/stat field 22, ticks) */
+	__s32 pid;		/* the process, as in both headers */
+	__u32 path_len;		/* 1 .. GHOST_PATH_MAX - 1 */
+	__u64 resv[2];
+};
+
+#define GHOST_PARENT_DEPTH_MAX 256	/* longest chain a reader follows */
 
 enum ghost_file_kind {
 	GHOST_FILE_PATH = 1,	/* reopened by path: regular files, dirs, null-like devices */

@@ -103,6 +103,12 @@ class Ghost {
     // why (for state ghost cannot carry: EOPNOTSUPP and what it is).
     virtual Result<ExportStats> export_process(pid_t pid, Fate fate) = 0;
 
+    // The same as an incremental image: only the pages written since the
+    // image at path parent, which must be the process's last leave-running
+    // checkpoint (ghost/chain.hpp; Documentation/image-format.md). Only the
+    // user engine tracks written pages: this default refuses (EOPNOTSUPP).
+    virtual Result<ExportStats> export_incremental(pid_t pid, Fate fate, const std::string& parent);
+
     // Replaces the calling process with the image, like execve(): returns
     // only on failure, with the caller unchanged (but for where its vDSO
     // is). The caller must be single-threaded; descriptors the image marks

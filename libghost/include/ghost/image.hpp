@@ -51,7 +51,9 @@ std::size_t record_size(std::uint32_t type, std::uint32_t version);
 struct PageRun {
     std::uint64_t addr = 0;
     std::uint64_t nr_pages = 0;
-    std::uint64_t data_offset = 0; // stream offset of the first page's data
+    std::uint64_t data_offset = 0; // stream offset of the first page's data (0: parent)
+    // GHOST_PAGES_PARENT: no data here, the pages are the parent chain's.
+    bool parent = false;
 };
 
 struct Vma {
@@ -68,6 +70,10 @@ struct File {
 // A decoded image: every record but the page data (see ReadOptions).
 struct Image {
     ghost_image_header header{};
+    // Incremental images (GHOST_IMAGE_FEAT_PARENT): the parent they build
+    // on, and its path as the writer knew it (a hint).
+    std::optional<ghost_parent> parent;
+    std::string parent_path;
     ghost_task task{};
     // Who the process was (a CREDS section; none in images before it, which
     // restore with the importer's credentials) and its supplementary groups.
@@ -95,7 +101,8 @@ struct Image {
     // version). encode() writes such an image in the canonical form.
     bool exact = true;
 
-    std::uint64_t pages() const; // pages carried, all mappings
+    std::uint64_t pages() const;           // pages carried (with data), all mappings
+    std::uint64_t inherited_pages() const; // pages in runs flagged GHOST_PAGES_PARENT
 };
 
 // Where the bytes come from, front to back.
@@ -191,8 +198,13 @@ class Writer {
     // exactly nr_pages pages of data through page_data(), in any slices.
     void pages_begin(std::uint64_t addr, std::uint64_t nr_pages);
     void page_data(std::span<const std::byte> data);
+    // A PAGES section flagged GHOST_PAGES_PARENT: nr_pages pages at addr
+    // that the parent image chain holds; no data.
+    void parent_pages(std::uint64_t addr, std::uint64_t nr_pages);
     // END: checksum of everything written so far; flushes a descriptor.
     void end();
+    // The END record end() wrote (its crc32c names the image to a child).
+    const ghost_end& end_record() const { return end_; }
     // Bytes of image so far (written or buffered).
     std::uint64_t offset() const { return flushed_ + out_.size(); }
     // The first error writing to the descriptor, if any.
@@ -215,6 +227,7 @@ class Writer {
     std::uint32_t version_ = GHOST_IMAGE_VERSION;
     bool failed_ = false;
     Error err_;
+    ghost_end end_{};
 };
 
 // Writes img through w, every record in the format's order and END last;

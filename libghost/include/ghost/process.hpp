@@ -33,6 +33,9 @@ struct CheckpointOptions {
     bool compress = false; // a zstd frame instead of the raw image
     int level = 3;         // zstd level
     ProgressFn progress;
+    // An incremental image (user engine): only the pages written since the
+    // image at this path, the process's last leave-running checkpoint.
+    std::string parent;
     // Runs once the image is complete, before a Kill fate is carried out
     // (e.g. fsync and rename the output). If it fails, the process is let go
     // (it keeps running) and checkpoint fails with its error.
@@ -69,7 +72,9 @@ struct RestartOptions {
 // runs as the image (with stopped: once it is stopped, before the image's
 // first instruction). Reap it with waitpid(). The child inherits the
 // caller's descriptors that are not close-on-exec, among them those the
-// image marks as inherited (stdio, pipes).
+// image marks as inherited (stdio, pipes). An incremental image is first
+// flattened with its chain of parents (ghost/chain.hpp) into one whole
+// image, for either engine; a missing or wrong parent fails the restart.
 //
 // Safe in a multithreaded caller: the child is the restore stub, started
 // with posix_spawn() (nothing runs between the vfork and the exec but the

@@ -38,6 +38,7 @@
 #include "sys.hpp"
 #include "user/attrs.hpp"
 #include "user/creds.hpp"
+#include "user/dirty.hpp"
 #include "user/locks.hpp"
 #include "user/proc.hpp"
 #include "user/tracee.hpp"
@@ -122,8 +123,10 @@ struct Asked {
 
 Result<Asked> ask(Tracee& t) {
     const pid_t pid = t.pid();
+    // Shared, so that it never merges with a private neighbour: a mapping
+    // it grew would show every page soft-dirty (dirty.hpp) ever after.
     auto scratch = t.call(SYS_mmap, 0, 2 * kPage, PROT_READ | PROT_WRITE,
-                          MAP_PRIVATE | MAP_ANONYMOUS, static_cast<std::uint64_t>(-1), 0);
+                          MAP_SHARED | MAP_ANONYMOUS, static_cast<std::uint64_t>(-1), 0);
     if (!scratch)
         return scratch.error();
     if (is_err(*scratch))
@@ -230,8 +233,10 @@ Result<std::uint32_t> classify(const MapEntry& m, const ghost_mm& mm) {
 
 // The runs of pages the mapping carries: those that exist (present or
 // swapped); in a file mapping only the private copies. A guard page
-// (shown as swapped, with its own bit) is refused.
-Result<void> find_runs(int pagemap, image::Vma& v, std::vector<std::uint64_t>& pm) {
+// (shown as swapped, with its own bit) is refused. Pages an incremental
+// export's parent holds unwritten make runs of their own, flagged parent.
+Result<void> find_runs(int pagemap, image::Vma& v, std::vector<std::uint64_t>& pm,
+                       const Parent* parent) {
     const bool anon_only = v.rec.flags & GHOST_VMA_FILE;
     std::uint64_t addr = v.rec.start;
     while (addr < v.rec.end) {
@@ -253,17 +258,19 @@ Result<void> find_runs(int pagemap, image::Vma& v, std::vector<std::uint64_t>& p
                 (e & kPmSwapped) || ((e & kPmPresent) && !(anon_only && (e & kPmFile)));
             if (!exists)
                 continue;
-            if (!v.runs.empty() && v.runs.back().addr + v.runs.back().nr_pages * kPage == addr)
+            const bool inherited = parent && parent->inherits(e, addr);
+            if (!v.runs.empty() && v.runs.back().parent == inherited &&
+                v.runs.back().addr + v.runs.back().nr_pages * kPage == addr)
                 v.runs.back().nr_pages++;
             else
-                v.runs.push_back({addr, 1, 0});
+                v.runs.push_back({addr, 1, 0, inherited});
             v.rec.nr_pages++;
         }
     }
     return {};
 }
 
-Result<std::vector<image::Vma>> capture_maps(pid_t pid, const ghost_mm& mm) {
+Result<std::vector<image::Vma>> capture_maps(pid_t pid, const ghost_mm& mm, const Parent* parent) {
     auto maps = read_maps(pid, true);
     if (!maps)
         return maps.error();
@@ -294,7 +301,7 @@ Result<std::vector<image::Vma>> capture_maps(pid_t pid, const ghost_mm& mm) {
             r.path_len = static_cast<std::uint32_t>(m.name.size());
         }
         if (!(r.flags & (GHOST_VMA_SHARED | GHOST_VMA_VDSO | GHOST_VMA_VVAR)))
-            if (auto e = find_runs(pagemap.get(), v, pm); !e)
+            if (auto e = find_runs(pagemap.get(), v, pm, parent); !e)
                 return e.error();
         out.push_back(std::move(v));
     }
@@ -552,11 +559,18 @@ class SnapshotGuard {
 
 } // namespace
 
-Result<ExportStats> export_process(pid_t pid, Fate fate, int out) {
+Result<ExportStats> export_process(pid_t pid, Fate fate, int out, std::string_view parent_path) {
     if (auto c = check_target(pid); !c)
         return c.error();
     if (auto c = check_attrs(pid); !c)
         return c.error();
+    std::optional<Parent> parent;
+    if (!parent_path.empty()) {
+        auto p = Parent::open(pid, std::string(parent_path));
+        if (!p)
+            return p.error();
+        parent.emplace(std::move(*p));
+    }
     auto held = Tracee::seize(pid);
     if (!held)
         return held.error();
@@ -621,7 +635,7 @@ Result<ExportStats> export_process(pid_t pid, Fate fate, int out) {
         return fail(r.error());
     if (auto r = fill_mm(pid, *asked, img); !r)
         return fail(r.error());
-    auto maps = capture_maps(pid, img.mm);
+    auto maps = capture_maps(pid, img.mm, parent ? &*parent : nullptr);
     if (!maps)
         return fail(maps.error());
     std::vector<std::string> fdinfo;
@@ -699,6 +713,17 @@ Result<ExportStats> export_process(pid_t pid, Fate fate, int out) {
         img.mm.vdso_crc32c = vdso->crc32c;
     }
     img.mm.nr_vmas = static_cast<std::uint32_t>(img.vmas.size());
+    if (parent) {
+        // Held: the pid cannot have been reused since the parent was checked.
+        if (auto st = start_time(pid); !st || *st != parent->start_time())
+            return fail(Error::from_errno(ESRCH, fmt::format("process {} changed while its "
+                                                             "parent image was read",
+                                                             pid)));
+        img.parent = parent->record();
+        img.parent_path = parent->path();
+        h.features |= GHOST_IMAGE_FEAT_PARENT;
+        h.required_features |= GHOST_IMAGE_FEAT_PARENT;
+    }
 
     const auto frozen_for = [&] {
         return static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
@@ -710,6 +735,11 @@ Result<ExportStats> export_process(pid_t pid, Fate fate, int out) {
     // snapshot child, whose memory stays as it was at the fork
     // (copy-on-write). Where the child would not see every mapping as it is,
     // or the fork fails (RLIMIT_NPROC...), it is held for the whole copy.
+    // A process that runs on may be a parent: its dirty-page tracking
+    // starts again from this capture, while it is held.
+    std::optional<Tracking> tracking;
+    if (fate == Fate::Run)
+        tracking = Tracking::reset(pid);
     std::optional<Tracee> snap;
     SnapshotGuard end_snap(pid, snap);
     std::uint64_t frozen_ns = 0;
@@ -735,11 +765,14 @@ Result<ExportStats> export_process(pid_t pid, Fate fate, int out) {
     image::Writer w(out);
     if (auto r = image::write(w, img,
                               [&](image::Writer& to, const image::Vma& v) {
-                                  return write_pages(from, to, v,
-                                                     std::span(copy.get(), kCopyChunk));
+                                  const std::span buf(copy.get(), kCopyChunk);
+                                  return parent ? write_pages_incremental(from, to, v, buf, *parent)
+                                                : write_pages(from, to, v, buf);
                               });
         !r)
         return fail(r.error());
+    if (tracking)
+        tracking->remember({w.offset(), w.end_record().crc32c, h.time_ns, pid});
 
     ExportStats stats{w.offset(), frozen_ns};
     if (snap)

@@ -797,6 +797,9 @@ Error restore_self(std::span<const std::byte> bytes, const image::Image& img, bo
         return threads.error();
     if (threads->size() != 1)
         return Error::from_errno(EBUSY, "the importer must be single-threaded, not sharing its fs");
+    if (img.parent)
+        return Error::from_errno(EOPNOTSUPP, "the image is incremental: its chain of parents "
+                                             "must be flattened first (ghost::restart does)");
     if (img.xsave.size() < 512 + 64)
         return Error::from_errno(EBADMSG, "the FPU section is malformed");
     if (auto r = check_limits(img); !r)

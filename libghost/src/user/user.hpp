@@ -7,6 +7,7 @@
 
 #include <cstddef>
 #include <span>
+#include <string_view>
 
 #include "ghost/engine.hpp"
 #include "ghost/image.hpp"
@@ -14,8 +15,9 @@
 namespace ghost::user {
 
 // Captures process pid into out (written at its offset), as ghost.ko's
-// GHOST_IOC_EXPORT would.
-Result<ExportStats> export_process(pid_t pid, Fate fate, int out);
+// GHOST_IOC_EXPORT would. With a parent image (its path), an incremental
+// image of the pages written since it (dirty.hpp).
+Result<ExportStats> export_process(pid_t pid, Fate fate, int out, std::string_view parent = {});
 
 // Replaces the calling process with img, whose bytes (page data included)
 // are in bytes. Returns only on failure, with the caller as it was. With

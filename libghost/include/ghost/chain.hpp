@@ -1,0 +1,107 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+// Incremental images: an image with GHOST_IMAGE_FEAT_PARENT holds only the
+// pages written since its parent was taken and names the parent by content
+// (struct ghost_parent). A chain is such an image, its parent, the parent's
+// parent ..., down to a whole image. This reads and checks chains, finds a
+// page's data in the newest image that has it, and flattens a chain into
+// one whole image (what restart does before either engine imports it).
+// Documentation/image-format.md, "Incremental images", has the guarantee.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "ghost/engine.hpp"
+#include "ghost/image.hpp"
+#include "ghost/result.hpp"
+
+namespace ghost::chain {
+
+// What names an image to its children: its size, END checksum, capture
+// time and pid (the fields of struct ghost_parent).
+struct ImageId {
+    std::uint64_t bytes = 0;
+    std::uint32_t crc32c = 0;
+    std::uint64_t time_ns = 0;
+    pid_t pid = 0;
+    bool operator==(const ImageId&) const = default;
+};
+
+ImageId id_of(const image::Image& img);
+ImageId id_of(const ghost_parent& p);
+// "pid N's image of <UTC time> (B bytes, crc32c 0x...)".
+std::string describe(const ImageId& id);
+
+// One image, read and checked (END checksum included), its bytes mapped:
+// raw images in place, compressed ones decompressed into memory.
+struct Link {
+    std::string path;
+    ImageView view;
+    image::Image img;
+};
+
+// Loads the image at path (raw or zstd). Errors name the path.
+Result<Link> load(const std::string& path);
+// The same from fd (borrowed; read from its current offset); path names it.
+Result<Link> load_fd(int fd, const std::string& path);
+// The same from bytes already in memory (copied).
+Result<Link> load_bytes(std::span<const std::byte> bytes, const std::string& path);
+
+// Whether child's PARENT record names parent (same id, depth one more,
+// same process start time where both record one); the error says how not.
+Result<void> check_link(const Link& child, const Link& parent);
+
+// Finds and loads child's parent: the path its PARENT record holds, else a
+// file of the same name in child's directory; each candidate must pass
+// check_link(). ENOENT or EBADMSG naming what was tried otherwise.
+Result<Link> find_parent(const Link& child);
+
+// Where pages of the newest image are: in links[link] at stream offset
+// offset (link == kNoLink: in a parent that was not followed).
+struct Extent {
+    std::uint64_t addr = 0;
+    std::uint64_t nr_pages = 0;
+    std::size_t link = 0;
+    std::uint64_t offset = 0;
+};
+inline constexpr std::size_t kNoLink = ~std::size_t{0};
+
+class Chain {
+  public:
+    // Follows top's parents down to a whole image (whole) or stops at top
+    // (!whole: inherited runs then have no data here, link kNoLink).
+    static Result<Chain> follow(Link top, bool whole = true);
+
+    const Link& top() const { return links_.front(); }
+    const std::vector<Link>& links() const { return links_; }
+    // The newest image's pages, sorted and disjoint, each from the newest
+    // image that has it.
+    const std::vector<Extent>& extents() const { return extents_; }
+    // Whether the newest image has the page at addr.
+    bool has(std::uint64_t addr) const { return find(addr) != nullptr; }
+    // The page's data, empty when it has none here (or no page).
+    std::span<const std::byte> page(std::uint64_t addr) const;
+    // Writes the whole image the chain stands for to out (borrowed): top's
+    // records with every page's data, no PARENT section.
+    Result<void> flatten(int out) const;
+
+  private:
+    const Extent* find(std::uint64_t addr) const;
+    std::vector<Link> links_;
+    std::vector<Extent> extents_;
+};
+
+// For restart: when the image at fd is incremental (GHOST_IMAGE_FEAT_PARENT,
+// told from its header without moving fd's offset), a memory file holding
+// the flattened chain, read from offset 0; otherwise an empty UniqueFd.
+Result<UniqueFd> flatten_if_incremental(int fd);
+// The same for an image in memory; dir is where to look for parents besides
+// their recorded paths (empty: nowhere else).
+Result<UniqueFd> flatten_if_incremental(std::span<const std::byte> bytes, const std::string& dir);
+
+} // namespace ghost::chain
