@@ -307,7 +307,8 @@ bool executable(const std::string& p) {
     return ::stat(p.c_str(), &st) == 0 && S_ISREG(st.st_mode) && ::access(p.c_str(), X_OK) == 0;
 }
 
-// The directory of the libghost this code runs in.
+// The directory of the libghost this code runs in (of the program, where
+// libghost is linked statically).
 std::string library_dir() {
     Dl_info info{};
     if (::dladdr(reinterpret_cast<void*>(&restore_stub_path), &info) == 0 || !info.dli_fname)
@@ -342,7 +343,13 @@ Result<std::string> restore_stub_path(std::string_view override) {
     std::vector<std::string> candidates;
     const std::string lib = library_dir();
     std::error_code ec;
-    const bool build_tree = !lib.empty() && fs::equivalent(lib, GHOST_BUILD_LIBDIR, ec) && !ec;
+    // In the build tree: this code in libghost.so there, or linked into a
+    // program there (ghostctl links libghost statically).
+    const auto is_dir = [&](const char* d) {
+        std::error_code e;
+        return !lib.empty() && fs::equivalent(lib, d, e) && !e;
+    };
+    const bool build_tree = is_dir(GHOST_BUILD_LIBDIR) || is_dir(GHOST_BUILD_BINDIR);
     if (build_tree)
         candidates.push_back(GHOST_BUILD_STUB);
     else if (!lib.empty())
