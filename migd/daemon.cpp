@@ -173,7 +173,7 @@ bool Daemon::busy(const std::string& id) {
 // would otherwise wait for it forever.
 void Daemon::reap() {
     std::lock_guard lock(kids_mu_);
-    std::erase_if(kids_, [](pid_t pid) {
+    std::erase_if(kids_, [this](pid_t pid) {
         siginfo_t info{};
         if (::waitid(P_PID, pid, &info, WEXITED | WNOHANG | WNOWAIT) != 0)
             return errno == ECHILD;
@@ -181,8 +181,25 @@ void Daemon::reap() {
                                    info.si_code != CLD_DUMPED))
             return false;
         int status;
-        return ::waitpid(pid, &status, WNOHANG) == pid;
+        if (::waitpid(pid, &status, WNOHANG) != pid)
+            return false;
+        // Asked for by 'where' (bsprun: the exit status of a VP that moved).
+        // A pid used again later is reaped again, and its newest status wins.
+        std::erase_if(exits_, [pid](const auto& e) { return e.first == pid; });
+        exits_.emplace_back(pid, status);
+        if (exits_.size() > 4096)
+            exits_.pop_front();
+        return true;
     });
+}
+
+std::optional<int> Daemon::exit_status(pid_t pid) {
+    reap(); // a zombie of ours is reaped now, not at the resolver's next round
+    std::lock_guard lock(kids_mu_);
+    for (const auto& [p, st] : exits_)
+        if (p == pid)
+            return st;
+    return std::nullopt;
 }
 
 bool Daemon::resolve_one(const json& e) {

@@ -8,9 +8,11 @@
 
 #include <atomic>
 #include <condition_variable>
+#include <deque>
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -92,6 +94,11 @@ class Daemon {
         std::string id_;
     };
     bool busy(const std::string& id);
+    // Reaps the processes it restored that exited, keeping their wait
+    // status by pid (the last 4096).
+    void reap();
+    // The wait status of pid, reaped here (a restored copy), if known.
+    std::optional<int> exit_status(pid_t pid);
     Journal journal_;
     Locations locations_;
     std::atomic<std::uint64_t> next_op_{1};
@@ -101,7 +108,6 @@ class Daemon {
     void dispatch_peer(Channel& ch, const json& req);
     void resolver_loop();
     bool resolve_one(const json& entry);
-    void reap();
 
     Config cfg_;
     std::shared_ptr<TlsContext> tls_;
@@ -114,6 +120,7 @@ class Daemon {
     std::thread resolver_;
     std::mutex kids_mu_;
     std::vector<pid_t> kids_;
+    std::deque<std::pair<pid_t, int>> exits_; // reaped: pid, wait status
     std::mutex busy_mu_;
     std::vector<std::string> busy_;
 };

@@ -4,6 +4,7 @@
 // entry) where it left. A request for a gid follows the entries host to host;
 // the answer updates the asker's entry so that the next request goes straight.
 #include <signal.h>
+#include <sys/wait.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -31,9 +32,21 @@ std::string run_state(const Location& l) {
     return p->state == 'T' || p->state == 't' ? "stopped" : "running";
 }
 
-json local_entry_json(const Location& l) {
-    return {{"gid", l.gid},          {"host", l.host}, {"pid", l.pid},
-            {"state", run_state(l)}, {"comm", l.comm}, {"uid", l.uid}};
+// A process that exited says how, when this migd reaped it (it restored it):
+// "exit_status" is the wait status, with "exit_code" or "signal" beside.
+json local_entry_json(Daemon& d, const Location& l) {
+    json r = {{"gid", l.gid},          {"host", l.host}, {"pid", l.pid},
+              {"state", run_state(l)}, {"comm", l.comm}, {"uid", l.uid}};
+    if (r["state"] != "exited")
+        return r;
+    if (const auto st = d.exit_status(l.pid)) {
+        r["exit_status"] = *st;
+        if (WIFEXITED(*st))
+            r["exit_code"] = WEXITSTATUS(*st);
+        else if (WIFSIGNALED(*st))
+            r["signal"] = WTERMSIG(*st);
+    }
+    return r;
 }
 
 // The host that made gid (gids are HOST-N).
@@ -56,7 +69,7 @@ json act_here(Daemon& d, const Location& l, const std::string& op, const json& e
         return Ops::local_move(d, {{"op", op}, {"pid", l.pid}, {"to", extra.value("to", "")}}, who,
                                {});
     }
-    json r = local_entry_json(l);
+    json r = local_entry_json(d, l);
     r["ok"] = true;
     if (op != "kill")
         return r;
@@ -81,7 +94,7 @@ json local_processes(Daemon& d) {
     json list = json::array();
     for (const auto& l : d.locations_.all())
         if (l.state == "local")
-            list.push_back(local_entry_json(l));
+            list.push_back(local_entry_json(d, l));
     for (const auto& e : d.journal_.all()) {
         if (e.value("role", "") != "dest" || e.value("state", "") != "ready")
             continue;

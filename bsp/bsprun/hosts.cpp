@@ -144,7 +144,12 @@ bool HostsMover::gone(int vp) {
     if (pl.gid.empty())
         return false;
     const json r = migd_client::call(home_socket_, {{"op", "where"}, {"gid", pl.gid}});
-    return !r.value("ok", false) || r.value("state", "") == "exited";
+    if (!r.value("ok", false))
+        return true;
+    if (r.value("state", "") != "exited")
+        return false;
+    places_.at(static_cast<std::size_t>(vp)).exit_status = r.value("exit_status", -1);
+    return true;
 }
 
 Result<std::string> default_hub_address() {

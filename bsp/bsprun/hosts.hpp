@@ -22,6 +22,7 @@ struct Place {
     std::string host;
     pid_t pid = -1;
     std::string gid;
+    int exit_status = -1; // its wait status, once migd reported it (gone())
 };
 
 class HostsMover final : public Mover, public Placer {
@@ -51,8 +52,12 @@ class HostsMover final : public Mover, public Placer {
     // SIGKILL to the VP wherever it is (by pid, or through migd by gid).
     void kill(int vp, pid_t pid);
     // Whether a VP that migd moved has exited (migd says "exited", or no
-    // longer knows it); always false for bsprun's own children.
+    // longer knows it); always false for bsprun's own children. An exited
+    // VP's wait status, when the migd that restored it reaped it, is kept
+    // for exit_status().
     bool gone(int vp);
+    // The wait status migd reported for a VP that moved (-1: not known).
+    int exit_status(int vp) const { return place(vp).exit_status; }
 
   private:
     std::string home_, home_socket_, sockets_;

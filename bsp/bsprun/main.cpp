@@ -421,8 +421,14 @@ int main(int argc, char** argv) {
                 reap(false);
         }
     }
-    if (mh)
+    if (mh) {
         mh->output().copy(); // the last bytes of bsprun's children
+        // A VP that moved exited under a migd: its status is what that migd
+        // reaped (unknown, e.g. after the migd restarted: taken as 0).
+        for (int v = 0; v < nprocs; ++v)
+            if (const int st = mh->mover().exit_status(v); st >= 0)
+                status[static_cast<std::size_t>(v)] = st;
+    }
     if (!outcome.ok && ck.on_failure == "rollback" && outcome.lost) {
         std::vector<std::string> pass_on = {"--migd-socket",
                                             migd_socket,

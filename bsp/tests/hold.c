@@ -3,9 +3,11 @@
  * A job that lasts until told: supersteps (about 20 ms each) until the file
  * argv[1] exists (vp 0 looks and tells every VP by bsp_put), so that a test
  * can act on a running multi-host job (kill a VP) without timing. Prints
- * "hold done S" on pid 0 with the number of supersteps.
+ * "hold done S" on pid 0 with the number of supersteps. With argv[2], pid 0
+ * (the only one that goes on after bsp_end) exits with that status.
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -34,5 +36,5 @@ int main(int argc, char** argv) {
     if (bsp_pid() == 0)
         printf("hold done %d\n", steps);
     bsp_end();
-    return 0;
+    return argc > 2 ? atoi(argv[2]) : 0;
 }
