@@ -100,6 +100,28 @@ int cmd_check(const Globals& g, bool json) {
     return exit_ok;
 }
 
+// The command word of argv: the first argument that is neither an option
+// nor the value of one of the global options; empty if it names no command.
+std::string_view command_in(int argc, char** argv) {
+    static constexpr std::string_view commands[] = {"check",   "checkpoint", "restart", "dup",
+                                                    "migrate", "images",     "ps",      "hosts",
+                                                    "where",   "kill",       "inspect", "monitor"};
+    for (int i = 1; i < argc; i++) {
+        const std::string_view a = argv[i];
+        if (a == "--device" || a == "--engine" || a == "--migd-socket") {
+            i++;
+            continue;
+        }
+        if (a.starts_with('-'))
+            continue;
+        for (auto c : commands)
+            if (a == c)
+                return c;
+        return {};
+    }
+    return {};
+}
+
 } // namespace ghostctl
 
 int main(int argc, char** argv) {
@@ -116,6 +138,12 @@ int main(int argc, char** argv) {
     app.require_subcommand(1);
     app.fallthrough();
     app.set_version_flag("--version", std::string(GHOST_VERSION));
+
+    // Only the options of the command asked for are built: building every
+    // command's is most of ghostctl's start-up, which every command pays
+    // (issue 15). Without a known command (ghostctl --help, a typo) all are.
+    const std::string_view asked = command_in(argc, argv);
+    const auto want = [&](std::string_view name) { return asked.empty() || asked == name; };
 
     Globals g;
     if (const char* env = std::getenv("GHOST_DEVICE"))
@@ -144,7 +172,9 @@ int main(int argc, char** argv) {
         "check", "Show whether the ghost kernel module is loaded, its interface version, "
                  "the image format versions it handles and its features. Fails (status 1) "
                  "with the reason when the module cannot be used.");
-    check->add_flag("--json", check_json, "print the result as JSON for scripts");
+    if (want("check")) {
+        check->add_flag("--json", check_json, "print the result as JSON for scripts");
+    }
 
     CheckpointArgs ck;
     auto* checkpoint = app.add_subcommand(
@@ -157,43 +187,46 @@ int main(int argc, char** argv) {
         "and deleted files are refused with the reason. With --server HOST the images of "
         "one or more PIDs go to HOST's checkpoint server through this host's migd instead; "
         "each gets an image id (see 'images', 'restart --server').");
-    checkpoint->add_option("PID", ck.pids, "the process (several with --server)")
-        ->required()
-        ->check(CLI::PositiveNumber);
-    checkpoint->add_option("-o,--output", ck.output, "image file to write ('-' for stdout)")
-        ->type_name("FILE");
-    checkpoint
-        ->add_option("--server", ck.server,
-                     "store the images on HOST's checkpoint server (a migd peer) instead of a "
-                     "file")
-        ->type_name("HOST");
-    checkpoint
-        ->add_option("--schedule", ck.schedule,
-                     "with several PIDs, how they reach the server (Hector's schedules): "
-                     "one-at-a-time (a session each, in turn; default), combined (one session "
-                     "announcing all, then each in turn), all-at-once (all at the same time)")
-        ->check(CLI::IsMember({"one-at-a-time", "combined", "all-at-once"}))
-        ->type_name("SCHEDULE");
-    checkpoint->add_flag("--json", ck.json,
-                         "print the result as JSON: pid, image, bytes, frozen_ms (how long the "
-                         "process was held still) and what became of the process; with --server, "
-                         "migd's reply");
-    auto* lr = checkpoint->add_flag("--leave-running", ck.leave_running,
-                                    "keep the process running after the checkpoint");
-    checkpoint
-        ->add_flag("--leave-stopped", ck.leave_stopped,
-                   "leave the process stopped (SIGSTOP) after the checkpoint, for migration")
-        ->excludes(lr);
-    checkpoint
-        ->add_option("--parent", ck.parent,
-                     "write an incremental image: only the pages the process wrote since "
-                     "IMAGE, which must be its last --leave-running checkpoint (user engine "
-                     "only); 'restart' follows the chain of parents")
-        ->type_name("IMAGE");
-    checkpoint->add_flag("--compress", ck.compress, "compress the image with zstd");
-    checkpoint->add_option("--level", ck.level, "zstd level with --compress (default 3)")
-        ->check(CLI::Range(1, 19))
-        ->type_name("N");
+    if (want("checkpoint")) {
+        checkpoint->add_option("PID", ck.pids, "the process (several with --server)")
+            ->required()
+            ->check(CLI::PositiveNumber);
+        checkpoint->add_option("-o,--output", ck.output, "image file to write ('-' for stdout)")
+            ->type_name("FILE");
+        checkpoint
+            ->add_option("--server", ck.server,
+                         "store the images on HOST's checkpoint server (a migd peer) instead of a "
+                         "file")
+            ->type_name("HOST");
+        checkpoint
+            ->add_option("--schedule", ck.schedule,
+                         "with several PIDs, how they reach the server (Hector's schedules): "
+                         "one-at-a-time (a session each, in turn; default), combined (one session "
+                         "announcing all, then each in turn), all-at-once (all at the same time)")
+            ->check(CLI::IsMember({"one-at-a-time", "combined", "all-at-once"}))
+            ->type_name("SCHEDULE");
+        checkpoint->add_flag(
+            "--json", ck.json,
+            "print the result as JSON: pid, image, bytes, frozen_ms (how long the "
+            "process was held still) and what became of the process; with --server, "
+            "migd's reply");
+        auto* lr = checkpoint->add_flag("--leave-running", ck.leave_running,
+                                        "keep the process running after the checkpoint");
+        checkpoint
+            ->add_flag("--leave-stopped", ck.leave_stopped,
+                       "leave the process stopped (SIGSTOP) after the checkpoint, for migration")
+            ->excludes(lr);
+        checkpoint
+            ->add_option("--parent", ck.parent,
+                         "write an incremental image: only the pages the process wrote since "
+                         "IMAGE, which must be its last --leave-running checkpoint (user engine "
+                         "only); 'restart' follows the chain of parents")
+            ->type_name("IMAGE");
+        checkpoint->add_flag("--compress", ck.compress, "compress the image with zstd");
+        checkpoint->add_option("--level", ck.level, "zstd level with --compress (default 3)")
+            ->check(CLI::Range(1, 19))
+            ->type_name("N");
+    }
 
     RestartArgs rs;
     auto* restart = app.add_subcommand(
@@ -206,22 +239,25 @@ int main(int argc, char** argv) {
         "of the same numbers. An incremental image (checkpoint --parent) is restored "
         "with its chain of parents, each found by the path it was written with or "
         "beside FILE, checked, and flattened into one whole image first.");
-    restart->add_option("FILE", rs.input, "the image (an image id with --server)")->required();
-    restart
-        ->add_option("--server", rs.server,
-                     "restart image id FILE of HOST's checkpoint server, through migd; prints "
-                     "HOST:PID and the new gid")
-        ->type_name("HOST");
-    restart->add_option("--on", rs.on, "with --server: the host to restart on (default: this one)")
-        ->type_name("HOST");
-    restart->add_flag("--detach,-d", rs.detach,
-                      "print the restored process's pid and return once it runs");
-    restart
-        ->add_option("--inherit-fd", rs.inherit_fds,
-                     "give the image's inherited descriptor N from ghostctl's descriptor M "
-                     "(N:M), or N from N; repeatable. 'ghostctl checkpoint' lists the "
-                     "descriptors a restart needs")
-        ->type_name("N[:M]");
+    if (want("restart")) {
+        restart->add_option("FILE", rs.input, "the image (an image id with --server)")->required();
+        restart
+            ->add_option("--server", rs.server,
+                         "restart image id FILE of HOST's checkpoint server, through migd; prints "
+                         "HOST:PID and the new gid")
+            ->type_name("HOST");
+        restart
+            ->add_option("--on", rs.on, "with --server: the host to restart on (default: this one)")
+            ->type_name("HOST");
+        restart->add_flag("--detach,-d", rs.detach,
+                          "print the restored process's pid and return once it runs");
+        restart
+            ->add_option("--inherit-fd", rs.inherit_fds,
+                         "give the image's inherited descriptor N from ghostctl's descriptor M "
+                         "(N:M), or N from N; repeatable. 'ghostctl checkpoint' lists the "
+                         "descriptors a restart needs")
+            ->type_name("N[:M]");
+    }
 
     MoveArgs dupa;
     dupa.op = "dup";
@@ -231,10 +267,13 @@ int main(int argc, char** argv) {
                "reopens its files by path. With --to HOST the copy runs on HOST (through "
                "migd; prints HOST:PID and the copy's gid); then GID may name a process of "
                "the cluster wherever it runs.");
-    dup->add_option("PID|GID", dupa.target, "the process: a pid of this host, or with --to a gid")
-        ->required();
-    dup->add_option("--to", dupa.to, "make the copy on HOST, a migd peer")->type_name("HOST");
-    dup->add_flag("--json", dupa.json, "with --to: print migd's reply as JSON");
+    if (want("dup")) {
+        dup->add_option("PID|GID", dupa.target,
+                        "the process: a pid of this host, or with --to a gid")
+            ->required();
+        dup->add_option("--to", dupa.to, "make the copy on HOST, a migd peer")->type_name("HOST");
+        dup->add_flag("--json", dupa.json, "with --to: print migd's reply as JSON");
+    }
 
     MoveArgs mig;
     mig.op = "migrate";
@@ -248,72 +287,89 @@ int main(int argc, char** argv) {
         "HOST. Pipes and terminals cannot move (redirect them to files). A GID (as printed "
         "by an earlier move, or by ps --cluster) names the process wherever it runs now: "
         "this host's migd forwards the request to that host, whose migd moves it.");
-    migrate
-        ->add_option("PID|GID", mig.target,
-                     "the process: a pid of this host, or a gid of the cluster")
-        ->required();
-    migrate->add_option("--to", mig.to, "the destination host (a migd peer)")
-        ->required()
-        ->type_name("HOST");
-    migrate->add_flag("--json", mig.json, "print migd's reply (bytes, times) as JSON");
+    if (want("migrate")) {
+        migrate
+            ->add_option("PID|GID", mig.target,
+                         "the process: a pid of this host, or a gid of the cluster")
+            ->required();
+        migrate->add_option("--to", mig.to, "the destination host (a migd peer)")
+            ->required()
+            ->type_name("HOST");
+        migrate->add_flag("--json", mig.json, "print migd's reply (bytes, times) as JSON");
+    }
 
     ImagesArgs img;
     auto* images = app.add_subcommand(
         "images", "List the images stored on HOST's checkpoint server (id, command, size, "
                   "time, owner, origin), or remove one with --rm (its owner or root only).");
-    images->add_option("--server", img.server, "the checkpoint server")
-        ->required()
-        ->type_name("HOST");
-    images->add_option("--rm", img.rm, "remove image ID")->type_name("ID");
-    images->add_flag("--json", img.json, "print the list as JSON");
+    if (want("images")) {
+        images->add_option("--server", img.server, "the checkpoint server")
+            ->required()
+            ->type_name("HOST");
+        images->add_option("--rm", img.rm, "remove image ID")->type_name("ID");
+        images->add_flag("--json", img.json, "print the list as JSON");
+    }
 
     bool ps_cluster = false, ps_json = false;
     auto* ps = app.add_subcommand(
         "ps", "With --cluster: every migrated, duplicated or restarted process of the cluster, "
               "as each host's migd knows it: gid, host, pid, state (running, stopped, exited), "
               "uid, command.");
-    ps->add_flag("--cluster", ps_cluster, "ask every host of the cluster (required)")->required();
-    ps->add_flag("--json", ps_json, "print the list as JSON");
+    if (want("ps")) {
+        ps->add_flag("--cluster", ps_cluster, "ask every host of the cluster (required)")
+            ->required();
+        ps->add_flag("--json", ps_json, "print the list as JSON");
+    }
 
     bool hosts_json = false;
     auto* hostsc = app.add_subcommand(
         "hosts", "The hosts of the cluster as this host's migd knows them: its own name and "
                  "each configured peer, with the address and port migd reaches it on, one per "
                  "line (this host first).");
-    hostsc->add_flag("--json", hosts_json, "print the list as JSON");
+    if (want("hosts")) {
+        hostsc->add_flag("--json", hosts_json, "print the list as JSON");
+    }
 
     std::string where_gid;
     bool where_json = false;
     auto* where = app.add_subcommand(
         "where", "Where process GID lives now (HOST:PID STATE), following forwarding entries "
                  "from host to host; the hosts asked learn the answer.");
-    where->add_option("GID", where_gid, "the process's cluster-wide id")->required();
-    where->add_flag("--json", where_json, "print the answer (with hops) as JSON");
+    if (want("where")) {
+        where->add_option("GID", where_gid, "the process's cluster-wide id")->required();
+        where->add_flag("--json", where_json, "print the answer (with hops) as JSON");
+    }
 
     std::string kill_gid, kill_sig;
     auto* killc = app.add_subcommand(
         "kill", "Send signal SIG (default TERM; a number or a name) to process GID wherever it "
                 "lives now. Only its owner or root may.");
-    killc->add_option("GID", kill_gid, "the process's cluster-wide id")->required();
-    killc->add_option("SIG", kill_sig, "the signal")->type_name("SIG");
+    if (want("kill")) {
+        killc->add_option("GID", kill_gid, "the process's cluster-wide id")->required();
+        killc->add_option("SIG", kill_sig, "the signal")->type_name("SIG");
+    }
 
     InspectArgs ins;
     auto* inspect = app.add_subcommand(
         "inspect", "Validate image FILE (raw or compressed; '-' for stdin) and describe it: the "
                    "process, its memory map with sizes, its files and signal state. Fails "
                    "(status 1) with the reason on a damaged or foreign file.");
-    inspect->add_option("FILE", ins.input, "the image")->required();
-    inspect->add_flag("--json", ins.json, "print everything as JSON for scripts");
-    inspect->add_flag("--regs", ins.regs, "also show the registers");
+    if (want("inspect")) {
+        inspect->add_option("FILE", ins.input, "the image")->required();
+        inspect->add_flag("--json", ins.json, "print everything as JSON for scripts");
+        inspect->add_flag("--regs", ins.regs, "also show the registers");
+    }
 
     MonitorArgs mon;
     auto* monitor = app.add_subcommand(
         "monitor", "Print every export and import as the module announces it (generic "
                    "netlink family \"ghost\", group \"events\"; needs CAP_NET_ADMIN).");
-    monitor->add_flag("--json", mon.json, "one JSON object per line");
-    monitor->add_option("--count", mon.count, "exit after N events")
-        ->check(CLI::PositiveNumber)
-        ->type_name("N");
+    if (want("monitor")) {
+        monitor->add_flag("--json", mon.json, "one JSON object per line");
+        monitor->add_option("--count", mon.count, "exit after N events")
+            ->check(CLI::PositiveNumber)
+            ->type_name("N");
+    }
 
     try {
         app.parse(argc, argv);
