@@ -396,13 +396,19 @@ const char* engine_of(Tool t) {
     return t == Tool::User ? "user" : "kernel";
 }
 
+// A run's fresh workload, in its directory d (with d/criu for CRIU's images).
+std::optional<pid_t> prepare_run(Tool tool, size_t mib, const Programs& pr, const RunDir& d,
+                                 Failure& f) {
+    if (tool == Tool::Criu)
+        fs::create_directories(d / "criu");
+    return start_workload(pr, mib, d, f);
+}
+
 std::optional<Sample> run_once(Tool tool, size_t mib, const Programs& pr, const fs::path& base,
                                Failure& f) {
     RunDir d(base / fmt::format("{}-{}", tool_name(tool), mib));
     const fs::path image = d / "image", criu_dir = d / "criu";
-    if (tool == Tool::Criu)
-        fs::create_directories(criu_dir);
-    const auto pid = start_workload(pr, mib, d, f);
+    const auto pid = prepare_run(tool, mib, pr, d, f);
     if (!pid)
         return std::nullopt;
     const std::string spid = std::to_string(*pid);
@@ -533,9 +539,7 @@ bool leave_running_once(Tool tool, size_t mib, const Programs& pr, const fs::pat
                         Failure& f) {
     RunDir d(base / fmt::format("{}-{}-leave-running", tool_name(tool), mib));
     const fs::path image = d / "image", criu_dir = d / "criu";
-    if (tool == Tool::Criu)
-        fs::create_directories(criu_dir);
-    const auto pid = start_workload(pr, mib, d, f);
+    const auto pid = prepare_run(tool, mib, pr, d, f);
     if (!pid)
         return false;
     const std::string spid = std::to_string(*pid);

@@ -110,6 +110,14 @@ Result<void> kill_and_wait(int pidfd, pid_t pid) {
     return {};
 }
 
+// Restores the whole image a chain was flattened into (a memory file).
+Error restore_whole(Engine& engine, int fd, const RestoreOptions& o) {
+    auto g = engine.create(Backend::file(fd));
+    if (!g)
+        return g.error();
+    return (*g)->restore_self(o);
+}
+
 } // namespace
 
 bool is_zstd(std::span<const std::byte> head) {
@@ -217,12 +225,8 @@ Error restart_self(Engine& engine, int in, const RestoreOptions& o) {
     auto whole = chain::flatten_if_incremental(in);
     if (!whole)
         return whole.error();
-    if (*whole) {
-        auto g = engine.create(Backend::file(whole->get()));
-        if (!g)
-            return g.error();
-        return (*g)->restore_self(o);
-    }
+    if (*whole)
+        return restore_whole(engine, whole->get(), o);
     // A raw image in a regular file is read by the kernel straight from it:
     // peek at its first bytes without moving the offset.
     struct stat st;
@@ -266,12 +270,8 @@ Error restart_self(Engine& engine, int in, const RestoreOptions& o) {
         auto flat = chain::flatten_if_incremental(view->bytes(), {});
         if (!flat)
             return flat.error();
-        if (*flat) {
-            auto f = engine.create(Backend::file(flat->get()));
-            if (!f)
-                return f.error();
-            return (*f)->restore_self(o);
-        }
+        if (*flat)
+            return restore_whole(engine, flat->get(), o);
     }
     return (*g)->restore_self(o);
 }
