@@ -445,6 +445,10 @@ int main(int argc, char** argv) {
                 pass_on.insert(pass_on.end(), {opt, *val});
         if (verbose)
             pass_on.push_back("--verbose");
+        if (dry_run)
+            pass_on.push_back("--dry-run");
+        if (every > 0)
+            pass_on.insert(pass_on.end(), {"--migrate-every", std::to_string(every)});
         rollback(mh->mover(), host_list, *ckpt, ck.server, outcome.why,
                  pass_on); // on failure: returns
     }
