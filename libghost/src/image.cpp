@@ -97,10 +97,8 @@ class Stream {
     std::uint32_t crc() const { return crc_; } // crc32c of every byte so far
 
     Result<void> read(std::span<std::byte> buf) {
-        if (max_ && (buf.size() > max_ || off_ > max_ - buf.size()))
-            return Error{std::make_error_code(std::errc::file_too_large),
-                         fmt::format("the image is larger than the limit of {} bytes (at byte {})",
-                                     max_, off_)};
+        if (auto r = within_limit(buf.size()); !r)
+            return r;
         std::size_t got = 0;
         while (got < buf.size()) {
             auto r = src_.read(buf.subspan(got));
@@ -121,6 +119,23 @@ class Stream {
 
     template <class T> Result<void> read(T& v) { return read(bytes_of(v)); }
 
+    // The next n bytes: in place where the source holds them in memory
+    // (page data is then checksummed where it lies, not copied first), else
+    // read into buf.
+    Result<std::span<const std::byte>> view(std::size_t n, std::vector<std::byte>& buf) {
+        if (auto r = within_limit(n); !r)
+            return r.error();
+        if (const auto in_place = src_.take(n); in_place.size() == n) {
+            account(in_place);
+            return in_place;
+        }
+        if (buf.size() < n)
+            buf.resize(n);
+        if (auto r = read(std::span(buf).first(n)); !r)
+            return r.error();
+        return std::span<const std::byte>(buf).first(n);
+    }
+
     // @n bytes that must be zero; @what names them for the error.
     Result<void> zeros(std::uint64_t n, std::string_view what) {
         std::array<std::byte, 4096> buf;
@@ -138,6 +153,14 @@ class Stream {
     }
 
   private:
+    Result<void> within_limit(std::size_t n) const {
+        if (max_ && (n > max_ || off_ > max_ - n))
+            return Error{std::make_error_code(std::errc::file_too_large),
+                         fmt::format("the image is larger than the limit of {} bytes (at byte {})",
+                                     max_, off_)};
+        return {};
+    }
+
     void account(std::span<const std::byte> b) {
         crc_ = crc32c(crc_, b);
         off_ += b.size();
@@ -837,14 +860,12 @@ class Reader {
         PageRun run{p.addr, p.nr_pages, s_.off()};
         for (std::uint64_t done = 0; done < p.nr_pages;) {
             const auto n = std::min<std::uint64_t>(p.nr_pages - done, kPagesChunk / kPage);
-            if (chunk_.size() < n * kPage)
-                chunk_.resize(n * kPage);
-            const auto data = std::span(chunk_).first(n * kPage);
             const PageRun part{p.addr + done * kPage, n, s_.off()};
-            if (auto r = s_.read(data); !r)
-                return r;
+            auto data = s_.view(static_cast<std::size_t>(n * kPage), chunk_);
+            if (!data)
+                return data.error();
             if (o_.on_pages)
-                if (auto r = o_.on_pages(v, part, data); !r)
+                if (auto r = o_.on_pages(v, part, *data); !r)
                     return r;
             done += n;
         }
@@ -1078,6 +1099,14 @@ Result<std::size_t> SpanSource::read(std::span<std::byte> buf) {
         std::memcpy(buf.data(), data_.data() + off_, n);
     off_ += n;
     return n;
+}
+
+std::span<const std::byte> SpanSource::take(std::size_t n) {
+    if (n > data_.size() - off_)
+        return {};
+    const auto in_place = data_.subspan(off_, n);
+    off_ += n;
+    return in_place;
 }
 
 Result<std::size_t> FdSource::read(std::span<std::byte> buf) {

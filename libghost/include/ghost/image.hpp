@@ -111,13 +111,21 @@ class Source {
     virtual ~Source() = default;
     // Fills up to buf.size() bytes; 0 means end of stream.
     virtual Result<std::size_t> read(std::span<std::byte> buf) = 0;
+    // The next n bytes where they are, without a copy, when the source
+    // holds them in memory (and consumes them); empty when it does not, or
+    // has fewer: then read() them.
+    virtual std::span<const std::byte> take(std::size_t n) {
+        (void)n;
+        return {};
+    }
 };
 
-// Reads a buffer in memory (a memory ghost's view, a file read whole).
+// Reads a buffer in memory (a memory ghost's view, a mapped file).
 class SpanSource final : public Source {
   public:
     explicit SpanSource(std::span<const std::byte> data) : data_(data) {}
     Result<std::size_t> read(std::span<std::byte> buf) override;
+    std::span<const std::byte> take(std::size_t n) override;
 
   private:
     std::span<const std::byte> data_;
