@@ -161,6 +161,21 @@ Daemon::Busy::~Busy() {
     std::erase(d_.busy_, id_);
 }
 
+std::optional<Daemon::Claim> Daemon::claim(const std::string& id) {
+    std::lock_guard lock(busy_mu_);
+    if (std::find(claimed_.begin(), claimed_.end(), id) != claimed_.end() || !journal_.get(id))
+        return std::nullopt;
+    claimed_.push_back(id);
+    return Claim(*this, id);
+}
+
+Daemon::Claim::~Claim() {
+    if (!d_)
+        return;
+    std::lock_guard lock(d_->busy_mu_);
+    std::erase(d_->claimed_, id_);
+}
+
 bool Daemon::busy(const std::string& id) {
     std::lock_guard lock(busy_mu_);
     return std::find(busy_.begin(), busy_.end(), id) != busy_.end();

@@ -15,6 +15,7 @@
 #include <optional>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -94,6 +95,21 @@ class Daemon {
         std::string id_;
     };
     bool busy(const std::string& id);
+    // The right to finish journaled migration id: held by one thread at a
+    // time, and only while the journal still holds the entry (a finished
+    // migration's entry is gone, so a late claim is refused).
+    class Claim {
+      public:
+        Claim(Daemon& d, std::string id) : d_(&d), id_(std::move(id)) {}
+        Claim(Claim&& o) noexcept : d_(std::exchange(o.d_, nullptr)), id_(std::move(o.id_)) {}
+        Claim& operator=(Claim&&) = delete;
+        ~Claim();
+
+      private:
+        Daemon* d_;
+        std::string id_;
+    };
+    std::optional<Claim> claim(const std::string& id);
     // Reaps the processes it restored that exited, keeping their wait
     // status by pid (the last 4096).
     void reap();
@@ -123,6 +139,7 @@ class Daemon {
     std::deque<std::pair<pid_t, int>> exits_; // reaped: pid, wait status
     std::mutex busy_mu_;
     std::vector<std::string> busy_;
+    std::vector<std::string> claimed_; // under busy_mu_
 };
 
 // The fault a test asks a migd to have (environment MIGD_FAULT, for the

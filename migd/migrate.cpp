@@ -38,11 +38,21 @@ Location location_of(const json& entry, std::string state, std::string host, pid
 }
 
 // The destination's end of a migration: the copy runs (commit) or is
-// killed (abort), and the entry leaves the journal.
+// killed (abort), and the entry leaves the journal. Three threads may get
+// here for one migration (the import's own, a commit from the source's
+// resolver, this host's resolver); only one that still finds the entry in
+// the journal acts. A resolver that read the entry just before the verdict
+// came would otherwise ask the source, hear "no record" (the source drops
+// its record once the commit is done) and kill the running copy.
 void finish_dest(Daemon& d, const json& entry, bool commit) {
     const pid_t pid = entry.value("pid", 0);
     const std::uint64_t start = entry.value("starttime", std::uint64_t{0});
     const std::string id = entry.value("id", "");
+    const auto claim = d.claim(id);
+    if (!claim) {
+        spdlog::info("{} {}: already finished here", entry.value("kind", ""), id);
+        return;
+    }
     if (commit) {
         if (pid > 0 && proc_alive(pid, start))
             ::kill(pid, SIGCONT);

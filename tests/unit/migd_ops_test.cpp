@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "daemon.hpp"
+#include "ops.hpp"
 #include "store.hpp"
 
 namespace {
@@ -241,6 +242,41 @@ TEST(MigdOps, MigrateMovesTheProcessAndItContinues) {
         net["h1"].local({{"op", "kill"}, {"gid", r["gid"]}, {"signal", SIGKILL}}, user, {});
     EXPECT_TRUE(k.value("ok", false)) << k.dump();
     EXPECT_TRUE(eventually([&] { return !alive(np); }));
+}
+
+// The soak's 54,561st migration found its process dying: the destination's
+// resolver had read the journal entry of the migration before it, just before
+// the commit came; once the commit was done it asked the source, which had
+// dropped its record ("aborted"), and killed the running copy. Here that
+// late resolver runs on purpose, with the entry as it was while ready.
+TEST(MigdOps, ALateResolverLeavesACommittedCopyRunning) {
+    Net net(2);
+    Counter c(net.root());
+    const json r = net["h1"].local({{"op", "migrate"}, {"pid", c.pid}, {"to", "h2"}}, user, {});
+    ASSERT_TRUE(r.value("ok", false)) << r.dump();
+    ::waitpid(c.pid, nullptr, 0);
+    c.pid = -1;
+    const pid_t np = r["pid"];
+    ASSERT_TRUE(eventually([&] { return c.last().second == np; }));
+    const auto info = migd::proc_info(np);
+    ASSERT_TRUE(info.has_value());
+    const json stale = {{"id", "h1.1.1"},
+                        {"role", "dest"},
+                        {"kind", "migrate"},
+                        {"state", "ready"},
+                        {"peer", "h1"},
+                        {"gid", r["gid"]},
+                        {"pid", np},
+                        {"uid", nobody},
+                        {"comm", "ghost-counter"},
+                        {"starttime", info->starttime}};
+    migd::Ops::resolve_dest(net["h2"], stale);
+    std::this_thread::sleep_for(200ms);
+    EXPECT_TRUE(alive(np)) << "the late resolver killed the committed copy";
+    const auto before = c.last().first;
+    std::this_thread::sleep_for(300ms);
+    EXPECT_GT(c.last().first, before) << "the copy does not count on";
+    ::kill(np, SIGKILL);
 }
 
 TEST(MigdOps, DuplicateLeavesTheOriginalRunning) {
