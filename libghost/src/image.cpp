@@ -914,9 +914,10 @@ class Reader {
                                    "its end section at byte {} has a {}-byte record, without one",
                                    s.at, s.rec));
         if (xxh ? e.crc32c != 0 : e.xxh64 != 0)
-            return bad(fmt::format("the end section at byte {} has a {} in an image whose "
+            return bad(fmt::format("the end section at byte {} holds {} in an image whose "
                                    "checksum is {}",
-                                   s.at, xxh ? "crc32c" : "xxh64", xxh ? "an XXH64" : "a crc32c"));
+                                   s.at, xxh ? "a crc32c" : "an xxh64",
+                                   xxh ? "an XXH64" : "a crc32c"));
         if (xxh && e.xxh64 != s.sum)
             return bad(fmt::format("checksum mismatch: the image is corrupted (the {} bytes "
                                    "before the end section have xxh64 {:#018x}, it says {:#018x})",
