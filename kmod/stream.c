@@ -46,7 +46,8 @@ static void stream_account(struct ghost_stream *s, const void *buf, size_t len)
 	if (s->use_xxh64)
 		xxh64_update(&s->xxh, buf, len);
 	else
-		stream_account(s, buf, len);
+		s->crc = crc32c(s->crc, buf, len);
+	s->off += len;
 }
 
 int ghost_stream_write(struct ghost_stream *s, const void *buf, size_t len)
