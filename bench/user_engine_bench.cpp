@@ -576,6 +576,16 @@ void bm_crc32c(benchmark::State& state, size_t mib) {
     state.SetBytesProcessed(static_cast<std::int64_t>(bytes) * state.iterations());
 }
 
+// XXH64, the END checksum both engines write since GHOST_IMAGE_FEAT_XXH64.
+void bm_xxh64(benchmark::State& state, size_t mib) {
+    const size_t bytes = mib << 20;
+    auto a = filled(bytes);
+    const std::span<const std::byte> s(reinterpret_cast<const std::byte*>(a.get()), bytes);
+    for (auto _ : state)
+        benchmark::DoNotOptimize(ghost::image::xxh64(s));
+    state.SetBytesProcessed(static_cast<std::int64_t>(bytes) * state.iterations());
+}
+
 // write(2) of the bytes in 4 MiB calls, as the user engine writes page data:
 // into a file in --dir, or into a memfd (what its memory ghosts are).
 void bm_write(benchmark::State& state, size_t mib, bool memfd) {
@@ -621,6 +631,7 @@ constexpr Baseline baselines[] = {
     {floor_name, [](benchmark::State& s, size_t mib) { bm_process_vm(s, mib, false, true); }},
     {"pagemap", bm_pagemap},
     {"crc32c", bm_crc32c},
+    {"xxh64", bm_xxh64},
     {"write-memfd", [](benchmark::State& s, size_t mib) { bm_write(s, mib, true); }},
     {"write-file", [](benchmark::State& s, size_t mib) { bm_write(s, mib, false); }},
 };

@@ -40,7 +40,7 @@ static inline __u32 ghost_record_size(__u32 type, __u32 version)
 	case GHOST_SEC_FILE:
 		return version == 1 ? GHOST_FILE_SIZE_VER1 : sizeof(struct ghost_file);
 	case GHOST_SEC_END:
-		return sizeof(struct ghost_end);
+		return version == 1 ? GHOST_END_SIZE_VER1 : sizeof(struct ghost_end);
 	case GHOST_SEC_CREDS:
 		return version == 1 ? 0 : sizeof(struct ghost_creds);
 	case GHOST_SEC_ATTRS:

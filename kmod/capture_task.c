@@ -73,13 +73,15 @@ int ghost_check_task(struct task_struct *task, struct mm_struct *mm,
  * (capture_mm.c), which it must restore; the vDSO record only adds a check,
  * which a reader may lack. A reader that skipped LOCK records would restore
  * a process without its locks, and one that does not know the ATTRS section
- * would drop what it holds.
+ * would drop what it holds. The END checksum is an XXH64 (cheap where the
+ * crc32 instruction is emulated), which a reader must know to check.
  */
 static int write_header(struct ghost_stream *s, struct task_struct *task,
 			bool vdso, bool locks)
 {
 	u64 required = GHOST_IMAGE_FEAT_FILE_ID | GHOST_IMAGE_FEAT_VMA_ATTRS |
 		       GHOST_IMAGE_FEAT_CREDS | GHOST_IMAGE_FEAT_ATTRS |
+		       GHOST_IMAGE_FEAT_XXH64 |
 		       (locks ? GHOST_IMAGE_FEAT_LOCKS : 0);
 	struct ghost_image_header h = {
 		.magic = GHOST_IMAGE_MAGIC,
@@ -93,6 +95,7 @@ static int write_header(struct ghost_stream *s, struct task_struct *task,
 		.required_features = required,
 	};
 
+	ghost_stream_use_xxh64(s, NULL, 0);
 	return ghost_stream_write(s, &h, sizeof(h));
 }
 
@@ -214,7 +217,7 @@ static int write_rlimits(struct ghost_stream *s, struct task_struct *task)
 
 static int write_end(struct ghost_stream *s)
 {
-	struct ghost_end end = { .crc32c = ~s->crc, .bytes = s->off };
+	struct ghost_end end = { .bytes = s->off, .xxh64 = ghost_stream_sum(s) };
 
 	return ghost_section_write(s, GHOST_SEC_END, &end, sizeof(end), NULL, 0);
 }

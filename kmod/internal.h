@@ -6,6 +6,7 @@
 #include <linux/fs.h>
 #include <linux/mutex.h>
 #include <linux/types.h>
+#include <linux/xxhash.h>
 
 struct ghost_plug;
 struct vm_area_struct;
@@ -64,14 +65,24 @@ ssize_t ghost_mem_write_user(struct ghost_res *res, const char __user *ubuf,
 			     size_t len);
 int ghost_mem_mmap(struct ghost_res *res, struct vm_area_struct *vma);
 
-/* stream.c: the image as a checksummed stream over a resource. */
+/*
+ * stream.c: the image as a checksummed stream over a resource. The sum is
+ * a crc32c until ghost_stream_use_xxh64() (GHOST_IMAGE_FEAT_XXH64 images):
+ * crc32c costs seconds per 256 MiB where the CPU's crc32 instruction is
+ * emulated, XXH64 is plain multiplies and rotates.
+ */
 struct ghost_stream {
 	struct ghost_res *res;
 	u64 off;
 	u32 crc;
+	bool use_xxh64;
+	struct xxh64_state xxh;
 };
 
 void ghost_stream_init(struct ghost_stream *s, struct ghost_res *res);
+void ghost_stream_use_xxh64(struct ghost_stream *s, const void *seen,
+			    size_t len);
+u64 ghost_stream_sum(const struct ghost_stream *s);
 int ghost_stream_write(struct ghost_stream *s, const void *buf, size_t len);
 int ghost_stream_write_zeros(struct ghost_stream *s, size_t len);
 int ghost_stream_read(struct ghost_stream *s, void *buf, size_t len);

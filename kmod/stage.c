@@ -61,7 +61,7 @@ static int read_exact(struct ghost_stream *s, void *buf, size_t len,
 struct sec {
 	struct ghost_section h;
 	u64 at;			/* stream offset of the header */
-	u32 crc;		/* checksum of every byte before it */
+	u64 sum;		/* checksum of every byte before it */
 	u32 rec;		/* record bytes: the rest of the payload is its tail */
 };
 
@@ -95,7 +95,7 @@ static int next_section(struct ghost_stream *s, const struct ghost_staged *st,
 
 	for (;;) {
 		sec->at = s->off;
-		sec->crc = ~s->crc;
+		sec->sum = ghost_stream_sum(s);
 		err = read_exact(s, &sec->h, sizeof(sec->h), reason);
 		if (err)
 			return err;
@@ -262,6 +262,8 @@ static int stage_header(struct ghost_stream *s, struct ghost_staged *st,
 	    (h->version == 1 && (h->features || h->required_features)) ||
 	    (h->required_features & ~h->features))
 		return ghost_bad(reason, "the image header is malformed or for another machine");
+	if (h->features & GHOST_IMAGE_FEAT_XXH64)
+		ghost_stream_use_xxh64(s, h, sizeof(*h));
 	if (h->features & GHOST_IMAGE_FEAT_PARENT)
 		return ghost_bad(reason,
 				 "the image is incremental: ghost.ko restores whole images "
@@ -909,6 +911,31 @@ static int stage_lock(struct ghost_stream *s, struct ghost_staged *st,
 	return err ? err : ghost_stage_lock(st, &l, reason);
 }
 
+/*
+ * The END record against the checksum of the @sec->at bytes before it: an
+ * XXH64 in GHOST_IMAGE_FEAT_XXH64 images (whose END must be long enough to
+ * hold one), else a crc32c.
+ */
+static int check_end(struct ghost_stream *s, const struct ghost_staged *st,
+		     const struct sec *sec, const struct ghost_end *end,
+		     char *reason)
+{
+	bool xxh = st->hdr.features & GHOST_IMAGE_FEAT_XXH64;
+
+	if (end->bytes != sec->at || end->__pad)
+		return ghost_bad(reason, "the end section is malformed");
+	if (xxh && sec->rec < offsetofend(struct ghost_end, xxh64))
+		return ghost_bad(reason,
+				 "the image says its checksum is an XXH64, but its %u-byte end record has none",
+				 sec->rec);
+	if (xxh ? end->crc32c != 0 : end->xxh64 != 0)
+		return ghost_bad(reason, "the end section is malformed");
+	if (xxh ? end->xxh64 != sec->sum : end->crc32c != (u32)sec->sum)
+		return ghost_bad(reason, "checksum mismatch (%s): the image is corrupted",
+				 xxh ? "xxh64" : "crc32c");
+	return 0;
+}
+
 static int stage_tail(struct ghost_stream *s, struct ghost_staged *st,
 		      char *reason)
 {
@@ -937,14 +964,11 @@ static int stage_tail(struct ghost_stream *s, struct ghost_staged *st,
 			return ghost_bad(reason, "unexpected section %u at byte %llu",
 					 sec.h.type, sec.at);
 		err = read_record(s, &sec, &end, sizeof(end), reason);
-		if (err)
-			return err;
-		if (end.bytes != sec.at || end.__pad)
-			return ghost_bad(reason, "the end section is malformed");
-		if (end.crc32c != sec.crc)
-			return ghost_bad(reason, "checksum mismatch: the image is corrupted");
-		st->bytes = s->off;
-		return 0;
+		if (!err)
+			err = check_end(s, st, &sec, &end, reason);
+		if (!err)
+			st->bytes = s->off;
+		return err;
 	}
 }
 

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * The image stream: sections written to or read from a resource front to
- * back, with the running offset (for page alignment) and crc32c.
+ * back, with the running offset (for page alignment) and checksum.
  */
 #include <linux/crc32c.h>
 #include <linux/highmem.h>
@@ -18,6 +18,36 @@ void ghost_stream_init(struct ghost_stream *s, struct ghost_res *res)
 	s->res = res;
 	s->off = 0;
 	s->crc = ~0U;
+	s->use_xxh64 = false;
+}
+
+/*
+ * From now on the stream's sum is XXH64 (seed 0) over every byte, of which
+ * the first @len, already through the stream, are @seen: a writer calls it
+ * before the header, a reader once the header it read asks for it.
+ */
+void ghost_stream_use_xxh64(struct ghost_stream *s, const void *seen,
+			    size_t len)
+{
+	s->use_xxh64 = true;
+	xxh64_reset(&s->xxh, 0);
+	if (len)
+		xxh64_update(&s->xxh, seen, len);
+}
+
+/* The checksum of every byte so far, as an END record holds it. */
+u64 ghost_stream_sum(const struct ghost_stream *s)
+{
+	return s->use_xxh64 ? xxh64_digest(&s->xxh) : ~s->crc;
+}
+
+static void stream_account(struct ghost_stream *s, const void *buf, size_t len)
+{
+	if (s->use_xxh64)
+		xxh64_update(&s->xxh, buf, len);
+	else
+		s->crc = crc32c(s->crc, buf, len);
+	s->off += len;
 }
 
 int ghost_stream_write(struct ghost_stream *s, const void *buf, size_t len)
@@ -26,8 +56,7 @@ int ghost_stream_write(struct ghost_stream *s, const void *buf, size_t len)
 
 	if (err)
 		return err;
-	s->crc = crc32c(s->crc, buf, len);
-	s->off += len;
+	stream_account(s, buf, len);
 	return 0;
 }
 
@@ -50,8 +79,7 @@ int ghost_stream_read(struct ghost_stream *s, void *buf, size_t len)
 
 	if (err)
 		return err;
-	s->crc = crc32c(s->crc, buf, len);
-	s->off += len;
+	stream_account(s, buf, len);
 	return 0;
 }
 
@@ -70,9 +98,8 @@ struct page *ghost_stream_take_page(struct ghost_stream *s)
 	if (!pg)
 		return NULL;
 	v = kmap_local_page(pg);
-	s->crc = crc32c(s->crc, v, PAGE_SIZE);
+	stream_account(s, v, PAGE_SIZE);
 	kunmap_local(v);
-	s->off += PAGE_SIZE;
 	return pg;
 }
 

@@ -98,11 +98,11 @@ Result<std::vector<Extent>> resolve(const Link& l, std::size_t link,
 } // namespace
 
 ImageId id_of(const image::Image& img) {
-    return {img.bytes, img.crc32c, img.header.time_ns, img.header.pid};
+    return {img.bytes, img.crc32c, img.header.time_ns, img.header.pid, img.xxh64};
 }
 
 ImageId id_of(const ghost_parent& p) {
-    return {p.bytes, p.crc32c, p.time_ns, p.pid};
+    return {p.bytes, p.crc32c, p.time_ns, p.pid, p.xxh64};
 }
 
 std::string describe(const ImageId& id) {
@@ -111,8 +111,10 @@ std::string describe(const ImageId& id) {
     ::gmtime_r(&secs, &tm);
     std::array<char, 32> when{};
     std::strftime(when.data(), when.size(), "%Y-%m-%d %H:%M:%S", &tm);
-    return fmt::format("pid {}'s image of {}.{:09} UTC ({} bytes, crc32c {:#010x})", id.pid,
-                       when.data(), id.time_ns % 1000000000ULL, id.bytes, id.crc32c);
+    const std::string sum = id.xxh64 ? fmt::format("xxh64 {:#018x}", id.xxh64)
+                                     : fmt::format("crc32c {:#010x}", id.crc32c);
+    return fmt::format("pid {}'s image of {}.{:09} UTC ({} bytes, {})", id.pid, when.data(),
+                       id.time_ns % 1000000000ULL, id.bytes, sum);
 }
 
 Result<Link> load_fd(int fd, const std::string& path) {

@@ -24,6 +24,7 @@
 
 #include <fmt/format.h>
 
+#include "checksum.hpp"
 #include "ghost_creds.h"
 #include "ghost_format.h"
 #include "ghost_lock.h"
@@ -94,7 +95,9 @@ class Stream {
     Stream(Source& src, std::uint64_t max) : src_(src), max_(max) {}
 
     std::uint64_t off() const { return off_; }
-    std::uint32_t crc() const { return crc_; } // crc32c of every byte so far
+    // Checksum of every byte so far (a crc32c until use_xxh64()).
+    std::uint64_t sum() const { return sum_.value(); }
+    void use_xxh64(std::span<const std::byte> seen) { sum_.use_xxh64(seen); }
 
     Result<void> read(std::span<std::byte> buf) {
         if (auto r = within_limit(buf.size()); !r)
@@ -162,20 +165,20 @@ class Stream {
     }
 
     void account(std::span<const std::byte> b) {
-        crc_ = crc32c(crc_, b);
+        sum_.update(b);
         off_ += b.size();
     }
 
     Source& src_;
     std::uint64_t max_;
     std::uint64_t off_ = 0;
-    std::uint32_t crc_ = 0;
+    Checksum sum_;
 };
 
 struct Sec {
     ghost_section h{};
     std::uint64_t at = 0;  // stream offset of the section header
-    std::uint32_t crc = 0; // crc32c of the stream before the header
+    std::uint64_t sum = 0; // checksum of the stream before the header
     std::uint64_t rec = 0; // bytes of the record that begins the payload
     // Stream offset of a field of the payload.
     std::uint64_t field(std::size_t offset) const { return at + sizeof(h) + offset; }
@@ -255,6 +258,9 @@ class Reader {
             return bad(fmt::format("the image requires feature bit {} (byte 48), which this "
                                    "reader does not know",
                                    std::countr_zero(unknown)));
+        // The checksum covers the header too: restart it over the bytes read.
+        if (h.features & GHOST_IMAGE_FEAT_XXH64)
+            s_.use_xxh64(bytes_of(h));
         if (h.header_size > sizeof(h)) {
             if (auto r = s_.zeros(
                     h.header_size - sizeof(h),
@@ -280,7 +286,7 @@ class Reader {
         for (;;) {
             Sec s;
             s.at = s_.off();
-            s.crc = s_.crc();
+            s.sum = s_.sum();
             if (auto r = s_.read(s.h); !r)
                 return r.error();
             if ((s.h.flags & ~GHOST_SECTION_FLAGS) || (v1 && (s.h.flags || s.h.record_size)))
@@ -308,8 +314,12 @@ class Reader {
                 return bad(fmt::format("the {} section at byte {} has {} bytes, too short for its "
                                        "{}-byte record",
                                        name_of(s.h.type), s.at, s.h.size, s.rec));
-            if (s.rec != record_size(s.h.type, GHOST_IMAGE_VERSION) &&
-                (!v1 || s.rec > record_size(s.h.type, GHOST_IMAGE_VERSION)))
+            // What encode() writes: END holds no XXH64 unless the image uses it.
+            const auto canon =
+                s.h.type == GHOST_SEC_END && !(img_.header.features & GHOST_IMAGE_FEAT_XXH64)
+                    ? GHOST_END_SIZE_VER1
+                    : record_size(s.h.type, GHOST_IMAGE_VERSION);
+            if (s.rec != canon && (!v1 || s.rec > canon))
                 img_.exact = false;
             return s;
         }
@@ -428,7 +438,7 @@ class Reader {
             return bad(fmt::format("{}: pid {} (byte {}) is not the header's {}", where, p.pid,
                                    FIELD(*s, ghost_parent, pid), img_.header.pid));
         // The smallest whole image: a header and an END.
-        if (p.bytes < sizeof(ghost_image_header) + sizeof(ghost_section) + sizeof(ghost_end) ||
+        if (p.bytes < sizeof(ghost_image_header) + sizeof(ghost_section) + GHOST_END_SIZE_VER1 ||
             p.bytes % 8)
             return bad(fmt::format("{}: the parent's size {} (byte {}) is not an image's", where,
                                    p.bytes, FIELD(*s, ghost_parent, bytes)));
@@ -881,7 +891,6 @@ class Reader {
             auto s = next();
             if (!s)
                 return s.error();
-            const auto crc = s->crc;
             if (s->h.type == GHOST_SEC_LOCK && locks) {
                 if (auto r = lock(*s); !r)
                     return r;
@@ -902,20 +911,44 @@ class Reader {
                 return r;
             if (auto r = record(*s, e); !r)
                 return r;
-            if (e.__pad)
-                return bad(fmt::format("the end section at byte {} has non-zero padding", s->at));
-            if (e.bytes != s->at)
-                return bad(fmt::format("the end section at byte {} says it is at byte {}", s->at,
-                                       e.bytes));
-            if (e.crc32c != crc)
-                return bad(fmt::format("checksum mismatch: the image is corrupted (the {} bytes "
-                                       "before the end section have crc32c {:#010x}, it says "
-                                       "{:#010x})",
-                                       s->at, crc, e.crc32c));
+            if (auto r = check_end(*s, e); !r)
+                return r;
             img_.crc32c = e.crc32c;
+            img_.xxh64 = e.xxh64;
             img_.bytes = s_.off();
             return {};
         }
+    }
+
+    // END against the checksum of the bytes before it: an XXH64 in images
+    // with GHOST_IMAGE_FEAT_XXH64 (their END record must hold one), else a
+    // crc32c (the field the other kind does not use is zero).
+    Result<void> check_end(const Sec& s, const ghost_end& e) {
+        const bool xxh = img_.header.features & GHOST_IMAGE_FEAT_XXH64;
+        if (e.__pad)
+            return bad(fmt::format("the end section at byte {} has non-zero padding", s.at));
+        if (e.bytes != s.at)
+            return bad(
+                fmt::format("the end section at byte {} says it is at byte {}", s.at, e.bytes));
+        if (xxh && s.rec < offsetof(ghost_end, xxh64) + sizeof(e.xxh64))
+            return bad(fmt::format("the image's checksum is an XXH64 (header feature bit 7), but "
+                                   "its end section at byte {} has a {}-byte record, without one",
+                                   s.at, s.rec));
+        if (xxh ? e.crc32c != 0 : e.xxh64 != 0)
+            return bad(fmt::format("the end section at byte {} holds {} in an image whose "
+                                   "checksum is {}",
+                                   s.at, xxh ? "a crc32c" : "an xxh64",
+                                   xxh ? "an XXH64" : "a crc32c"));
+        if (xxh && e.xxh64 != s.sum)
+            return bad(fmt::format("checksum mismatch: the image is corrupted (the {} bytes "
+                                   "before the end section have xxh64 {:#018x}, it says {:#018x})",
+                                   s.at, s.sum, e.xxh64));
+        if (!xxh && e.crc32c != s.sum)
+            return bad(fmt::format("checksum mismatch: the image is corrupted (the {} bytes "
+                                   "before the end section have crc32c {:#010x}, it says "
+                                   "{:#010x})",
+                                   s.at, s.sum, e.crc32c));
+        return {};
     }
 
     Result<void> file(const Sec& s) {

@@ -10,6 +10,7 @@
 
 #include <fmt/format.h>
 
+#include "checksum.hpp"
 #include "ghost/image.hpp"
 #include "ghost_format.h"
 
@@ -26,14 +27,16 @@ template <class T> std::span<const std::byte> cbytes_of(const T& v) {
 
 } // namespace
 
-Writer::Writer() = default;
+Writer::Writer() : sum_(std::make_unique<Checksum>()) {}
 
-Writer::Writer(int fd) : fd_(fd) {
+Writer::Writer(int fd) : fd_(fd), sum_(std::make_unique<Checksum>()) {
     out_.reserve(kFlushAt + kPage);
 }
 
+Writer::~Writer() = default;
+
 void Writer::write_out(std::span<const std::byte> b) {
-    crc_ = crc32c(crc_, b);
+    sum_->update(b);
     while (!failed_ && !b.empty()) {
         const ssize_t n = ::write(fd_, b.data(), b.size());
         if (n < 0 && errno == EINTR)
@@ -88,6 +91,8 @@ Result<void> Writer::status() const {
 
 void Writer::header(const ghost_image_header& h) {
     version_ = h.version;
+    if (h.version != 1 && (h.features & GHOST_IMAGE_FEAT_XXH64) && offset() == 0)
+        sum_->use_xxh64({});
     put(cbytes_of(h));
     if (h.version != 1 && h.header_size > sizeof(h) && h.header_size <= GHOST_IMAGE_HEADER_MAX)
         pad_to(h.header_size - sizeof(h));
@@ -133,8 +138,17 @@ void Writer::pages(std::uint64_t addr, std::span<const std::byte> data) {
 void Writer::end() {
     flush();
     const std::uint64_t at = offset();
-    const ghost_end e{crc32c(crc_, out_), 0, at};
-    record(GHOST_SEC_END, e);
+    const std::uint64_t sum = sum_->value(out_);
+    ghost_end e{};
+    e.bytes = at;
+    if (sum_->xxh64()) {
+        e.xxh64 = sum;
+        record(GHOST_SEC_END, e);
+    } else { // the record as it was before XXH64: old images encode back the same
+        e.crc32c = static_cast<std::uint32_t>(sum);
+        const auto rec = cbytes_of(e).first(GHOST_END_SIZE_VER1);
+        section(GHOST_SEC_END, rec, 0, wire_record_size(rec.size()));
+    }
     end_ = e;
     flush();
 }

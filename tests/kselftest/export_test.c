@@ -358,10 +358,10 @@ TEST(image_is_version_2)
 	EXPECT_EQ(2, h->version);
 	EXPECT_EQ(GHOST_IMAGE_FEAT_FILE_ID | GHOST_IMAGE_FEAT_VDSO_ID |
 		  GHOST_IMAGE_FEAT_VMA_ATTRS | GHOST_IMAGE_FEAT_CREDS |
-		  GHOST_IMAGE_FEAT_ATTRS, h->features);
+		  GHOST_IMAGE_FEAT_ATTRS | GHOST_IMAGE_FEAT_XXH64, h->features);
 	EXPECT_EQ(GHOST_IMAGE_FEAT_FILE_ID | GHOST_IMAGE_FEAT_VMA_ATTRS |
-		  GHOST_IMAGE_FEAT_CREDS | GHOST_IMAGE_FEAT_ATTRS,
-		  h->required_features);
+		  GHOST_IMAGE_FEAT_CREDS | GHOST_IMAGE_FEAT_ATTRS |
+		  GHOST_IMAGE_FEAT_XXH64, h->required_features);
 	for (int i = 0; i < x.n; i++) {
 		const struct ghost_section *s = x.secs[i].hdr;
 

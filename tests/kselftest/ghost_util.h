@@ -22,6 +22,10 @@
 
 #include <linux/ghost.h>
 
+/* XXH64 compiled in: the tests check the module without trusting libghost. */
+#define XXH_INLINE_ALL
+#include <xxhash.h>
+
 #include "ghost/c/export_target.h"
 
 #define GHOST_DEV "/dev/" GHOST_DEVICE_NAME
@@ -145,6 +149,36 @@ static inline uint32_t crc32c_update(uint32_t crc, const void *p, size_t n)
 	return crc;
 }
 
+/* Whether the image of header @img checksums with XXH64 (else crc32c). */
+static inline int image_xxh64(const void *img)
+{
+	return !!(((const struct ghost_image_header *)img)->features &
+		  GHOST_IMAGE_FEAT_XXH64);
+}
+
+/* Bytes of the END record the image's checksum kind has. */
+static inline size_t image_end_size(const void *img)
+{
+	return image_xxh64(img) ? sizeof(struct ghost_end) : GHOST_END_SIZE_VER1;
+}
+
+/* Makes @e the checksum of the first @off bytes of @img, of the image's kind. */
+static inline void image_set_sum(const void *img, size_t off, struct ghost_end *e)
+{
+	if (image_xxh64(img))
+		e->xxh64 = XXH64(img, off, 0);
+	else
+		e->crc32c = ~crc32c_update(~0u, img, off);
+}
+
+/* Whether @e is the checksum of the first @off bytes of @img. */
+static inline int image_sum_ok(const void *img, size_t off, const struct ghost_end *e)
+{
+	if (image_xxh64(img))
+		return e->crc32c == 0 && e->xxh64 == XXH64(img, off, 0);
+	return e->crc32c == ~crc32c_update(~0u, img, off);
+}
+
 struct image_sec {
 	const struct ghost_section *hdr;
 	const void *payload;
@@ -153,7 +187,7 @@ struct image_sec {
 
 /*
  * Checks the framing of a whole image: header, sections in bounds with zero
- * padding, END last with the right offset and crc32c. Returns the number of
+ * padding, END last with the right offset and checksum. Returns the number of
  * sections (END included) and fills @secs (up to @max), or a negative value
  * naming what is wrong.
  */
@@ -187,10 +221,10 @@ static inline int image_walk(const void *img, size_t len,
 		if (s->type == GHOST_SEC_END) {
 			const struct ghost_end *e = (const void *)((const char *)img + pay);
 
-			if (s->size != sizeof(*e) || e->bytes != off ||
+			if (s->size != image_end_size(img) || e->bytes != off ||
 			    pay + padded != len)
 				return IMG_BAD_BOUNDS;
-			if (e->crc32c != ~crc32c_update(~0u, img, off))
+			if (!image_sum_ok(img, off, e))
 				return IMG_BAD_CRC;
 			return n;
 		}

@@ -634,7 +634,7 @@ static void mutate(char *img, size_t *len, int which)
 	struct ghost_image_header *h = (void *)img;
 
 	switch (which) {
-	case 0: {					/* page data: crc */
+	case 0: {					/* page data: checksum */
 		static struct image_sec secs[4096];
 		int n = image_walk(img, *len, secs, 4096);
 		int k = image_find(secs, n, GHOST_SEC_PAGES, 0);
@@ -751,8 +751,8 @@ static void mutate_fields(char *img, size_t len, const struct image_sec *secs, i
 		const struct image_sec *end = &secs[n - 1];
 		struct ghost_end *e = (struct ghost_end *)end->payload;
 
-		if ((char *)e + sizeof(*e) <= img + len)
-			e->crc32c = ~crc32c_update(~0u, img, end->off);
+		if ((char *)e + image_end_size(img) <= img + len)
+			image_set_sum(img, end->off, e);
 	}
 }
 

@@ -232,12 +232,18 @@ SecAt find(const Bytes& b, std::uint32_t type, int nth = 0) {
     return {};
 }
 
-// After a byte-level change: END's checksum made right again.
-// END is the last 32 bytes of what the Writer makes, whatever the change.
+// After a byte-level change: END's checksum made right again. END is the
+// last 32 bytes of what the Writer makes (40 with an XXH64), whatever the
+// change.
 void refresh_crc(Bytes& b) {
-    const auto at = b.size() - sizeof(ghost_section) - sizeof(ghost_end);
+    const bool xxh = get<ghost_image_header>(b, 0).features & GHOST_IMAGE_FEAT_XXH64;
+    const auto at = b.size() - sizeof(ghost_section) - (xxh ? sizeof(ghost_end) : 16);
     ASSERT_EQ(get<std::uint32_t>(b, at), std::uint32_t{GHOST_SEC_END});
-    put(b, at + sizeof(ghost_section), img::crc32c(0, std::span(b).first(at)));
+    const auto before = std::span(b).first(at);
+    if (xxh)
+        put(b, at + sizeof(ghost_section) + offsetof(ghost_end, xxh64), img::xxh64(before));
+    else
+        put(b, at + sizeof(ghost_section), img::crc32c(0, before));
 }
 
 // The synthetic image as a list of sections, to reorder, drop or repeat.
@@ -1306,11 +1312,11 @@ const RejectCase kRejects[] = {
          w.header(m.header);
          for (const auto& p : pieces(m))
              p(w);
-         const Bytes p(24);
+         const Bytes p(sizeof(ghost_end) + 8);
          w.section(GHOST_SEC_END, p, 0, sizeof(ghost_end));
          return w.bytes();
      },
-     "expected 16"},
+     "expected 24"},
     {"NoEnd",
      [] {
          const auto m = synthetic();

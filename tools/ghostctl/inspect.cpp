@@ -294,6 +294,7 @@ json to_json(const ghost::image::Image& img, const std::string& cmdline, bool co
                                 {"handler", h},
                                 {"flags", img.signals.action[sig - 1].flags},
                                 {"mask", img.signals.action[sig - 1].mask}});
+    const bool xxh64 = img.header.features & GHOST_IMAGE_FEAT_XXH64;
     json j = {{"version", img.header.version},
               {"features", img.header.features},
               {"required_features", img.header.required_features},
@@ -319,7 +320,9 @@ json to_json(const ghost::image::Image& img, const std::string& cmdline, bool co
                   {"size", img.signals.altstack_size},
                   {"flags", img.signals.altstack_flags}}},
                 {"handlers", std::move(sig_handlers)}}},
-              {"crc32c", img.crc32c}};
+              {"checksum", xxh64 ? "xxh64" : "crc32c"},
+              {"crc32c", img.crc32c},
+              {"xxh64", img.xxh64}};
     if (img.creds) {
         const auto& c = *img.creds;
         j["creds"] = {{"uid", {c.uid, c.euid, c.suid, c.fsuid}},
@@ -368,6 +371,8 @@ std::string feature_list(std::uint64_t features) {
         add("attributes");
     if (features & GHOST_IMAGE_FEAT_PARENT)
         add("incremental");
+    if (features & GHOST_IMAGE_FEAT_XXH64)
+        add("XXH64 checksum");
     for (int b = 0; b < 64; b++)
         if ((features >> b & 1) && !((1ULL << b) & GHOST_IMAGE_FEATURES))
             add(fmt::format("feature {}", b));
@@ -382,6 +387,10 @@ void print_summary(const std::string& name, const ghost::image::Image& img,
                compressed ? fmt::format(" (zstd, {} on disk)", human_bytes(file_bytes)) : "");
     fmt::print("captured   {} from pid {} (x86-64)\n", capture_time(img.header.time_ns),
                img.header.pid);
+    fmt::print("checksum   {} (END, of the bytes before it: verified)\n",
+               img.header.features & GHOST_IMAGE_FEAT_XXH64
+                   ? fmt::format("xxh64 {:#018x}", img.xxh64)
+                   : fmt::format("crc32c {:#010x}", img.crc32c));
     print_parent(name, img);
     fmt::print("process    {}  cwd {}  umask {:04o}\n", comm, img.cwd, img.umask);
     if (!cmdline.empty())

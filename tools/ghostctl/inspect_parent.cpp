@@ -44,6 +44,7 @@ nlohmann::json parent_json(const std::string& name, const ghost::image::Image& i
             {"depth", p.depth},
             {"bytes", p.bytes},
             {"crc32c", p.crc32c},
+            {"xxh64", p.xxh64},
             {"time_ns", p.time_ns},
             {"pid", p.pid},
             {"start_time", p.start_time},

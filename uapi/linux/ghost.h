@@ -348,11 +348,12 @@ enum ghost_genl_attr {
 #define GHOST_IMAGE_FEAT_VMA_ATTRS _BITULL(4) /* ghost_vma.flags may hold GHOST_VMA_ATTRS */
 #define GHOST_IMAGE_FEAT_LOCKS	 _BITULL(5) /* LOCK sections may follow the FILEs */
 #define GHOST_IMAGE_FEAT_PARENT	 _BITULL(6) /* incremental: a PARENT section, inherited runs */
+#define GHOST_IMAGE_FEAT_XXH64	 _BITULL(7) /* END holds an XXH64, not a crc32c */
 /* All feature bits this header knows about. */
 #define GHOST_IMAGE_FEATURES (GHOST_IMAGE_FEAT_FILE_ID | GHOST_IMAGE_FEAT_VDSO_ID | \
 			      GHOST_IMAGE_FEAT_CREDS | GHOST_IMAGE_FEAT_ATTRS | \
 			      GHOST_IMAGE_FEAT_VMA_ATTRS | GHOST_IMAGE_FEAT_LOCKS | \
-			      GHOST_IMAGE_FEAT_PARENT)
+			      GHOST_IMAGE_FEAT_PARENT | GHOST_IMAGE_FEAT_XXH64)
 
 struct ghost_image_header {
 	__u64 magic;
@@ -632,21 +633,23 @@ struct ghost_pages {
 /*
  * An incremental image's parent (GHOST_SEC_PARENT, followed by @path_len
  * bytes of the parent's path as the writer knew it, no NUL: a hint). The
- * parent is named by content, not by path: the image whose END section
- * is at @bytes - 16 with checksum @crc32c, and whose header says @time_ns
- * and @pid. Every page the process had at this capture is in exactly one
- * PAGES run of this image: with data, or flagged GHOST_PAGES_PARENT; a
- * page in no run is absent (zero, or the file's), whatever the parent has.
+ * parent is named by content, not by path: the image of @bytes whose END
+ * section has checksum @crc32c (or, with GHOST_IMAGE_FEAT_XXH64, @xxh64),
+ * and whose header says @time_ns and @pid. Every page the process had at
+ * this capture is in exactly one PAGES run of this image: with data, or
+ * flagged GHOST_PAGES_PARENT; a page in no run is absent (zero, or the
+ * file's), whatever the parent has.
  */
 struct ghost_parent {
 	__u64 bytes;		/* the parent image's size, END included */
-	__u32 crc32c;		/* its END section's crc32c */
+	__u32 crc32c;		/* its END section's crc32c (0 with an XXH64 END) */
 	__u32 depth;		/* images below this one: 1 when the parent is whole */
 	__u64 time_ns;		/* the parent's header time_ns */
 	__u64 start_time;	/* the process's start time (/proc/PID/stat field 22, ticks) */
 	__s32 pid;		/* the process, as in both headers */
 	__u32 path_len;		/* 1 .. GHOST_PATH_MAX - 1 */
-	__u64 resv[2];
+	__u64 xxh64;		/* its END's xxh64 (0: its END has a crc32c) */
+	__u64 resv[1];
 };
 
 #define GHOST_PARENT_DEPTH_MAX 256	/* longest chain a reader follows */
@@ -696,10 +699,21 @@ struct ghost_lock {
 	__u64 resv[2];
 };
 
+/*
+ * The checksum of every byte of the stream before this section's header:
+ * @crc32c, or with GHOST_IMAGE_FEAT_XXH64 (set in features and
+ * required_features) @xxh64 (XXH64, seed 0) and @crc32c 0. An image with
+ * the feature has the whole record; one without has @xxh64 0, or a record
+ * of GHOST_END_SIZE_VER1 bytes.
+ */
 struct ghost_end {
-	__u32 crc32c;		/* of every byte before this section's header */
+	__u32 crc32c;
 	__u32 __pad;
 	__u64 bytes;		/* stream offset of this section's header */
+	/* with GHOST_IMAGE_FEAT_XXH64 (else 0 or absent): */
+	__u64 xxh64;
 };
+
+#define GHOST_END_SIZE_VER1 16
 
 #endif /* _UAPI_LINUX_GHOST_H */

@@ -22,19 +22,21 @@
 
 namespace ghost::chain {
 
-// What names an image to its children: its size, END checksum, capture
-// time and pid (the fields of struct ghost_parent).
+// What names an image to its children: its size, END checksum (crc32c, or
+// xxh64 with the other 0), capture time and pid (the fields of struct
+// ghost_parent).
 struct ImageId {
     std::uint64_t bytes = 0;
     std::uint32_t crc32c = 0;
     std::uint64_t time_ns = 0;
     pid_t pid = 0;
+    std::uint64_t xxh64 = 0;
     bool operator==(const ImageId&) const = default;
 };
 
 ImageId id_of(const image::Image& img);
 ImageId id_of(const ghost_parent& p);
-// "pid N's image of <UTC time> (B bytes, crc32c 0x...)".
+// "pid N's image of <UTC time> (B bytes, crc32c 0x...)" (or xxh64 0x...).
 std::string describe(const ImageId& id);
 
 // One image, read and checked (END checksum included), its bytes mapped:

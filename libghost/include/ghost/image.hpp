@@ -19,6 +19,7 @@
 #include <cstdint>
 #include <cstring>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
@@ -38,6 +39,11 @@ std::uint32_t crc32c(std::uint32_t crc, std::span<const std::byte> data);
 // The same, always table-driven: what crc32c() uses on CPUs without SSE4.2
 // (exposed so that tests compare the two).
 std::uint32_t crc32c_portable(std::uint32_t crc, std::span<const std::byte> data);
+// XXH64 (seed 0) of a whole buffer: the END checksum of images with
+// GHOST_IMAGE_FEAT_XXH64.
+std::uint64_t xxh64(std::span<const std::byte> data);
+
+class Checksum; // END's checksum on the way (src/checksum.hpp)
 
 // Name of a section type ("task", "regs", ...; "unknown" otherwise).
 std::string_view section_name(std::uint32_t type);
@@ -92,7 +98,9 @@ struct Image {
     std::vector<Vma> vmas;
     std::vector<File> files;
     std::vector<ghost_lock> locks; // after the files they name (GHOST_IMAGE_FEAT_LOCKS)
+    // END's checksum: crc32c, or with GHOST_IMAGE_FEAT_XXH64 xxh64 (crc32c 0).
     std::uint32_t crc32c = 0;
+    std::uint64_t xxh64 = 0;
     std::uint64_t bytes = 0; // whole image, END included
     // Sections of unknown types flagged GHOST_SECTION_SKIPPABLE, read past.
     std::uint32_t skipped = 0;
@@ -183,6 +191,9 @@ class Writer {
     Writer();
     // Streams into fd (borrowed; written at its current offset).
     explicit Writer(int fd);
+    ~Writer();
+    Writer(const Writer&) = delete;
+    Writer& operator=(const Writer&) = delete;
     void header(const ghost_image_header& h);
     // A section with this payload, padded to 8 bytes.
     void section(std::uint32_t type, std::span<const std::byte> payload, std::uint16_t flags = 0,
@@ -209,9 +220,12 @@ class Writer {
     // A PAGES section flagged GHOST_PAGES_PARENT: nr_pages pages at addr
     // that the parent image chain holds; no data.
     void parent_pages(std::uint64_t addr, std::uint64_t nr_pages);
-    // END: checksum of everything written so far; flushes a descriptor.
+    // END: checksum of everything written so far, an XXH64 when the header
+    // had GHOST_IMAGE_FEAT_XXH64 (a whole END record), else a crc32c (an
+    // END record of GHOST_END_SIZE_VER1 bytes, as before the feature);
+    // flushes a descriptor.
     void end();
-    // The END record end() wrote (its crc32c names the image to a child).
+    // The END record end() wrote (its checksum names the image to a child).
     const ghost_end& end_record() const { return end_; }
     // Bytes of image so far (written or buffered).
     std::uint64_t offset() const { return flushed_ + out_.size(); }
@@ -230,8 +244,8 @@ class Writer {
     void write_out(std::span<const std::byte> b);
     std::vector<std::byte> out_;
     int fd_ = -1;
-    std::uint64_t flushed_ = 0; // bytes already written to fd_
-    std::uint32_t crc_ = 0;     // of the flushed bytes
+    std::uint64_t flushed_ = 0;     // bytes already written to fd_
+    std::unique_ptr<Checksum> sum_; // of the flushed bytes
     std::uint32_t version_ = GHOST_IMAGE_VERSION;
     bool failed_ = false;
     Error err_;

@@ -57,11 +57,12 @@ std::optional<Record> read_record(const std::string& path) {
         return std::nullopt;
     Record r;
     unsigned long long t = 0, b = 0;
+    unsigned long long x = 0; // the xxh64, absent from records of before it
     unsigned c = 0;
     int pid = 0, cleared = 0;
-    if (std::sscanf(text->c_str(), "%d %llu %llu %x %d", &pid, &t, &b, &c, &cleared) != 5)
+    if (std::sscanf(text->c_str(), "%d %llu %llu %x %d %llx", &pid, &t, &b, &c, &cleared, &x) < 5)
         return std::nullopt;
-    r.id = {b, c, t, pid};
+    r.id = {b, c, t, pid, x};
     r.cleared = cleared != 0;
     return r;
 }
@@ -159,6 +160,7 @@ ghost_parent Parent::record() const {
     ghost_parent p{};
     p.bytes = img.bytes;
     p.crc32c = img.crc32c;
+    p.xxh64 = img.xxh64;
     p.depth = img.parent ? img.parent->depth + 1 : 1;
     p.time_ns = img.header.time_ns;
     p.start_time = start_time_;
@@ -208,8 +210,8 @@ void Tracking::remember(const chain::ImageId& id) const {
     UniqueFd f(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600));
     if (!f)
         return;
-    const std::string text = fmt::format("{} {} {} {:x} {}\n", id.pid, id.time_ns, id.bytes,
-                                         id.crc32c, cleared_ ? 1 : 0);
+    const std::string text = fmt::format("{} {} {} {:x} {} {:x}\n", id.pid, id.time_ns, id.bytes,
+                                         id.crc32c, cleared_ ? 1 : 0, id.xxh64);
     if (!write_all(f.get(), std::as_bytes(std::span(text))) || ::rename(tmp.c_str(), path.c_str()))
         ::unlink(tmp.c_str());
 }

@@ -674,9 +674,10 @@ Result<ExportStats> export_process(pid_t pid, Fate fate, int out, std::string_vi
     // the process runs as, and mapping and process attributes must be
     // restored, so a reader must know them; the vDSO record only adds a
     // check. A reader that skipped LOCK records would restore it without its
-    // locks.
+    // locks. The END checksum is an XXH64 (checksum.hpp says why).
     h.features = GHOST_IMAGE_FEAT_FILE_ID | GHOST_IMAGE_FEAT_VMA_ATTRS | GHOST_IMAGE_FEAT_CREDS |
-                 GHOST_IMAGE_FEAT_ATTRS | (locks->empty() ? 0 : GHOST_IMAGE_FEAT_LOCKS);
+                 GHOST_IMAGE_FEAT_ATTRS | GHOST_IMAGE_FEAT_XXH64 |
+                 (locks->empty() ? 0 : GHOST_IMAGE_FEAT_LOCKS);
     h.required_features = h.features;
     static_assert(sizeof(ghost_regs) == sizeof(Regs));
     const Regs saved = restarted(*regs0, false);
@@ -772,7 +773,8 @@ Result<ExportStats> export_process(pid_t pid, Fate fate, int out, std::string_vi
         !r)
         return fail(r.error());
     if (tracking)
-        tracking->remember({w.offset(), w.end_record().crc32c, h.time_ns, pid});
+        tracking->remember(
+            {w.offset(), w.end_record().crc32c, h.time_ns, pid, w.end_record().xxh64});
 
     ExportStats stats{w.offset(), frozen_ns};
     if (snap)

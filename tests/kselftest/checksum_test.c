@@ -1,0 +1,192 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The END checksum as ghost.ko writes and checks it: XXH64 images (what it
+ * writes) and crc32c images (what it wrote before GHOST_IMAGE_FEAT_XXH64,
+ * made here from an XXH64 one) restore a process that continues with the
+ * same memory; a flipped page byte in either is refused, naming the
+ * checksum, before the process runs; an XXH64 image whose END record is too
+ * short for the hash is refused.
+ */
+#include "ghost/c/restore_self.h"
+#include "ghost_util.h"
+#include "kselftest_harness.h"
+
+#define NPAGES 64
+#define PAGE 4096
+
+static volatile sig_atomic_t check_now;
+
+static void on_usr1(int sig)
+{
+	(void)sig;
+	check_now = 1;
+}
+
+/*
+ * Fills NPAGES pages with pattern(), says where, and on SIGUSR1 exits 0 if
+ * they still hold it (1 if not).
+ */
+static void work_pattern(int fd)
+{
+	__u64 *a = mmap(NULL, NPAGES * PAGE, PROT_READ | PROT_WRITE,
+			MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	if (a == MAP_FAILED)
+		_exit(91);
+	for (size_t i = 0; i < NPAGES * PAGE / 8; i++)
+		a[i] = pattern((unsigned long)&a[i]);
+	signal(SIGUSR1, on_usr1);
+	ready(fd, &a, sizeof(a));
+	/*
+	 * Not pause(): restored inside it, the process may take the signal
+	 * before the restarted call, which would then wait forever.
+	 */
+	while (!check_now)
+		usleep(10000);
+	for (size_t i = 0; i < NPAGES * PAGE / 8; i++)
+		if (a[i] != pattern((unsigned long)&a[i]))
+			_exit(1);
+	_exit(0);
+}
+
+/* The kernel's image of a work_pattern process; *addr: its pages. */
+static char *pattern_image(size_t *len, unsigned long *addr)
+{
+	struct ghost_export e;
+	char *img = NULL;
+	pid_t pid = spawn(work_pattern, addr, sizeof(*addr));
+	int g = ghost_new_mem();
+
+	if (pid > 0 && g >= 0 && !ghost_do_export(g, pid, GHOST_EXPORT_KILL, &e)) {
+		waitpid(pid, NULL, 0);
+		img = ghost_read_image(g, len);
+	} else if (pid > 0) {
+		reap(pid);
+	}
+	if (g >= 0)
+		close(g);
+	return img;
+}
+
+/* Rewrites an XXH64 image as the crc32c image ghost.ko wrote before it. */
+static size_t to_crc32c(char *img, size_t len)
+{
+	struct ghost_image_header *h = (void *)img;
+	struct ghost_section *s = (void *)(img + len - sizeof(*s) - sizeof(struct ghost_end));
+	struct ghost_end *e = (void *)(s + 1);
+
+	h->features &= ~GHOST_IMAGE_FEAT_XXH64;
+	h->required_features &= ~GHOST_IMAGE_FEAT_XXH64;
+	s->size = GHOST_END_SIZE_VER1;
+	s->record_size = GHOST_END_SIZE_VER1;
+	e->xxh64 = 0;
+	len -= sizeof(struct ghost_end) - GHOST_END_SIZE_VER1;
+	image_set_sum(img, (char *)s - img, e);
+	return len;
+}
+
+/* Flips a bit in the middle of the pattern pages' data. */
+static int flip_page_byte(char *img, size_t len, unsigned long addr)
+{
+	static struct image_sec secs[4096];
+	int n = image_walk(img, len, secs, 4096);
+	char *p = n > 0 ? (char *)image_page(secs, n, addr + 5 * PAGE) : NULL;
+
+	if (!p)
+		return -1;
+	p[123] ^= 0x10;
+	return 0;
+}
+
+/*
+ * Imports @img into a fresh child. Refused: 0 when the child lived and the
+ * reason holds @words (else 1 or 2). Restored (@words NULL): the exit
+ * status of the restored process once asked to check its pages.
+ */
+static int import_child(const char *img, size_t len, const char *words)
+{
+	int g = ghost_new_mem(), status = -1;
+	pid_t child;
+
+	if (g < 0 || write(g, img, len) != (ssize_t)len)
+		return -1;
+	child = fork();
+	if (child == 0) {
+		struct ghost_import im;
+
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		drop_shared_anon();
+		ghost_restore_self_flags(g, &im, words ? 0 : GHOST_IMPORT_STOPPED);
+		if (!words || errno != EBADMSG)
+			_exit(100);
+		if (!strstr(im.reason, words)) {
+			fprintf(stderr, "reason: %s\n", im.reason);
+			_exit(2);
+		}
+		_exit(0);
+	}
+	close(g);
+	if (!words) {
+		/* Stopped before its first instruction: then check its pages. */
+		if (waitpid(child, &status, WUNTRACED) != child || !WIFSTOPPED(status)) {
+			fprintf(stderr, "not restored: status %#x\n", status);
+			return -1;
+		}
+		kill(child, SIGUSR1);
+		kill(child, SIGCONT);
+	}
+	if (waitpid(child, &status, 0) != child || !WIFEXITED(status))
+		return -1;
+	return WEXITSTATUS(status);
+}
+
+TEST(xxh64_image_restores_and_a_flipped_page_byte_is_refused)
+{
+	static struct image_sec secs[4096];
+	unsigned long addr = 0;
+	size_t len;
+	char *img = pattern_image(&len, &addr);
+
+	ASSERT_NE(NULL, img);
+	ASSERT_TRUE(image_xxh64(img));
+	ASSERT_LT(0, image_walk(img, len, secs, 4096));
+	EXPECT_EQ(0, import_child(img, len, NULL));
+	ASSERT_EQ(0, flip_page_byte(img, len, addr));
+	EXPECT_EQ(IMG_BAD_CRC, image_walk(img, len, secs, 4096));
+	EXPECT_EQ(0, import_child(img, len, "checksum mismatch (xxh64)"));
+	free(img);
+}
+
+TEST(crc32c_image_restores_and_a_flipped_page_byte_is_refused)
+{
+	static struct image_sec secs[4096];
+	unsigned long addr = 0;
+	size_t len;
+	char *img = pattern_image(&len, &addr);
+
+	ASSERT_NE(NULL, img);
+	len = to_crc32c(img, len);
+	ASSERT_FALSE(image_xxh64(img));
+	ASSERT_LT(0, image_walk(img, len, secs, 4096));
+	EXPECT_EQ(0, import_child(img, len, NULL));
+	ASSERT_EQ(0, flip_page_byte(img, len, addr));
+	EXPECT_EQ(0, import_child(img, len, "checksum mismatch (crc32c)"));
+	free(img);
+}
+
+TEST(xxh64_image_with_a_short_end_record_is_refused)
+{
+	unsigned long addr = 0;
+	size_t len;
+	char *img = pattern_image(&len, &addr);
+	struct ghost_image_header *h = (void *)img;
+
+	ASSERT_NE(NULL, img);
+	len = to_crc32c(img, len);
+	h->features |= GHOST_IMAGE_FEAT_XXH64;
+	h->required_features |= GHOST_IMAGE_FEAT_XXH64;
+	EXPECT_EQ(0, import_child(img, len, "end record has none"));
+	free(img);
+}
+
+TEST_HARNESS_MAIN
