@@ -85,6 +85,33 @@ TEST(UserEngineCli, CheckpointJsonSaysTheProcessWasKilled) {
     ::unlink(img.c_str());
 }
 
+// The END checksum is the writer's choice (the faster here, or
+// GHOST_IMAGE_CHECKSUM): each kind is written, named by inspect, and
+// restarts a counter that counts on.
+TEST(UserEngineCli, EitherChecksumKindIsWrittenAndRestarts) {
+    for (const char* kind : {"xxh64", "crc32c"}) {
+        Counter c;
+        const std::string img = image_path(kind);
+        ::setenv("GHOST_IMAGE_CHECKSUM", kind, 1);
+        auto ck = testing_util::run({GHOSTCTL_PATH, "--engine", "user", "checkpoint",
+                                     std::to_string(c.pid()), "-o", img, "--leave-running"});
+        ::unsetenv("GHOST_IMAGE_CHECKSUM");
+        ASSERT_EQ(ck.status, 0) << kind << ": " << ck.err;
+        auto in = testing_util::run({GHOSTCTL_PATH, "inspect", img, "--json"});
+        ASSERT_EQ(in.status, 0) << in.err;
+        EXPECT_EQ(nlohmann::json::parse(in.out).at("checksum").get<std::string>(), kind);
+        auto rs =
+            testing_util::run({GHOSTCTL_PATH, "--engine", "user", "restart", "--detach", img});
+        ASSERT_EQ(rs.status, 0) << kind << ": " << rs.err;
+        const pid_t restored = std::stoi(rs.out);
+        std::this_thread::sleep_for(100ms);
+        const char st = testing_util::state_of(restored);
+        EXPECT_TRUE(st == 'S' || st == 'R') << kind << ": state " << st;
+        ::kill(restored, SIGKILL);
+        ::unlink(img.c_str());
+    }
+}
+
 TEST(UserEngineCli, CheckpointJsonWithTheImageOnStdoutIsAUsageError) {
     Counter c;
     auto ck = testing_util::run({GHOSTCTL_PATH, "--engine", "user", "checkpoint",

@@ -42,6 +42,13 @@ std::uint32_t crc32c_portable(std::uint32_t crc, std::span<const std::byte> data
 // XXH64 (seed 0) of a whole buffer: the END checksum of images with
 // GHOST_IMAGE_FEAT_XXH64.
 std::uint64_t xxh64(std::span<const std::byte> data);
+// Whether an image written here should end with XXH64 rather than crc32c:
+// whichever checksums faster on this machine, timed once per process on
+// 256 KiB. Natively the three-lane crc32c is faster; where the crc32
+// instruction is emulated (the test VM's TCG) XXH64 is 20x faster. Readers
+// take both, so the choice is the writer's alone. GHOST_IMAGE_CHECKSUM=xxh64
+// or crc32c in the environment decides instead (tests, benchmarks).
+bool prefer_xxh64();
 
 class Checksum; // END's checksum on the way (src/checksum.hpp)
 

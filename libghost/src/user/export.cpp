@@ -674,9 +674,10 @@ Result<ExportStats> export_process(pid_t pid, Fate fate, int out, std::string_vi
     // the process runs as, and mapping and process attributes must be
     // restored, so a reader must know them; the vDSO record only adds a
     // check. A reader that skipped LOCK records would restore it without its
-    // locks. The END checksum is an XXH64 (checksum.hpp says why).
+    // locks. The END checksum is whichever of XXH64 and crc32c is faster
+    // here (image::prefer_xxh64()).
     h.features = GHOST_IMAGE_FEAT_FILE_ID | GHOST_IMAGE_FEAT_VMA_ATTRS | GHOST_IMAGE_FEAT_CREDS |
-                 GHOST_IMAGE_FEAT_ATTRS | GHOST_IMAGE_FEAT_XXH64 |
+                 GHOST_IMAGE_FEAT_ATTRS | (image::prefer_xxh64() ? GHOST_IMAGE_FEAT_XXH64 : 0) |
                  (locks->empty() ? 0 : GHOST_IMAGE_FEAT_LOCKS);
     h.required_features = h.features;
     static_assert(sizeof(ghost_regs) == sizeof(Regs));
