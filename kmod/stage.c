@@ -266,8 +266,7 @@ static int stage_header(struct ghost_stream *s, struct ghost_staged *st,
 		ghost_stream_use_xxh64(s, h, sizeof(*h));
 	if (h->features & GHOST_IMAGE_FEAT_PARENT)
 		return ghost_bad(reason,
-				 "the image is incremental: ghost.ko restores whole images "
-				 "(libghost's restart flattens chains)");
+				 "the image is incremental: ghost.ko restores whole images (libghost's restart flattens chains)");
 	if (h->required_features & ~GHOST_IMAGE_FEATURES)
 		return ghost_bad(reason,
 				 "the image requires feature bit %lu, which this reader does not know",
