@@ -571,6 +571,8 @@ Result<ExportStats> export_process(pid_t pid, Fate fate, int out, std::string_vi
             return p.error();
         parent.emplace(std::move(*p));
     }
+    // Decided before the process is held: the first call times both sums.
+    const bool xxh64 = image::prefer_xxh64();
     auto held = Tracee::seize(pid);
     if (!held)
         return held.error();
@@ -675,9 +677,9 @@ Result<ExportStats> export_process(pid_t pid, Fate fate, int out, std::string_vi
     // restored, so a reader must know them; the vDSO record only adds a
     // check. A reader that skipped LOCK records would restore it without its
     // locks. The END checksum is whichever of XXH64 and crc32c is faster
-    // here (image::prefer_xxh64()).
+    // here (image::prefer_xxh64(), asked before the seize).
     h.features = GHOST_IMAGE_FEAT_FILE_ID | GHOST_IMAGE_FEAT_VMA_ATTRS | GHOST_IMAGE_FEAT_CREDS |
-                 GHOST_IMAGE_FEAT_ATTRS | (image::prefer_xxh64() ? GHOST_IMAGE_FEAT_XXH64 : 0) |
+                 GHOST_IMAGE_FEAT_ATTRS | (xxh64 ? GHOST_IMAGE_FEAT_XXH64 : 0) |
                  (locks->empty() ? 0 : GHOST_IMAGE_FEAT_LOCKS);
     h.required_features = h.features;
     static_assert(sizeof(ghost_regs) == sizeof(Regs));
