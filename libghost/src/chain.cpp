@@ -176,6 +176,60 @@ Result<Link> load_bytes(std::span<const std::byte> bytes, const std::string& pat
     return from_view(std::move(*view), path);
 }
 
+namespace {
+
+// Reads from a descriptor, keeps every byte in a memory file, and counts.
+class KeepSource final : public image::Source {
+  public:
+    KeepSource(int in, int copy) : in_(in), copy_(copy) {}
+    Result<std::size_t> read(std::span<std::byte> buf) override {
+        auto n = in_.read(buf);
+        if (n && *n) {
+            if (auto w = write_all(copy_, buf.first(*n)); !w)
+                return Error{w.error().code,
+                             fmt::format("keeping the image in memory: {}", w.error().what())};
+            got_ += *n;
+        }
+        eof_ = n && *n == 0;
+        return n;
+    }
+    // Nothing read, and the stream ended.
+    bool empty_end() const { return got_ == 0 && eof_; }
+
+  private:
+    image::FdSource in_;
+    int copy_;
+    std::uint64_t got_ = 0;
+    bool eof_ = false;
+};
+
+} // namespace
+
+Result<std::vector<Link>> read_sequence(int fd, const std::string& name) {
+    std::vector<Link> out;
+    for (;;) {
+        const std::string path = fmt::format("{}, image {}", name, out.size() + 1);
+        auto mem = new_memfd("ghost-precopy");
+        if (!mem)
+            return mem.error();
+        KeepSource src(fd, mem->get());
+        auto img = image::read(src);
+        if (!img) {
+            if (src.empty_end() && !out.empty())
+                return out; // the end of the stream, between two images
+            return in_file(path, img.error());
+        }
+        if (out.size() > GHOST_PARENT_DEPTH_MAX)
+            return Error::from_errno(ELOOP, fmt::format("{}: the sequence is longer than {} "
+                                                        "images",
+                                                        path, GHOST_PARENT_DEPTH_MAX + 1));
+        auto view = map_whole(mem->get(), img->bytes, path);
+        if (!view)
+            return view.error();
+        out.push_back(Link{path, std::move(*view), std::move(*img)});
+    }
+}
+
 Result<void> check_link(const Link& child, const Link& parent) {
     const auto& want = *child.img.parent;
     const ImageId got = id_of(parent.img);
@@ -253,6 +307,38 @@ Result<Chain> Chain::follow(Link top, bool whole) {
     std::vector<Extent> below;
     for (std::size_t i = c.links_.size(); i-- > 0;) {
         const bool has_below = whole && i + 1 < c.links_.size();
+        auto r = resolve(c.links_[i], i, has_below ? &below : nullptr,
+                         has_below ? c.links_[i + 1].path : std::string());
+        if (!r)
+            return r.error();
+        below = std::move(*r);
+    }
+    c.extents_ = std::move(below);
+    return c;
+}
+
+Result<Chain> Chain::of(std::vector<Link> oldest_first) {
+    if (oldest_first.empty())
+        return Error::from_errno(EINVAL, "a chain of no images");
+    if (oldest_first.front().img.parent)
+        return Error::from_errno(EBADMSG, fmt::format("{} is incremental, but it is the first "
+                                                      "image of the sequence",
+                                                      oldest_first.front().path));
+    for (std::size_t i = 1; i < oldest_first.size(); i++) {
+        if (!oldest_first[i].img.parent)
+            return Error::from_errno(EBADMSG,
+                                     fmt::format("{} is a whole image, but it follows "
+                                                 "{} in the sequence",
+                                                 oldest_first[i].path, oldest_first[i - 1].path));
+        if (auto l = check_link(oldest_first[i], oldest_first[i - 1]); !l)
+            return l.error();
+    }
+    Chain c;
+    c.links_.assign(std::make_move_iterator(oldest_first.rbegin()),
+                    std::make_move_iterator(oldest_first.rend()));
+    std::vector<Extent> below;
+    for (std::size_t i = c.links_.size(); i-- > 0;) {
+        const bool has_below = i + 1 < c.links_.size();
         auto r = resolve(c.links_[i], i, has_below ? &below : nullptr,
                          has_below ? c.links_[i + 1].path : std::string());
         if (!r)

@@ -41,6 +41,11 @@ Result<ExportStats> Ghost::export_incremental(pid_t, Fate, const std::string&) {
                                          "engine");
 }
 
+Result<ExportStats> Ghost::export_precopy(pid_t, Fate, Precopy&) {
+    return Error::from_errno(EOPNOTSUPP, "this engine does not track written pages, so it cannot "
+                                         "pre-copy: use the user engine");
+}
+
 Result<std::unique_ptr<Engine>> Engine::open(EngineKind kind, std::string_view device) {
     // Auto: the module where it is loaded (its device exists), else ptrace.
     if (kind == EngineKind::Auto)

@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -26,6 +27,7 @@
 #include "ghost/chain.hpp"
 #include "ghost/image.hpp"
 #include "sys.hpp"
+#include "user/user.hpp"
 #include "zstd_stream.hpp"
 
 namespace ghost {
@@ -147,10 +149,15 @@ Result<ExportStats> checkpoint(Engine& engine, pid_t pid, int out, const Checkpo
                                              "parent): only the user engine tracks the pages a "
                                              "process writes; use the user engine",
                                              engine.name()));
+    if (o.precopy && !o.parent.empty())
+        return Error::from_errno(EINVAL, "a pre-copy image's parent is the pre-copy's previous "
+                                         "image: it takes no parent path");
     auto pidfd = open_pidfd(pid);
     if (!pidfd)
         return pidfd.error();
     const auto do_export = [&](Ghost& g, Fate f) {
+        if (o.precopy)
+            return g.export_precopy(pid, f, *o.precopy);
         return o.parent.empty() ? g.export_process(pid, f) : g.export_incremental(pid, f, o.parent);
     };
     // A Kill is carried out here, after the image is safe: the kernel only
@@ -221,6 +228,29 @@ Result<ExportStats> checkpoint(Engine& engine, pid_t pid, int out, const Checkpo
 }
 
 Error restart_self(Engine& engine, int in, const RestoreOptions& o) {
+    if (o.sequence) {
+        // A pre-copy's images: the user engine restores the newest with its
+        // pages from the images in memory; another engine restores the
+        // sequence flattened into one whole image.
+        auto links = chain::read_sequence(in, "the pre-copy stream");
+        if (!links)
+            return links.error();
+        auto c = chain::Chain::of(std::move(*links));
+        if (!c)
+            return c.error();
+        if (engine.name() == "user")
+            return user::restore_chain(*c, o.stopped);
+        UniqueFd mem(::memfd_create("ghost-flattened", MFD_CLOEXEC));
+        if (!mem)
+            return Error::from_errno(errno, fmt::format("memfd_create: {}", errno_text(errno)));
+        if (auto f = c->flatten(mem.get()); !f)
+            return f.error();
+        if (::lseek(mem.get(), 0, SEEK_SET) != 0)
+            return Error::from_errno(errno, "rewinding the flattened image");
+        RestoreOptions whole = o;
+        whole.sequence = false;
+        return restore_whole(engine, mem.get(), whole);
+    }
     // An incremental image in a file: its chain, flattened, is restored.
     auto whole = chain::flatten_if_incremental(in);
     if (!whole)

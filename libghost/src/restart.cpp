@@ -179,6 +179,7 @@ struct StubLaunch {
     int image_fd = -1;
     bool stopped = false;
     std::vector<std::pair<int, UniqueFd>> inherited; // {image fd, ours}
+    bool sequence = false;
 };
 
 // posix_spawn()s the stub; returns its pid and the read end of its status
@@ -204,6 +205,8 @@ Result<std::pair<pid_t, UniqueFd>> spawn_stub(StubLaunch& l) {
     }
     if (l.stopped)
         args.push_back("--stopped");
+    if (l.sequence)
+        args.push_back("--sequence");
     if (auto caps = caller_caps(); !caps.empty()) {
         args.push_back("--caps");
         args.push_back(std::move(caps));
@@ -384,7 +387,7 @@ Result<pid_t> restart(Engine& engine, int in, const RestartOptions& o) {
         const off_t at = ::lseek(in, 0, SEEK_CUR);
         total = static_cast<std::uint64_t>(st.st_size - (at > 0 ? at : 0));
     }
-    StubLaunch l{std::move(*stub), &engine, in, o.stopped, std::move(*given)};
+    StubLaunch l{std::move(*stub), &engine, in, o.stopped, std::move(*given), o.sequence};
     return run_stub(l, total, o.progress, o.spawned);
 }
 

@@ -6,7 +6,10 @@
 // multithreaded caller may not.
 //
 //   ghost-restore-stub --engine kernel|user [--device PATH] --fd N
-//                      --status-fd N [--stopped] [--caps P,E,I]
+//                      --status-fd N [--stopped] [--sequence] [--caps P,E,I]
+//
+// --sequence: the descriptor holds a pre-copy's images, oldest first, to
+// its end (ghost/precopy.hpp); the newest is restored.
 //
 // --caps: the caller's permitted, effective and inheritable capability
 // sets (hex); the stub drops what it has beyond them, so that it never has
@@ -83,7 +86,7 @@ int parse_fd(const char* s) {
 
 int main(int argc, char** argv) {
     int status_fd = -1, image_fd = -1;
-    bool stopped = false;
+    bool stopped = false, sequence = false;
     std::string_view engine_name = "auto";
     std::string device(ghost::Engine::default_device);
     std::string bad, caps;
@@ -92,6 +95,8 @@ int main(int argc, char** argv) {
         const bool has_value = i + 1 < argc;
         if (a == "--stopped") {
             stopped = true;
+        } else if (a == "--sequence") {
+            sequence = true;
         } else if (a == "--status-fd" && has_value) {
             status_fd = parse_fd(argv[++i]);
         } else if (a == "--fd" && has_value) {
@@ -131,5 +136,6 @@ int main(int argc, char** argv) {
         fail(status_fd, engine.error());
     ghost::RestoreOptions o;
     o.stopped = stopped;
+    o.sequence = sequence;
     fail(status_fd, ghost::restart_self(**engine, image_fd, o));
 }

@@ -74,10 +74,17 @@ template <class Base> class UserGhostBase : public Base {
                     errno, fmt::format("emptying the memory ghost: {}", errno_text(errno)));
             len_ = 0;
         }
-        auto s = user::export_process(pid, fate, fd_.get(), parent);
+        auto s = user::export_process(pid, fate, fd_.get(), parent, nullptr);
         if (s && backend_.kind == Backend::Kind::Memory)
             len_ = s->bytes;
         return s;
+    }
+
+    Result<ExportStats> export_precopy(pid_t pid, Fate fate, Precopy& precopy) override {
+        if (backend_.kind == Backend::Kind::Memory)
+            return Error::from_errno(EINVAL, "a pre-copy image goes to a file or stream, not a "
+                                             "memory ghost");
+        return user::export_process(pid, fate, fd_.get(), {}, &precopy.state());
     }
 
     Error restore_self(const RestoreOptions& o) override {

@@ -54,6 +54,12 @@ Result<Link> load_fd(int fd, const std::string& path);
 // The same from bytes already in memory (copied).
 Result<Link> load_bytes(std::span<const std::byte> bytes, const std::string& path);
 
+// Images read one after another from fd (borrowed) to its end, each kept
+// in a memory file and checked (END checksum included): a pre-copy's
+// sequence (ghost/precopy.hpp), oldest first. Errors name "name, image N".
+// At most GHOST_PARENT_DEPTH_MAX + 1 images.
+Result<std::vector<Link>> read_sequence(int fd, const std::string& name);
+
 // Whether child's PARENT record names parent (same id, depth one more,
 // same process start time where both record one); the error says how not.
 Result<void> check_link(const Link& child, const Link& parent);
@@ -78,6 +84,9 @@ class Chain {
     // Follows top's parents down to a whole image (whole) or stops at top
     // (!whole: inherited runs then have no data here, link kNoLink).
     static Result<Chain> follow(Link top, bool whole = true);
+    // A chain of images already loaded, oldest first (read_sequence()):
+    // each must be the parent of the next (check_link()), the first whole.
+    static Result<Chain> of(std::vector<Link> oldest_first);
 
     const Link& top() const { return links_.front(); }
     const std::vector<Link>& links() const { return links_; }

@@ -18,6 +18,7 @@
 #include <string_view>
 #include <vector>
 
+#include "ghost/precopy.hpp"
 #include "ghost/result.hpp"
 
 namespace ghost {
@@ -90,6 +91,9 @@ struct RestoreOptions {
     // waitpid(WUNTRACED) reports it to its parent) before it runs one
     // instruction of the image; SIGCONT lets it go on, SIGKILL ends it.
     bool stopped = false;
+    // restart_self(): the input is a pre-copy's sequence of images
+    // (RestartOptions::sequence).
+    bool sequence = false;
 };
 
 // A ghost on a file (or pipe) or a socket: Engine::create(). A memory
@@ -108,6 +112,11 @@ class Ghost {
     // checkpoint (ghost/chain.hpp; Documentation/image-format.md). Only the
     // user engine tracks written pages: this default refuses (EOPNOTSUPP).
     virtual Result<ExportStats> export_incremental(pid_t pid, Fate fate, const std::string& parent);
+
+    // The next image of a pre-copy (ghost/precopy.hpp): whole the first
+    // time, then only the pages written since the previous one. The user
+    // engine's; this default refuses (EOPNOTSUPP).
+    virtual Result<ExportStats> export_precopy(pid_t pid, Fate fate, Precopy& precopy);
 
     // Replaces the calling process with the image, like execve(): returns
     // only on failure, with the caller unchanged (but for where its vDSO

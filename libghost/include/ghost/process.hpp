@@ -36,6 +36,10 @@ struct CheckpointOptions {
     // An incremental image (user engine): only the pages written since the
     // image at this path, the process's last leave-running checkpoint.
     std::string parent;
+    // The next image of this pre-copy (user engine; ghost/precopy.hpp):
+    // whole the first time, then the pages written since the previous one.
+    // Not with parent.
+    Precopy* precopy = nullptr;
     // Runs once the image is complete, before a Kill fate is carried out
     // (e.g. fsync and rename the output). If it fails, the process is let go
     // (it keeps running) and checkpoint fails with its error.
@@ -65,6 +69,10 @@ struct RestartOptions {
     // restore completes (migd journals it, so that a crash in between never
     // leaves an unknown copy behind).
     std::function<void(pid_t)> spawned;
+    // in holds a pre-copy's sequence of images (ghost/precopy.hpp), oldest
+    // first, to its end: the newest is restored, each page from the newest
+    // image that has it.
+    bool sequence = false;
 };
 
 // Rebuilds the image read from in (raw or zstd-compressed; file, pipe or

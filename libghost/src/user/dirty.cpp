@@ -155,8 +155,22 @@ Result<Parent> Parent::open(pid_t pid, const std::string& path) {
     return Parent(std::move(*c), std::move(abs), mode, *st);
 }
 
+Parent Parent::of_round(const ghost_parent& rec, Ranges pages, Ranges tracked, Ranges written) {
+    // The path hint names no file: the images travel as one stream.
+    Parent p(std::nullopt, fmt::format("(pre-copy of process {}, image {})", rec.pid, rec.depth),
+             DirtyMode::Tracked, rec.start_time);
+    p.round_ = rec;
+    p.round_.path_len = static_cast<std::uint32_t>(p.path_.size());
+    p.pages_ = std::move(pages);
+    p.tracked_ = std::move(tracked);
+    p.written_ = std::move(written);
+    return p;
+}
+
 ghost_parent Parent::record() const {
-    const auto& img = chain_.top().img;
+    if (mode_ == DirtyMode::Tracked)
+        return round_;
+    const auto& img = chain_->top().img;
     ghost_parent p{};
     p.bytes = img.bytes;
     p.crc32c = img.crc32c;
@@ -170,7 +184,9 @@ ghost_parent Parent::record() const {
 }
 
 bool Parent::inherits(std::uint64_t e, std::uint64_t addr) const {
-    return mode_ == DirtyMode::SoftDirty && !(e & kPmSoftDirty) && chain_.has(addr);
+    if (mode_ == DirtyMode::Tracked)
+        return tracked_.contains(addr) && !written_.contains(addr) && pages_.contains(addr);
+    return mode_ == DirtyMode::SoftDirty && !(e & kPmSoftDirty) && chain_->has(addr);
 }
 
 Tracking Tracking::reset(pid_t pid) {

@@ -21,10 +21,13 @@
 #include "ghost/image.hpp"
 #include "ghost/result.hpp"
 #include "user/tracee.hpp"
+#include "user/wp_tracker.hpp"
 
 namespace ghost::user {
 
-enum class DirtyMode { SoftDirty, Compare };
+// SoftDirty and Compare for a parent image file; Tracked for the previous
+// image of a pre-copy, whose pages were told written by a WpTracker.
+enum class DirtyMode { SoftDirty, Compare, Tracked };
 
 // Whether this kernel keeps soft-dirty bits: a page this process has just
 // written shows pagemap bit 55 (probed once, on a page of its own).
@@ -40,24 +43,30 @@ class Parent {
     // Loads path (and, comparing, its whole chain) and checks it against
     // pid's record; EINVAL naming the image when it is not pid's last.
     static Result<Parent> open(pid_t pid, const std::string& path);
+    // The previous image of a pre-copy: rec names it, pages are the pages
+    // it has, and a page of tracked that is not in written is unchanged.
+    static Parent of_round(const ghost_parent& rec, Ranges pages, Ranges tracked, Ranges written);
 
     DirtyMode mode() const { return mode_; }
     std::uint64_t start_time() const { return start_time_; }
     // The PARENT record and path hint of the child image.
     ghost_parent record() const;
     const std::string& path() const { return path_; }
-    // With soft-dirty bits: whether the page at addr, pagemap entry e, is
-    // the parent's (not written since, and the parent has it).
+    // With soft-dirty bits or tracking: whether the page at addr, pagemap
+    // entry e, is the parent's (not written since, and the parent has it).
     bool inherits(std::uint64_t e, std::uint64_t addr) const;
-    const chain::Chain& chain() const { return chain_; }
+    // The parent chain (a parent image file's only).
+    const chain::Chain& chain() const { return *chain_; }
 
   private:
-    Parent(chain::Chain c, std::string path, DirtyMode m, std::uint64_t st)
+    Parent(std::optional<chain::Chain> c, std::string path, DirtyMode m, std::uint64_t st)
         : chain_(std::move(c)), path_(std::move(path)), mode_(m), start_time_(st) {}
-    chain::Chain chain_;
+    std::optional<chain::Chain> chain_;
     std::string path_;
     DirtyMode mode_;
     std::uint64_t start_time_;
+    ghost_parent round_{};             // Tracked: the record
+    Ranges pages_, tracked_, written_; // Tracked
 };
 
 // The record of a process's last leave-running checkpoint: which image its

@@ -40,6 +40,7 @@
 #include "user/creds.hpp"
 #include "user/dirty.hpp"
 #include "user/locks.hpp"
+#include "user/precopy.hpp"
 #include "user/proc.hpp"
 #include "user/tracee.hpp"
 #include "user/vma_attrs.hpp"
@@ -559,7 +560,8 @@ class SnapshotGuard {
 
 } // namespace
 
-Result<ExportStats> export_process(pid_t pid, Fate fate, int out, std::string_view parent_path) {
+Result<ExportStats> export_process(pid_t pid, Fate fate, int out, std::string_view parent_path,
+                                   PrecopyState* precopy) {
     if (auto c = check_target(pid); !c)
         return c.error();
     if (auto c = check_attrs(pid); !c)
@@ -615,6 +617,18 @@ Result<ExportStats> export_process(pid_t pid, Fate fate, int out, std::string_vi
     auto asked = ask(t);
     if (!asked)
         return fail(asked.error());
+    if (precopy) {
+        // The pages written since the previous image are read (and
+        // protected again) here, at the capture point.
+        auto st = start_time(pid);
+        if (!st)
+            return fail(st.error());
+        auto p = precopy_capture(*precopy, t, pid, *st);
+        if (!p)
+            return fail(p.error());
+        if (*p)
+            parent.emplace(std::move(**p));
+    }
 
     // ghost.ko's refusals, in its order (ghost_policy_task(), then the
     // mappings, the descriptors and the working directory).
@@ -742,7 +756,7 @@ Result<ExportStats> export_process(pid_t pid, Fate fate, int out, std::string_vi
     // A process that runs on may be a parent: its dirty-page tracking
     // starts again from this capture, while it is held.
     std::optional<Tracking> tracking;
-    if (fate == Fate::Run)
+    if (fate == Fate::Run && !precopy)
         tracking = Tracking::reset(pid);
     std::optional<Tracee> snap;
     SnapshotGuard end_snap(pid, snap);
@@ -775,9 +789,12 @@ Result<ExportStats> export_process(pid_t pid, Fate fate, int out, std::string_vi
                               });
         !r)
         return fail(r.error());
+    const chain::ImageId written{w.offset(), w.end_record().crc32c, h.time_ns, pid,
+                                 w.end_record().xxh64};
     if (tracking)
-        tracking->remember(
-            {w.offset(), w.end_record().crc32c, h.time_ns, pid, w.end_record().xxh64});
+        tracking->remember(written);
+    if (precopy)
+        precopy_done(*precopy, img, written);
 
     ExportStats stats{w.offset(), frozen_ns};
     if (snap)

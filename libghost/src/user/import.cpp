@@ -71,9 +71,16 @@ struct PrctlMmMap { // struct prctl_mm_map
 static_assert(sizeof(PrctlMmMap) == 104);
 
 // Everything the caller prepared; the tracer works from its copy.
+// Page data and where it goes, sorted by address: an image's runs, or a
+// chain's extents (each from the newest image that has it).
+struct PageData {
+    std::uint64_t addr = 0;
+    std::span<const std::byte> data; // whole pages
+};
+
 struct Plan {
     const image::Image* img = nullptr;
-    std::span<const std::byte> bytes;
+    std::vector<PageData> pages;
     std::vector<int> vma_fd;  // per img->vmas: the open mapped file, or -1
     std::vector<int> file_fd; // per img->files: the reopened file (PATH), or -1
     int cwd_fd = -1;
@@ -521,10 +528,11 @@ Result<void> Rebuild::map_image() {
         if (static_cast<std::uint64_t>(*at) != r.start)
             return Error::from_errno(EFAULT, fmt::format("mapping {:#x} landed at {:#x}", r.start,
                                                          static_cast<std::uint64_t>(*at)));
-        for (const auto& run : v.runs)
-            if (auto w =
-                    t_.write(run.addr, p_.bytes.subspan(run.data_offset, run.nr_pages * kPage));
-                !w)
+        auto pg = std::lower_bound(
+            p_.pages.begin(), p_.pages.end(), r.start,
+            [](const PageData& d, std::uint64_t a) { return d.addr + d.data.size() <= a; });
+        for (; fill && pg != p_.pages.end() && pg->addr < r.end; ++pg)
+            if (auto w = t_.write(pg->addr, pg->data); !w)
                 return w;
         if (prot != r.prot)
             if (auto m = call("mprotect", SYS_mprotect, r.start, r.end - r.start, r.prot); !m)
@@ -791,15 +799,14 @@ void close_all_but(std::vector<int> keep) {
 
 } // namespace
 
-Error restore_self(std::span<const std::byte> bytes, const image::Image& img, bool stopped) {
+namespace {
+
+Error restore(const image::Image& img, std::vector<PageData> pages, bool stopped) {
     auto threads = list_numeric("/proc/self/task");
     if (!threads)
         return threads.error();
     if (threads->size() != 1)
         return Error::from_errno(EBUSY, "the importer must be single-threaded, not sharing its fs");
-    if (img.parent)
-        return Error::from_errno(EOPNOTSUPP, "the image is incremental: its chain of parents "
-                                             "must be flattened first (ghost::restart does)");
     if (img.xsave.size() < 512 + 64)
         return Error::from_errno(EBADMSG, "the FPU section is malformed");
     if (auto r = check_limits(img); !r)
@@ -815,7 +822,7 @@ Error restore_self(std::span<const std::byte> bytes, const image::Image& img, bo
         return r.error();
     Plan p;
     p.img = &img;
-    p.bytes = bytes;
+    p.pages = std::move(pages);
     p.self = ::getpid();
     p.stopped = stopped;
     if (auto r = open_everything(p); !r)
@@ -885,6 +892,31 @@ Error restore_self(std::span<const std::byte> bytes, const image::Image& img, bo
                                                   "without a word",
                                                   tracer));
     return parse_failure_report(report);
+}
+
+} // namespace
+
+Error restore_self(std::span<const std::byte> bytes, const image::Image& img, bool stopped) {
+    if (img.parent)
+        return Error::from_errno(EOPNOTSUPP, "the image is incremental: its chain of parents "
+                                             "must be flattened first (ghost::restart does)");
+    std::vector<PageData> pages;
+    for (const auto& v : img.vmas)
+        for (const auto& r : v.runs)
+            pages.push_back({r.addr, bytes.subspan(r.data_offset, r.nr_pages * kPage)});
+    return restore(img, std::move(pages), stopped);
+}
+
+Error restore_chain(const chain::Chain& c, bool stopped) {
+    std::vector<PageData> pages;
+    pages.reserve(c.extents().size());
+    for (const auto& e : c.extents()) {
+        if (e.link == chain::kNoLink)
+            return Error::from_errno(EINVAL, "restoring a chain whose parents were not followed");
+        pages.push_back(
+            {e.addr, c.links()[e.link].view.bytes().subspan(e.offset, e.nr_pages * kPage)});
+    }
+    return restore(c.top().img, std::move(pages), stopped);
 }
 
 } // namespace ghost::user

@@ -9,6 +9,7 @@
 #include <span>
 #include <string_view>
 
+#include "ghost/chain.hpp"
 #include "ghost/engine.hpp"
 #include "ghost/image.hpp"
 
@@ -16,12 +17,19 @@ namespace ghost::user {
 
 // Captures process pid into out (written at its offset), as ghost.ko's
 // GHOST_IOC_EXPORT would. With a parent image (its path), an incremental
-// image of the pages written since it (dirty.hpp).
-Result<ExportStats> export_process(pid_t pid, Fate fate, int out, std::string_view parent = {});
+// image of the pages written since it (dirty.hpp). With precopy, the next
+// image of that pre-copy (ghost/precopy.hpp).
+struct PrecopyState;
+Result<ExportStats> export_process(pid_t pid, Fate fate, int out, std::string_view parent = {},
+                                   PrecopyState* precopy = nullptr);
 
 // Replaces the calling process with img, whose bytes (page data included)
 // are in bytes. Returns only on failure, with the caller as it was. With
 // stopped, it stops (SIGSTOP) before running one instruction of the image.
 Error restore_self(std::span<const std::byte> bytes, const image::Image& img, bool stopped);
+
+// The same for the newest image of a chain whose links are all loaded (a
+// pre-copy's sequence): every page from the newest image that has it.
+Error restore_chain(const chain::Chain& c, bool stopped);
 
 } // namespace ghost::user

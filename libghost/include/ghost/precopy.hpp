@@ -1,0 +1,52 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+// Pre-copy: a sequence of images of one running process, the first whole,
+// each after it holding only the pages written since the one before (an
+// incremental image whose PARENT names the previous one). The process is
+// held only to capture each image (copy-on-write), except for the last,
+// which is taken like any checkpoint: so the last image, the only one taken
+// while the process waits, is small when the process writes little.
+// migd's live migration sends the images as they are made and the
+// destination restores the whole sequence (RestartOptions::chain).
+//
+// User engine only: the pages written are told by asynchronous userfaultfd
+// write-protection and PAGEMAP_SCAN (Linux 6.7+), armed at the first
+// capture and dropped when the Precopy is destroyed
+// (Documentation/user-engine.md, "Pre-copy").
+#pragma once
+
+#include <cstdint>
+#include <memory>
+
+#include "ghost/result.hpp"
+
+namespace ghost {
+
+namespace user {
+struct PrecopyState;
+}
+
+class Precopy {
+  public:
+    Precopy();
+    ~Precopy();
+    Precopy(Precopy&&) noexcept;
+    Precopy& operator=(Precopy&&) noexcept;
+
+    // Whether this kernel can tell the pages a process writes as pre-copy
+    // needs; the error names what it lacks.
+    static Result<void> supported();
+
+    // Images written so far (0 before the first).
+    std::uint32_t rounds() const;
+    // Bytes of page data the last image carried: every page for the first,
+    // the pages written since the previous image for the others.
+    std::uint64_t last_page_bytes() const;
+
+    // For the engine (not part of the stable interface).
+    user::PrecopyState& state() { return *s_; }
+
+  private:
+    std::unique_ptr<user::PrecopyState> s_;
+};
+
+} // namespace ghost

@@ -1,0 +1,28 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+// The user engine's side of a Precopy (ghost/precopy.hpp): what export
+// calls at each image's capture point and once the image is complete.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <optional>
+
+#include "ghost/precopy.hpp"
+#include "user/dirty.hpp"
+#include "user/precopy_state.hpp"
+
+namespace ghost::user {
+
+inline constexpr std::uint64_t kPrecopyPage = 4096;
+
+// The process held (t, its syscall instruction set up): on the first image
+// arms the write tracking (nothing inherited); on later ones, the parent
+// the image inherits unwritten pages from: the previous image.
+Result<std::optional<Parent>> precopy_capture(PrecopyState& s, Tracee& t, pid_t pid,
+                                              std::uint64_t start_time);
+
+// The image id written, with its records (its runs): the next one's parent.
+void precopy_done(PrecopyState& s, const image::Image& img, const chain::ImageId& id);
+
+} // namespace ghost::user

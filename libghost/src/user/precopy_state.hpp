@@ -1,0 +1,27 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+// What a Precopy (ghost/precopy.hpp) keeps between its images: the write
+// tracker and the identity and pages of the last image.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <optional>
+
+#include "ghost/chain.hpp"
+#include "user/wp_tracker.hpp"
+
+namespace ghost::user {
+
+struct PrecopyState {
+    std::optional<WpTracker> tracker; // armed at the first capture
+    pid_t pid = 0;
+    std::uint64_t start_time = 0;
+    std::uint32_t rounds = 0;
+    chain::ImageId last;          // the last image
+    std::uint32_t last_depth = 0; // its PARENT record's depth (0: whole)
+    Ranges pages;                 // the pages it has
+    std::uint64_t page_bytes = 0; // page data it carried
+};
+
+} // namespace ghost::user

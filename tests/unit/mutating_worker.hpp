@@ -1,0 +1,200 @@
+// SPDX-License-Identifier: GPL-2.0
+// A worker process for tests of incremental and pre-copy images: it holds
+// a 32 MiB region of known contents and changes it on command, and reports
+// a digest of its memory, so a restored copy with any page wrong, a dropped
+// page come back, or an unmapped region mapped again reports something
+// else. Included by one test file each (definitions in an unnamed namespace).
+#pragma once
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+#include "ghost/engine.hpp"
+#include "ghost/process.hpp"
+
+namespace {
+
+constexpr std::size_t kPage = 4096;
+constexpr std::size_t kPages = 8192; // region A: 32 MiB
+constexpr std::size_t kSmall = 16;   // regions B (unmapped later) and C (mapped later)
+
+unsigned char pattern(std::size_t page, unsigned gen, std::size_t i) {
+    return static_cast<unsigned char>(page * 131 + i * 7 + gen * 17 + 1);
+}
+
+// Pages of A dropped with MADV_DONTNEED by each command.
+constexpr std::size_t kDrop1 = 100, kDrop1N = 20, kDrop2 = 200, kDrop2N = 5;
+
+bool dropped(std::size_t p, int stage) {
+    return (stage >= 1 && p >= kDrop1 && p < kDrop1 + kDrop1N) ||
+           (stage >= 2 && p >= kDrop2 && p < kDrop2 + kDrop2N);
+}
+
+std::uint64_t fnv(std::uint64_t h, const unsigned char* p, std::size_t n) {
+    for (std::size_t i = 0; i < n; i++)
+        h = (h ^ p[i]) * 1099511628211ULL;
+    return h;
+}
+
+// Commands, one a line on cmd; after each, a line on out:
+//   "report": "pid A-digest B-mapped C-digest"
+//   "mutate1": pages 0-9 of A rewritten, 100-119 dropped, C mapped, B unmapped
+//   "mutate2": pages 20-24 rewritten, 200-204 dropped
+//   "check": "pid resident nonzero": of the dropped pages, how many are
+//            resident (mincore) before being read, and their non-zero bytes
+[[noreturn]] void worker(int cmd, int out) {
+    const auto map = [](std::size_t pages) {
+        return static_cast<unsigned char*>(::mmap(nullptr, pages * kPage, PROT_READ | PROT_WRITE,
+                                                  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
+    };
+    unsigned char* a = map(kPages);
+    for (std::size_t p = 0; p < kPages; p++)
+        for (std::size_t i = 0; i < kPage; i++)
+            a[p * kPage + i] = pattern(p, 1, i);
+    unsigned char* b = map(kSmall);
+    std::memset(b, 0x5b, kSmall * kPage);
+    unsigned char* c = nullptr;
+    int stage = 0;
+    std::string line;
+    for (;;) {
+        char ch;
+        const ssize_t n = ::read(cmd, &ch, 1);
+        if (n <= 0)
+            ::_exit(0);
+        if (ch != '\n') {
+            line += ch;
+            continue;
+        }
+        char msg[160];
+        if (line == "mutate1") {
+            for (std::size_t p = 0; p < 10; p++)
+                for (std::size_t i = 0; i < kPage; i++)
+                    a[p * kPage + i] = pattern(p, 2, i);
+            ::madvise(a + kDrop1 * kPage, kDrop1N * kPage, MADV_DONTNEED);
+            c = map(kSmall);
+            std::memset(c, 0xc3, kSmall * kPage);
+            ::munmap(b, kSmall * kPage);
+            stage = 1;
+        } else if (line == "mutate2") {
+            for (std::size_t p = 20; p < 25; p++)
+                for (std::size_t i = 0; i < kPage; i++)
+                    a[p * kPage + i] = pattern(p, 3, i);
+            ::madvise(a + kDrop2 * kPage, kDrop2N * kPage, MADV_DONTNEED);
+            stage = 2;
+        }
+        if (line == "check") {
+            unsigned resident = 0;
+            unsigned long nonzero = 0;
+            for (std::size_t p = 0; p < kPages; p++) {
+                if (!dropped(p, stage))
+                    continue;
+                unsigned char v = 0;
+                ::mincore(a + p * kPage, kPage, &v);
+                resident += v & 1;
+                for (std::size_t i = 0; i < kPage; i++)
+                    nonzero += a[p * kPage + i] != 0;
+            }
+            std::snprintf(msg, sizeof(msg), "%d %u %lu\n", ::getpid(), resident, nonzero);
+        } else {
+            std::uint64_t h = 1469598103934665603ULL;
+            for (std::size_t p = 0; p < kPages; p++)
+                if (!dropped(p, stage))
+                    h = fnv(h, a + p * kPage, kPage);
+            const int b_mapped = ::msync(b, kSmall * kPage, MS_ASYNC) == 0;
+            const std::uint64_t ch_digest = c ? fnv(1469598103934665603ULL, c, kSmall * kPage) : 0;
+            std::snprintf(msg, sizeof(msg), "%d %016llx %d %016llx\n", ::getpid(),
+                          static_cast<unsigned long long>(h), b_mapped,
+                          static_cast<unsigned long long>(ch_digest));
+        }
+        line.clear();
+        const auto len = std::strlen(msg);
+        if (::write(out, msg, len) != static_cast<ssize_t>(len))
+            ::_exit(3);
+    }
+}
+
+// The worker's two pipes, and its replies.
+class Worker {
+  public:
+    Worker() {
+        int c[2], o[2];
+        EXPECT_EQ(::pipe2(c, O_CLOEXEC), 0);
+        EXPECT_EQ(::pipe2(o, O_CLOEXEC), 0);
+        cmd_rd_ = c[0], cmd_wr_ = c[1], out_rd_ = o[0], out_wr_ = o[1];
+        pid_ = ::fork();
+        if (pid_ == 0)
+            worker(cmd_rd_, out_wr_);
+    }
+    ~Worker() {
+        for (pid_t p : {pid_, restored_})
+            if (p > 0) {
+                ::kill(p, SIGKILL);
+                ::waitpid(p, nullptr, 0);
+            }
+        for (int fd : {cmd_rd_, cmd_wr_, out_rd_, out_wr_})
+            ::close(fd);
+    }
+    pid_t pid() const { return restored_ > 0 ? restored_ : pid_; }
+    // The reply to command, without the pid; "" after 10 s of silence.
+    std::string ask(const std::string& command, pid_t* from = nullptr) {
+        const std::string c = command + "\n";
+        if (::write(cmd_wr_, c.data(), c.size()) != static_cast<ssize_t>(c.size()))
+            return {};
+        std::string r;
+        for (char ch = 0; ch != '\n';) {
+            pollfd p{out_rd_, POLLIN, 0};
+            if (::poll(&p, 1, 10000) <= 0 || ::read(out_rd_, &ch, 1) != 1)
+                return {};
+            r += ch;
+        }
+        const auto sp = r.find(' ');
+        if (from)
+            *from = std::atoi(r.substr(0, sp).c_str());
+        return r.substr(sp + 1);
+    }
+    void killed() {
+        ::kill(pid_, SIGKILL);
+        ::waitpid(pid_, nullptr, 0);
+        pid_ = -1;
+    }
+    void kill_restored() {
+        ::kill(restored_, SIGKILL);
+        ::waitpid(restored_, nullptr, 0);
+        restored_ = -1;
+    }
+    // Restarts image (a file) as the worker, with its pipes; with
+    // sequence, the file holds a pre-copy's images.
+    ghost::Result<pid_t> restart(ghost::Engine& e, const std::string& image,
+                                 bool sequence = false) {
+        const int fd = ::open(image.c_str(), O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+            return ghost::Error::from_errno(errno, "open " + image);
+        ghost::RestartOptions ro;
+        ro.inherit_fds = {
+            {cmd_rd_, cmd_rd_}, {cmd_wr_, cmd_wr_}, {out_rd_, out_rd_}, {out_wr_, out_wr_}};
+        ro.sequence = sequence;
+        auto child = ghost::restart(e, fd, ro);
+        ::close(fd);
+        if (child)
+            restored_ = *child;
+        return child;
+    }
+
+  private:
+    int cmd_rd_ = -1, cmd_wr_ = -1, out_rd_ = -1, out_wr_ = -1;
+    pid_t pid_ = -1, restored_ = -1;
+};
+
+} // namespace

@@ -1,0 +1,167 @@
+// SPDX-License-Identifier: GPL-2.0
+// Pre-copy with the user engine, natively (ghost/precopy.hpp): a whole
+// image while the process runs, then images of only the pages it wrote
+// (told by userfaultfd write-protection), the last taken as it is killed;
+// the sequence, read from one stream, restores the process exactly as it
+// was at the last capture. Skipped where the kernel cannot track writes
+// so (before Linux 6.7).
+#include <gtest/gtest.h>
+
+#include <fcntl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <string>
+
+#include "ghost/image.hpp"
+#include "ghost/precopy.hpp"
+#include "ghost/process.hpp"
+#include "ghost/user_engine.hpp"
+
+#include "mutating_worker.hpp"
+
+namespace {
+
+class Precopy : public ::testing::Test {
+  protected:
+    void SetUp() override {
+        if (auto s = ghost::Precopy::supported(); !s)
+            GTEST_SKIP() << s.error().what();
+        path_ = std::string(::testing::TempDir()) + "ghost-precopy-" + std::to_string(::getpid()) +
+                "-" + ::testing::UnitTest::GetInstance()->current_test_info()->name();
+        fd_ = ::open(path_.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+        ASSERT_GE(fd_, 0);
+    }
+    void TearDown() override {
+        if (fd_ >= 0)
+            ::close(fd_);
+        std::filesystem::remove(path_);
+    }
+
+    // The next image of pc, appended to the stream file.
+    ghost::Result<ghost::ExportStats> round(pid_t pid, ghost::Precopy& pc, bool last) {
+        ghost::CheckpointOptions o;
+        o.fate = last ? ghost::Fate::Kill : ghost::Fate::Run;
+        o.precopy = &pc;
+        return ghost::checkpoint(engine_, pid, fd_, o);
+    }
+
+    ghost::UserEngine engine_;
+    std::string path_;
+    int fd_ = -1;
+};
+
+// Three images: whole, then what mutate1 wrote, then (killing it) what
+// mutate2 wrote; the restored process reports the memory of the last
+// capture, its dropped pages stay dropped, and it goes on.
+TEST_F(Precopy, LaterImagesHoldOnlyWrittenPagesAndTheSequenceRestoresExactly) {
+    Worker w;
+    const std::string r0 = w.ask("report");
+    ASSERT_FALSE(r0.empty());
+    ghost::Precopy pc;
+    auto first = round(w.pid(), pc, false);
+    ASSERT_TRUE(first) << first.error().what();
+    EXPECT_EQ(pc.rounds(), 1u);
+    EXPECT_GE(pc.last_page_bytes(), kPages * kPage);
+    ASSERT_EQ(w.ask("report"), r0) << "the first image changed the worker";
+
+    // Nothing written but the worker's reply: the second image is small.
+    const std::string r1 = w.ask("mutate1");
+    ASSERT_NE(r1, r0);
+    auto second = round(w.pid(), pc, false);
+    ASSERT_TRUE(second) << second.error().what();
+    EXPECT_GE(pc.last_page_bytes(), (10 + kSmall) * kPage);
+    EXPECT_LT(pc.last_page_bytes(), 200 * kPage) << "far more pages than the worker wrote";
+    EXPECT_LT(second->bytes * 20, first->bytes);
+    ASSERT_EQ(w.ask("report"), r1);
+
+    const std::string r2 = w.ask("mutate2");
+    auto last = round(w.pid(), pc, true);
+    ASSERT_TRUE(last) << last.error().what();
+    EXPECT_EQ(pc.rounds(), 3u);
+    EXPECT_GE(pc.last_page_bytes(), 5 * kPage);
+    EXPECT_LT(pc.last_page_bytes(), 200 * kPage);
+    w.killed();
+
+    // The stream holds the three images, each the parent of the next.
+    ASSERT_EQ(::lseek(fd_, 0, SEEK_SET), 0);
+    ghost::image::FdSource src(fd_);
+    std::uint64_t total = 0;
+    for (std::uint32_t depth = 0; depth < 3; depth++) {
+        auto img = ghost::image::read(src);
+        ASSERT_TRUE(img) << img.error().what();
+        EXPECT_EQ(img->parent ? img->parent->depth : 0u, depth);
+        total += img->bytes;
+    }
+    EXPECT_EQ(total, first->bytes + second->bytes + last->bytes);
+
+    pid_t from = 0;
+    auto restored = w.restart(engine_, path_, true);
+    ASSERT_TRUE(restored) << restored.error().what();
+    EXPECT_EQ(w.ask("report", &from), r2);
+    EXPECT_EQ(from, *restored);
+    EXPECT_EQ(w.ask("check"), "0 0\n") << "a dropped page came back from an earlier image";
+    EXPECT_NE(w.ask("mutate1"), r2);
+}
+
+// A sequence cut short (its last image truncated) or out of order is
+// refused, naming the image; nothing is started.
+TEST_F(Precopy, ABrokenSequenceIsRefused) {
+    Worker w;
+    ASSERT_FALSE(w.ask("report").empty());
+    ghost::Precopy pc;
+    auto first = round(w.pid(), pc, false);
+    ASSERT_TRUE(first) << first.error().what();
+    w.ask("mutate1");
+    auto second = round(w.pid(), pc, false);
+    ASSERT_TRUE(second) << second.error().what();
+
+    ASSERT_EQ(::ftruncate(fd_, static_cast<off_t>(first->bytes + second->bytes - 100)), 0);
+    auto r = w.restart(engine_, path_, true);
+    ASSERT_FALSE(r);
+    EXPECT_NE(r.error().what().find("image 2"), std::string::npos) << r.error().what();
+
+    // The second image alone: incremental, but first in the sequence.
+    ghost::Precopy pc2;
+    ASSERT_EQ(::ftruncate(fd_, 0), 0);
+    ASSERT_EQ(::lseek(fd_, 0, SEEK_SET), 0);
+    ASSERT_TRUE(round(w.pid(), pc2, false));
+    w.ask("mutate2");
+    const off_t whole = ::lseek(fd_, 0, SEEK_CUR);
+    ASSERT_TRUE(round(w.pid(), pc2, false));
+    const off_t end = ::lseek(fd_, 0, SEEK_CUR);
+    const std::string only = path_ + ".second";
+    {
+        const int out = ::open(only.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+        ASSERT_GE(out, 0);
+        off_t at = whole;
+        ASSERT_EQ(
+            ::copy_file_range(fd_, &at, out, nullptr, static_cast<std::size_t>(end - whole), 0),
+            end - whole);
+        ::close(out);
+    }
+    r = w.restart(engine_, only, true);
+    std::filesystem::remove(only);
+    ASSERT_FALSE(r);
+    EXPECT_NE(r.error().what().find("first image of the sequence"), std::string::npos)
+        << r.error().what();
+    EXPECT_FALSE(w.ask("report").empty()) << "the worker did not run on";
+}
+
+// A pre-copy belongs to one process.
+TEST_F(Precopy, ItBelongsToOneProcess) {
+    Worker a, b;
+    ASSERT_FALSE(a.ask("report").empty());
+    const std::string rb = b.ask("report");
+    ghost::Precopy pc;
+    ASSERT_TRUE(round(a.pid(), pc, false));
+    auto e = round(b.pid(), pc, false);
+    ASSERT_FALSE(e);
+    EXPECT_EQ(e.error().code.value(), EINVAL);
+    EXPECT_NE(e.error().what().find("this pre-copy is of process"), std::string::npos)
+        << e.error().what();
+    EXPECT_EQ(b.ask("report"), rb);
+}
+
+} // namespace
