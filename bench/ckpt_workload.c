@@ -3,7 +3,7 @@
  * ghost-ckpt-workload: the process ghost_bench_vs_criu checkpoints and
  * restarts, with ghost and with CRIU alike.
  *
- *   ghost-ckpt-workload --mib N --dir DIR
+ *   ghost-ckpt-workload --mib N --dir DIR [--write-kib-per-s R]
  *
  * Maps N MiB of private anonymous memory and fills every 64-bit word with a
  * non-zero value derived from its index, so that every page is present,
@@ -21,6 +21,15 @@
  * times a restored process that runs, and only counts restores that were
  * correct. Files are written under a temporary name and renamed, so a reader
  * never sees them half written.
+ *
+ * With --write-kib-per-s R it keeps writing R KiB a second, every 10 ms,
+ * page after page round the mapping: each page rewritten gets the next
+ * generation (kept in a separate array, itself memory the tools carry),
+ * and its words become pattern ^ generation, so a page restored from an
+ * older copy fails the check. It also notes the longest time between two
+ * of its 10 ms ticks since the last check (CLOCK_MONOTONIC, one clock for
+ * all hosts of a test cluster), which a migration's downtime lengthens:
+ * "OK <words> <longest gap in us>".
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -32,6 +41,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <time.h>
 #include <unistd.h>
 
 static volatile sig_atomic_t poked;
@@ -72,14 +82,82 @@ static int put_file(const char *dir, const char *name, const char *text)
 	return rename(tmp, path);
 }
 
+static uint64_t now_us(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (uint64_t)t.tv_sec * 1000000 + (uint64_t)t.tv_nsec / 1000;
+}
+
+#define WORDS_PER_PAGE 512
+
+/* The word pattern of a page at generation gen (0: as first filled). */
+static uint64_t stamped(uint64_t i, uint32_t gen)
+{
+	return pattern(i) ^ ((uint64_t)gen * 0xD6E8FEB86659FD93ull);
+}
+
+/* --write-kib-per-s: rewrite rate KiB a second, every 10 ms; check on SIGUSR1. */
+static void write_forever(const char *dir, uint64_t *mem, uint64_t words, unsigned long rate)
+{
+	uint64_t pages = words / WORDS_PER_PAGE, next = 0, per_tick, last, gap = 0;
+	uint32_t *gens = mmap(NULL, pages * sizeof(*gens), PROT_READ | PROT_WRITE,
+			      MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	struct timespec tick = { 0, 10 * 1000 * 1000 };
+	sigset_t none;
+	char buf[128];
+
+	if (gens == MAP_FAILED)
+		_exit(1);
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
+	per_tick = (rate * 1024 / 100 + 4095) / 4096;
+	last = now_us();
+	for (;;) {
+		uint64_t t, k, i, bad = 0;
+
+		nanosleep(&tick, NULL);
+		t = now_us();
+		if (t - last > gap)
+			gap = t - last;
+		last = t;
+		for (k = 0; k < per_tick; k++, next = (next + 1) % pages) {
+			uint64_t *w = mem + next * WORDS_PER_PAGE;
+
+			gens[next]++;
+			for (i = 0; i < WORDS_PER_PAGE; i++)
+				w[i] = stamped(next * WORDS_PER_PAGE + i, gens[next]);
+		}
+		if (!poked)
+			continue;
+		poked = 0;
+		snprintf(buf, sizeof(buf), "%d\n", getpid());
+		put_file(dir, "alive", buf);
+		for (i = 0; i < words; i++)
+			bad += mem[i] != stamped(i, gens[i / WORDS_PER_PAGE]);
+		if (bad)
+			snprintf(buf, sizeof(buf), "BAD %llu %llu\n", (unsigned long long)bad,
+				 (unsigned long long)gap);
+		else
+			snprintf(buf, sizeof(buf), "OK %llu %llu\n", (unsigned long long)words,
+				 (unsigned long long)gap);
+		put_file(dir, "verify", buf);
+		gap = 0;
+		last = now_us();
+	}
+}
+
 static void usage(FILE *out)
 {
-	fprintf(out, "Usage: ghost-ckpt-workload --mib N --dir DIR\n"
+	fprintf(out, "Usage: ghost-ckpt-workload --mib N --dir DIR [--write-kib-per-s R]\n"
 		     "\n"
 		     "Start a daemon holding N MiB of patterned anonymous memory; its pid\n"
 		     "goes to DIR/pid. On SIGUSR1 it writes DIR/alive, checks its memory and\n"
-		     "writes DIR/verify (OK or BAD). Exit status: 0 the daemon is ready,\n"
-		     "1 it failed to start, 2 usage error.\n");
+		     "writes DIR/verify (OK or BAD). With --write-kib-per-s it keeps\n"
+		     "rewriting R KiB a second (every 10 ms) and DIR/verify also gives the\n"
+		     "longest gap between its ticks since the last check, in microseconds.\n"
+		     "Exit status: 0 the daemon is ready, 1 it failed to start, 2 usage error.\n");
 }
 
 int main(int argc, char **argv)
@@ -87,11 +165,12 @@ int main(int argc, char **argv)
 	static const struct option opts[] = {
 		{ "mib", required_argument, NULL, 'm' },
 		{ "dir", required_argument, NULL, 'd' },
+		{ "write-kib-per-s", required_argument, NULL, 'w' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *dir = NULL;
-	unsigned long mib = 0;
+	unsigned long mib = 0, rate = 0;
 	int opt, ready[2], devnull;
 	uint64_t *mem, words, i;
 	struct sigaction sa;
@@ -110,6 +189,13 @@ int main(int argc, char **argv)
 			break;
 		case 'd':
 			dir = optarg;
+			break;
+		case 'w':
+			rate = strtoul(optarg, &end, 10);
+			if (*end) {
+				fprintf(stderr, "ghost-ckpt-workload: --write-kib-per-s takes a number\n");
+				return 2;
+			}
 			break;
 		case 'h':
 			usage(stdout);
@@ -196,6 +282,8 @@ int main(int argc, char **argv)
 		close(devnull);
 	close(ready[1]);
 
+	if (rate)
+		write_forever(dir, mem, words, rate);
 	for (;;) {
 		uint64_t bad = 0;
 

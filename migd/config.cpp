@@ -271,9 +271,17 @@ ghost::Result<Config> parse_config(std::string_view text, std::string_view origi
         r.no_others();
         keep(r.error());
     }
+    if (const auto* t = table("migration")) {
+        Reader r(origin, *t, "[migration]");
+        r.integer("precopy_min_bytes", 0, INT64_MAX, u64(cfg.precopy_min_bytes));
+        r.integer("precopy_max_rounds", 1, 64, uint(cfg.precopy_max_rounds));
+        r.integer("precopy_stop_bytes", 0, INT64_MAX, u64(cfg.precopy_stop_bytes));
+        r.no_others();
+        keep(r.error());
+    }
     for (const auto& [k, v] : root) {
         static const std::set<std::string_view> known{
-            "host", "paths", "engine", "tls", "peer", "checkpoint_server", "limits"};
+            "host", "paths", "engine", "tls", "peer", "checkpoint_server", "limits", "migration"};
         if (!known.count(k.str()))
             keep(fmt::format("{}:{}: {}: unknown {}", origin, v.source().begin.line, k.str(),
                              v.is_table() ? "table" : "key"));

@@ -28,9 +28,9 @@ struct Config {
     std::string listen = "0.0.0.0";    // peer listener address
     std::uint16_t port = default_port; // peer listener port
     // [paths]
-    std::string socket = "/run/ghost/migd.sock"; // local control socket
+    std::string socket = "/run/ghost/migd.sock";   // local control socket
     std::string state_dir = "/var/lib/ghost/migd"; // journal, location table
-    std::string restore_stub;                    // "" : libghost's default
+    std::string restore_stub;                      // "" : libghost's default
     // [engine]
     std::string engine = "auto"; // auto | kernel | user
     std::string device = "/dev/ghost";
@@ -42,10 +42,14 @@ struct Config {
     std::string server_dir = "/var/lib/ghost/images"; // "" : not a checkpoint server
     std::uint64_t server_max_bytes = 0;               // store quota, 0: the disk's
     // [limits]
-    bool allow_root = false;            // accept root-owned processes from peers
-    std::uint64_t max_image_bytes = 0;  // refuse larger incoming images, 0: none
-    unsigned max_transfers = 4;         // concurrent incoming + outgoing streams
-    unsigned io_timeout_ms = 10000;     // a peer silent this long is gone
+    bool allow_root = false;           // accept root-owned processes from peers
+    std::uint64_t max_image_bytes = 0; // refuse larger incoming images, 0: none
+    unsigned max_transfers = 4;        // concurrent incoming + outgoing streams
+    unsigned io_timeout_ms = 10000;    // a peer silent this long is gone
+    // [migration]: pre-copy (Documentation/migd-protocol.md, "Pre-copy")
+    std::uint64_t precopy_min_bytes = 64ULL << 20; // pre-copy by default from this size
+    unsigned precopy_max_rounds = 8;               // images before the last, at most
+    std::uint64_t precopy_stop_bytes = 1ULL << 20; // a round this small ends the pre-copy
     std::string source; // where this config came from (file path or "defaults")
 
     const PeerConfig* peer(std::string_view name) const {

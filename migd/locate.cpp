@@ -66,8 +66,10 @@ json act_here(Daemon& d, const Location& l, const std::string& op, const json& e
         if (run_state(l) == "exited")
             return error_reply(fmt::format("{} (pid {} on {}) has exited", l.gid, l.pid, l.host));
         const Client who{extra.value("uid", 0u), 0};
-        return Ops::local_move(d, {{"op", op}, {"pid", l.pid}, {"to", extra.value("to", "")}}, who,
-                               {});
+        json req = {{"op", op}, {"pid", l.pid}, {"to", extra.value("to", "")}};
+        if (extra.contains("precopy"))
+            req["precopy"] = extra["precopy"];
+        return Ops::local_move(d, req, who, {});
     }
     json r = local_entry_json(d, l);
     r["ok"] = true;
@@ -177,7 +179,10 @@ json Ops::local_move_gid(Daemon& d, const json& req, const Client& who) {
     if (to.empty())
         return error_reply(
             fmt::format("{} of {} needs \"to\": the destination host", op, req.value("gid", "")));
-    return route(d, op, req.value("gid", ""), {{"uid", who.uid}, {"to", to}}, 0);
+    json extra = {{"uid", who.uid}, {"to", to}};
+    if (req.contains("precopy"))
+        extra["precopy"] = req["precopy"];
+    return route(d, op, req.value("gid", ""), extra, 0);
 }
 
 json Ops::local_kill(Daemon& d, const json& req, const Client& who) {
@@ -187,7 +192,7 @@ json Ops::local_kill(Daemon& d, const json& req, const Client& who) {
 
 void Ops::peer_where(Daemon& d, Channel& ch, const json& req) {
     json extra = {{"uid", req.value("uid", 0u)}};
-    for (const char* k : {"signal", "to"})
+    for (const char* k : {"signal", "to", "precopy"})
         if (req.contains(k))
             extra[k] = req[k];
     (void)send_json(

@@ -9,10 +9,13 @@
 
 #include <chrono>
 #include <string>
+#include <utility>
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include "ghost/precopy.hpp"
+#include "ghost/process.hpp"
 #include "ops.hpp"
 
 namespace migd {
@@ -76,6 +79,73 @@ json move_reply(const std::string& gid, const std::string& host, pid_t pid, cons
             {"total_ms", total_ms}};
 }
 
+double ms_since(std::chrono::steady_clock::time_point t) {
+    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t).count();
+}
+
+// Whether a migration pre-copies: as asked ("precopy": true/false), else
+// when the engine can and the process is large; the reason when not.
+std::pair<bool, std::string> want_precopy(Daemon& d, const json& req, pid_t pid) {
+    const auto asked = req.find("precopy");
+    const bool explicit_yes = asked != req.end() && asked->is_boolean() && asked->get<bool>();
+    if (asked != req.end() && asked->is_boolean() && !asked->get<bool>())
+        return {false, "not asked"};
+    auto engine = d.engine();
+    if (!engine || (*engine)->name() != "user")
+        return {false, "only the user engine pre-copies"};
+    if (auto s = ghost::Precopy::supported(); !s)
+        return {false, s.error().what()};
+    if (explicit_yes)
+        return {true, {}};
+    if (ghost::estimate_image_bytes(pid) < d.config().precopy_min_bytes)
+        return {false, "smaller than [migration] precopy_min_bytes"};
+    return {true, {}};
+}
+
+// Images of the running process until the stop rule holds (P.Haul's: at
+// most precopy_max_rounds, or a round of at most precopy_stop_bytes, or
+// one that did not shrink by a tenth); each announced and acknowledged.
+// The caller then sends the last image, the process held.
+Result<json> precopy_rounds(Daemon& d, Channel& c, pid_t pid, ghost::Precopy& pc,
+                            const Emit& emit) {
+    const Config& cfg = d.config();
+    json rounds = json::array();
+    std::uint64_t before = ~std::uint64_t{0};
+    for (;;) {
+        const auto t0 = std::chrono::steady_clock::now();
+        if (auto s = send_json(c, {{"op", "image"}, {"last", false}}); !s)
+            return s.error();
+        auto ex = export_to(
+            d, c, pid, ghost::Fate::Run, [] { return Result<void>{}; }, emit, &pc);
+        if (!ex)
+            return Error{ex.error().code,
+                         fmt::format("pre-copy round {}: {}", pc.rounds() + 1, ex.error().what())};
+        auto ack = recv_json(c);
+        if (!ack)
+            return Error{ack.error().code, fmt::format("{} did not acknowledge pre-copy image "
+                                                       "{}: {}",
+                                                       c.peer(), pc.rounds(), ack.error().what())};
+        if (!ack->value("ok", false))
+            return Error::from_errno(EIO, fmt::format("{} refused pre-copy image {}: {}", c.peer(),
+                                                      pc.rounds(),
+                                                      ack->value("error", "no reason given")));
+        const std::uint64_t fresh = pc.last_page_bytes();
+        rounds.push_back({{"bytes", ex->stats.bytes},
+                          {"page_bytes", fresh},
+                          {"held_ms", ex->stats.frozen_ns / 1e6},
+                          {"ms", ms_since(t0)}});
+        if (pc.rounds() >= cfg.precopy_max_rounds)
+            break;
+        if (pc.rounds() >= 2 && (fresh <= cfg.precopy_stop_bytes || fresh * 10 > before * 9))
+            break;
+        if (pc.rounds() >= 2)
+            before = fresh;
+        else
+            before = ~std::uint64_t{0};
+    }
+    return rounds;
+}
+
 } // namespace
 
 json Ops::local_move(Daemon& d, const json& req, const Client& who, const Emit& emit) {
@@ -122,12 +192,19 @@ json Ops::local_move(Daemon& d, const json& req, const Client& who, const Emit& 
         return error_reply(why);
     };
 
+    // Pre-copy only moves (a duplicate's original runs on anyway).
+    const auto [precopy, no_precopy] =
+        dup ? std::pair<bool, std::string>{false, "a duplicate"} : want_precopy(d, req, pid);
+    if (req.value("precopy", false) && !precopy)
+        return fail(fmt::format("cannot pre-copy process {}: {}", pid, no_precopy));
+
     auto ch = d.connect(to);
     if (!ch)
         return fail(ch.error().what());
     Channel& c = **ch;
-    const json ask = {{"op", "import"},   {"id", id},           {"kind", op},        {"gid", gid},
-                      {"uid", proc->uid}, {"comm", proc->comm}, {"origin", cfg.host}};
+    const json ask = {{"op", "import"},     {"id", id},          {"kind", op},
+                      {"gid", gid},         {"uid", proc->uid},  {"comm", proc->comm},
+                      {"origin", cfg.host}, {"precopy", precopy}};
     if (auto s = send_json(c, ask); !s)
         return fail(fmt::format("cannot reach {}: {}", to, s.error().what()));
     auto yes = recv_json(c);
@@ -137,6 +214,19 @@ json Ops::local_move(Daemon& d, const json& req, const Client& who, const Emit& 
         return fail(fmt::format("{} refused: {}", to, yes->value("error", "no reason given")));
     spdlog::info("{} {}: pid {} ({}, uid {}) to {} as {}", op, id, pid, proc->comm, proc->uid, to,
                  gid);
+
+    ghost::Precopy pc;
+    json rounds = json::array();
+    if (precopy) {
+        auto r = precopy_rounds(d, c, pid, pc, emit);
+        if (!r)
+            return fail(fmt::format("{} of process {} to {} failed, the original runs on: {}", op,
+                                    pid, to, r.error().what()));
+        rounds = std::move(*r);
+        if (auto s = send_json(c, {{"op", "image"}, {"last", true}}); !s)
+            return fail(fmt::format("cannot reach {}: {}", to, s.error().what()));
+    }
+    const auto held = std::chrono::steady_clock::now();
 
     pid_t dest_pid = 0;
     auto confirm = [&]() -> Result<void> {
@@ -159,7 +249,8 @@ json Ops::local_move(Daemon& d, const json& req, const Client& who, const Emit& 
         maybe_crash("source-after-ack");
         return {};
     };
-    auto ex = export_to(d, c, pid, dup ? ghost::Fate::Run : ghost::Fate::Kill, confirm, emit);
+    auto ex = export_to(d, c, pid, dup ? ghost::Fate::Run : ghost::Fate::Kill, confirm, emit,
+                        precopy ? &pc : nullptr);
     if (!ex) {
         auto cur = d.journal_.get(id);
         if (cur && cur->value("state", "") == "committing") {
@@ -184,6 +275,15 @@ json Ops::local_move(Daemon& d, const json& req, const Client& who, const Emit& 
         std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0)
             .count());
     json reply = move_reply(gid, to, dest_pid, *proc, ex->stats, total_ms);
+    // From the last capture to the copy let go on the destination: for a
+    // migration the time the process does not run.
+    const double downtime_ms = ms_since(held);
+    if (!dup)
+        reply["downtime_ms"] = downtime_ms;
+    if (precopy)
+        reply["precopy"] = {{"rounds", rounds}, {"last_page_bytes", pc.last_page_bytes()}};
+    else if (!dup)
+        reply["precopy"] = no_precopy;
     if (!ok || !ok->value("ok", false)) {
         d.wake_resolver();
         reply["pending"] = fmt::format("{} has not confirmed the commit yet; it lets the copy run "
@@ -192,8 +292,10 @@ json Ops::local_move(Daemon& d, const json& req, const Client& who, const Emit& 
     } else {
         d.journal_.remove(id);
     }
-    spdlog::info("{} {}: done, {} bytes, held {} ms, {} ms in all; {} now {}:{}", op, id,
-                 ex->stats.bytes, ex->stats.frozen_ns / 1000000, total_ms, gid, to, dest_pid);
+    spdlog::info("{} {}: done, {} bytes{}, held {} ms, down {:.1f} ms, {} ms in all; {} now {}:{}",
+                 op, id, ex->stats.bytes,
+                 precopy ? fmt::format(" after {} pre-copy images", rounds.size()) : "",
+                 ex->stats.frozen_ns / 1000000, downtime_ms, total_ms, gid, to, dest_pid);
     return reply;
 }
 
@@ -225,12 +327,15 @@ void Ops::peer_import(Daemon& d, Channel& ch, const json& req) {
     maybe_crash("dest-mid-stream");
     // The stub's pid goes to the journal at once: a migd that dies before
     // the copy is journaled as ready kills it when it starts again.
-    auto im = import_from(d, ch, true, [&](pid_t stub) {
-        entry["stub_pid"] = stub;
-        if (auto p = proc_info(stub))
-            entry["stub_starttime"] = p->starttime;
-        (void)d.journal_.put(entry);
-    });
+    auto im = import_from(
+        d, ch, true,
+        [&](pid_t stub) {
+            entry["stub_pid"] = stub;
+            if (auto p = proc_info(stub))
+                entry["stub_starttime"] = p->starttime;
+            (void)d.journal_.put(entry);
+        },
+        req.value("precopy", false));
     if (im && im->image.creds && im->image.creds->uid != uid) {
         (void)kill_process(im->pid, im->starttime);
         im = Error::from_errno(EPERM, fmt::format("the image runs as uid {}, not uid {} as "

@@ -40,9 +40,10 @@ struct ExportResult {
 // the peer's verdict. fate is that of ghost::checkpoint(): with Kill the
 // process is killed only once confirm() succeeded, and resumed otherwise.
 // A failed export is sent as ABORT with its reason.
+// With precopy, the image is that pre-copy's next (ghost/precopy.hpp).
 ghost::Result<ExportResult> export_to(Daemon& d, Channel& ch, pid_t pid, ghost::Fate fate,
                                       const std::function<ghost::Result<void>()>& confirm,
-                                      const Emit& emit);
+                                      const Emit& emit, ghost::Precopy* precopy = nullptr);
 
 struct Imported {
     pid_t pid = 0;
@@ -56,8 +57,12 @@ struct Imported {
 // restored process, stopped (SIGSTOP) when stopped is set. Any failure
 // kills what was restored and says why.
 // spawned is told the restore stub's pid as soon as it exists.
+// With sequence, a pre-copy's images arrive, each announced by
+// {"op":"image","last":B} and each but the last answered {"ok":true} once
+// it checked out; the stub restores the whole sequence (image is the last).
 ghost::Result<Imported> import_from(Daemon& d, Channel& ch, bool stopped,
-                                    const std::function<void(pid_t)>& spawned = {});
+                                    const std::function<void(pid_t)>& spawned = {},
+                                    bool sequence = false);
 
 // Peer-side checks of who an incoming image runs as.
 ghost::Result<void> check_incoming_uid(const Config& cfg, uid_t uid);

@@ -20,6 +20,7 @@
 #include <filesystem>
 #include <future>
 #include <thread>
+#include <tuple>
 
 #include <fmt/format.h>
 
@@ -127,7 +128,8 @@ Result<std::pair<UniqueFd, UniqueFd>> relay_pipe() {
 } // namespace
 
 Result<ExportResult> export_to(Daemon& d, Channel& ch, pid_t pid, ghost::Fate fate,
-                               const std::function<Result<void>()>& confirm, const Emit& emit) {
+                               const std::function<Result<void>()>& confirm, const Emit& emit,
+                               ghost::Precopy* precopy) {
     auto engine = d.engine();
     if (!engine)
         return engine.error();
@@ -148,6 +150,7 @@ Result<ExportResult> export_to(Daemon& d, Channel& ch, pid_t pid, ghost::Fate fa
 
     ghost::CheckpointOptions o;
     o.fate = fate;
+    o.precopy = precopy;
     o.commit = [&]() -> Result<void> {
         complete = true;
         wr->reset();
@@ -197,7 +200,7 @@ Result<ExportResult> export_to(Daemon& d, Channel& ch, pid_t pid, ghost::Fate fa
 }
 
 Result<Imported> import_from(Daemon& d, Channel& ch, bool stopped,
-                             const std::function<void(pid_t)>& spawned) {
+                             const std::function<void(pid_t)>& spawned, bool sequence) {
     auto engine = d.engine();
     if (!engine)
         return engine.error();
@@ -214,22 +217,60 @@ Result<Imported> import_from(Daemon& d, Channel& ch, bool stopped,
         ghost::RestartOptions o;
         o.stopped = stopped;
         o.spawned = spawned;
+        o.sequence = sequence;
         restored = ghost::restart(**engine, rd.get(), o);
         rd.reset();
     });
     const std::uint64_t limit = d.config().max_image_bytes;
     bool stub_gone = false;
-    FrameSource src(ch, [&](std::span<const std::byte> b) -> Result<void> {
-        // A failed write: the stub refused the image, and its reason comes
-        // from restart().
-        if (!stub_gone && !write_all(wr.get(), b))
-            stub_gone = true;
-        return {};
-    });
-    ghost::image::ReadOptions ro;
-    ro.max_bytes = limit;
-    auto img = ghost::image::read(src, ro);
-    Result<void> rest = img ? src.drain() : Result<void>(img.error());
+    std::uint64_t bytes = 0;
+    // One image: read and checked as it is teed to the stub.
+    const auto one = [&]() -> std::pair<Result<ghost::image::Image>, Result<void>> {
+        FrameSource src(ch, [&](std::span<const std::byte> b) -> Result<void> {
+            // A failed write: the stub refused the image, and its reason
+            // comes from restart().
+            if (!stub_gone && !write_all(wr.get(), b))
+                stub_gone = true;
+            return {};
+        });
+        ghost::image::ReadOptions ro;
+        ro.max_bytes = limit;
+        auto img = ghost::image::read(src, ro);
+        Result<void> rest = img ? src.drain() : Result<void>(img.error());
+        bytes += src.bytes();
+        return {std::move(img), std::move(rest)};
+    };
+    Result<ghost::image::Image> img = Error{};
+    Result<void> rest;
+    for (unsigned n = 1;; n++) {
+        bool last = true;
+        if (sequence) {
+            auto head = recv_json(ch);
+            if (!head) {
+                rest = head.error();
+                break;
+            }
+            if (head->value("op", "") != "image") {
+                rest = Error::from_errno(
+                    EPROTO, fmt::format("{} sent no pre-copy image header", ch.peer()));
+                break;
+            }
+            last = head->value("last", true);
+        }
+        std::tie(img, rest) = one();
+        if (!rest || last)
+            break;
+        if (stub_gone) {
+            rest = Error::from_errno(EPIPE, "the restore stub stopped reading");
+            break;
+        }
+        // Each image but the last is acknowledged, so the source knows it
+        // arrived whole before it sends the next.
+        if (auto s = send_json(ch, {{"ok", true}, {"image", n}, {"bytes", bytes}}); !s) {
+            rest = s.error();
+            break;
+        }
+    }
     wr.reset();
     restorer.join();
     auto fail = [&](const Error& e) -> Result<Imported> {
@@ -254,7 +295,7 @@ Result<Imported> import_from(Daemon& d, Channel& ch, bool stopped,
     im.pid = *restored;
     auto info = proc_info(im.pid);
     im.starttime = info ? info->starttime : 0;
-    im.bytes = src.bytes();
+    im.bytes = bytes;
     im.image = std::move(*img);
     return im;
 }

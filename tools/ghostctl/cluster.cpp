@@ -64,6 +64,8 @@ int cmd_move(const Globals& g, const MoveArgs& a) {
         req["gid"] = a.target; // gids are HOST-N
     else
         return usage_fail(fmt::format("'{}' is neither a pid nor a gid (HOST-N)", a.target));
+    if (a.precopy >= 0)
+        req["precopy"] = a.precopy == 1;
     ProgressBar bar(a.op == "migrate" ? "migrating" : "duplicating");
     const json r = migd_call(g, req, &bar);
     if (int rc = reply_or_fail(r); rc != exit_ok)
@@ -73,6 +75,9 @@ int cmd_move(const Globals& g, const MoveArgs& a) {
         return exit_ok;
     }
     fmt::print("{}:{} gid {}\n", r.value("host", ""), r.value("pid", 0), r.value("gid", ""));
+    if (const auto p = r.find("precopy"); p != r.end() && p->is_object())
+        fmt::print(stderr, "ghostctl: {} pre-copy images, then {} stopped for {:.1f} ms\n",
+                   p->value("rounds", json::array()).size(), a.target, r.value("downtime_ms", 0.0));
     if (r.contains("pending"))
         fmt::print(stderr, "ghostctl: note: {}\n", r.value("pending", ""));
     return exit_ok;

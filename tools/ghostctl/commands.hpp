@@ -75,6 +75,7 @@ struct MoveArgs {
     std::string target; // a local PID, or with --to a GID (HOST-N) wherever it runs
     std::string to;
     bool json = false;
+    int precopy = -1; // migrate: 1 --precopy, 0 --no-precopy, -1 migd decides
 };
 
 struct ImagesArgs {

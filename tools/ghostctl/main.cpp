@@ -286,7 +286,10 @@ int main(int argc, char** argv) {
         "runs on. Only the process's owner or root may move it; it runs as the same uid on "
         "HOST. Pipes and terminals cannot move (redirect them to files). A GID (as printed "
         "by an earlier move, or by ps --cluster) names the process wherever it runs now: "
-        "this host's migd forwards the request to that host, whose migd moves it.");
+        "this host's migd forwards the request to that host, whose migd moves it. A large "
+        "process (migd.toml [migration] precopy_min_bytes, 64 MiB by default) is pre-copied "
+        "where the user engine runs on Linux 6.7 or later: its memory is copied while it "
+        "runs, then what it wrote meanwhile, and it stops only for the last, small round.");
     if (want("migrate")) {
         migrate
             ->add_option("PID|GID", mig.target,
@@ -295,7 +298,19 @@ int main(int argc, char** argv) {
         migrate->add_option("--to", mig.to, "the destination host (a migd peer)")
             ->required()
             ->type_name("HOST");
-        migrate->add_flag("--json", mig.json, "print migd's reply (bytes, times) as JSON");
+        migrate->add_flag("--json", mig.json,
+                          "print migd's reply as JSON: bytes, frozen_ms, downtime_ms (from the "
+                          "last capture to the copy running), total_ms, and precopy (its rounds, "
+                          "or why there were none)");
+        auto* pre = migrate->add_flag_function(
+            "--precopy", [&mig](std::int64_t) { mig.precopy = 1; },
+            "pre-copy whatever the size; fails, naming the reason, where it cannot (not the "
+            "user engine, a kernel before 6.7)");
+        migrate
+            ->add_flag_function(
+                "--no-precopy", [&mig](std::int64_t) { mig.precopy = 0; },
+                "stop the process for the whole copy (stop-and-copy)")
+            ->excludes(pre);
     }
 
     ImagesArgs img;
