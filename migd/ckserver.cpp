@@ -280,6 +280,9 @@ void run_session(Daemon& d, const std::string& server, std::vector<Job*> jobs, g
                                                 j->pid, ex.error().what()));
             break; // the session is out of step: the rest are reported as not done
         }
+        if (fate == ghost::Fate::Kill) // export_to() does not wait for it to be gone
+            if (auto k = kill_process(j->pid, j->proc.starttime); !k)
+                spdlog::warn("checkpoint of process {}: {}", j->pid, k.error().what());
         j->result = {{"ok", true}, {"pid", j->pid},   {"id", id}, {"bytes", ex->stats.bytes},
                      {"ms", ms},   {"server", server}};
     }

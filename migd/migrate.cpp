@@ -267,10 +267,13 @@ json Ops::local_move(Daemon& d, const json& req, const Client& who, const Emit& 
                                 to, ex.error().what()));
     }
 
-    (void)d.locations_.set(location_of(entry, "moved", to, dest_pid));
+    // The commit goes first: the journal's "committing" entry already makes
+    // it durable (a restarted migd sends it again and records the move), so
+    // the copy need not wait for the location table's write.
     c.set_timeout(std::chrono::milliseconds(cfg.io_timeout_ms));
     auto done = send_json(c, {{"op", "commit"}, {"id", id}});
     Result<json> ok = done ? recv_json(c) : Result<json>(done.error());
+    (void)d.locations_.set(location_of(entry, "moved", to, dest_pid));
     const auto total_ms = static_cast<std::uint64_t>(
         std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0)
             .count());
@@ -284,6 +287,9 @@ json Ops::local_move(Daemon& d, const json& req, const Client& who, const Emit& 
         reply["precopy"] = {{"rounds", rounds}, {"last_page_bytes", pc.last_page_bytes()}};
     else if (!dup)
         reply["precopy"] = no_precopy;
+    if (!dup)
+        if (auto k = kill_process(pid, proc->starttime); !k)
+            spdlog::warn("{} {}: {}", op, id, k.error().what());
     if (!ok || !ok->value("ok", false)) {
         d.wake_resolver();
         reply["pending"] = fmt::format("{} has not confirmed the commit yet; it lets the copy run "

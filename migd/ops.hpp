@@ -41,6 +41,8 @@ struct ExportResult {
 // process is killed only once confirm() succeeded, and resumed otherwise.
 // A failed export is sent as ABORT with its reason.
 // With precopy, the image is that pre-copy's next (ghost/precopy.hpp).
+// With Kill, the process gets SIGKILL at the commit point but export_to()
+// does not wait until it is gone: the caller does (kill_process()).
 ghost::Result<ExportResult> export_to(Daemon& d, Channel& ch, pid_t pid, ghost::Fate fate,
                                       const std::function<ghost::Result<void>()>& confirm,
                                       const Emit& emit, ghost::Precopy* precopy = nullptr);

@@ -16,9 +16,11 @@
 #include <atomic>
 #include <cerrno>
 #include <chrono>
+#include <condition_variable>
 #include <cstring>
 #include <filesystem>
 #include <future>
+#include <mutex>
 #include <thread>
 #include <tuple>
 
@@ -151,6 +153,10 @@ Result<ExportResult> export_to(Daemon& d, Channel& ch, pid_t pid, ghost::Fate fa
     ghost::CheckpointOptions o;
     o.fate = fate;
     o.precopy = precopy;
+    // The original is stopped since its capture and gets SIGKILL at the
+    // commit point: it never runs again, so the copy may go on while the
+    // original is torn down (local_move() waits for it before answering).
+    o.wait_for_exit = false;
     o.commit = [&]() -> Result<void> {
         complete = true;
         wr->reset();
@@ -213,13 +219,27 @@ Result<Imported> import_from(Daemon& d, Channel& ch, bool stopped,
     // every byte: a restore that succeeds on a stream that then fails the
     // check is killed before it ever runs (it is stopped).
     Result<pid_t> restored = Error{};
+    // A sequence: how many images the stub has taken in, and whether the
+    // restore is over (it then takes no more).
+    std::mutex mu;
+    std::condition_variable cv;
+    unsigned taken = 0;
+    bool over = false;
     std::thread restorer([&] {
         ghost::RestartOptions o;
         o.stopped = stopped;
         o.spawned = spawned;
         o.sequence = sequence;
+        o.image_done = [&](unsigned n) {
+            std::lock_guard l(mu);
+            taken = n;
+            cv.notify_all();
+        };
         restored = ghost::restart(**engine, rd.get(), o);
         rd.reset();
+        std::lock_guard l(mu);
+        over = true;
+        cv.notify_all();
     });
     const std::uint64_t limit = d.config().max_image_bytes;
     bool stub_gone = false;
@@ -260,7 +280,13 @@ Result<Imported> import_from(Daemon& d, Channel& ch, bool stopped,
         std::tie(img, rest) = one();
         if (!rest || last)
             break;
-        if (stub_gone) {
+        {
+            // Acknowledged once the stub took it in: the next image (the
+            // last one above all) then never waits behind this one's work.
+            std::unique_lock l(mu);
+            cv.wait(l, [&] { return taken >= n || over; });
+        }
+        if (stub_gone || over) {
             rest = Error::from_errno(EPIPE, "the restore stub stopped reading");
             break;
         }

@@ -205,7 +205,8 @@ class KeepSource final : public image::Source {
 
 } // namespace
 
-Result<std::vector<Link>> read_sequence(int fd, const std::string& name) {
+Result<std::vector<Link>> read_sequence(int fd, const std::string& name,
+                                        const std::function<Result<void>(const Link&)>& on_image) {
     std::vector<Link> out;
     for (;;) {
         const std::string path = fmt::format("{}, image {}", name, out.size() + 1);
@@ -227,6 +228,9 @@ Result<std::vector<Link>> read_sequence(int fd, const std::string& name) {
         if (!view)
             return view.error();
         out.push_back(Link{path, std::move(*view), std::move(*img)});
+        if (on_image)
+            if (auto r = on_image(out.back()); !r)
+                return r.error();
     }
 }
 

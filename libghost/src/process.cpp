@@ -27,6 +27,7 @@
 #include "ghost/chain.hpp"
 #include "ghost/image.hpp"
 #include "sys.hpp"
+#include "user/shadow.hpp"
 #include "user/user.hpp"
 #include "zstd_stream.hpp"
 
@@ -220,6 +221,13 @@ Result<ExportStats> checkpoint(Engine& engine, pid_t pid, int out, const Checkpo
             return c.error();
         }
     }
+    if (o.fate == Fate::Kill && !o.wait_for_exit) {
+        if (pidfd_signal(pidfd->get(), SIGKILL) != 0 && errno != ESRCH)
+            return Error::from_errno(errno, fmt::format("the image is complete but process {} "
+                                                        "could not be killed: {}",
+                                                        pid, errno_text(errno)));
+        return stats;
+    }
     if (o.fate == Fate::Kill) {
         if (auto k = kill_and_wait(pidfd->get(), pid); !k)
             return k.error();
@@ -232,14 +240,31 @@ Error restart_self(Engine& engine, int in, const RestoreOptions& o) {
         // A pre-copy's images: the user engine restores the newest with its
         // pages from the images in memory; another engine restores the
         // sequence flattened into one whole image.
-        auto links = chain::read_sequence(in, "the pre-copy stream");
+        // The user engine builds the newest image's anonymous memory as
+        // the images arrive (user/shadow.hpp).
+        const bool user = engine.name() == "user";
+        user::Shadow shadow;
+        auto links = chain::read_sequence(in, "the pre-copy stream", [&](const chain::Link& l) {
+            if (user) {
+                if (auto r = shadow.apply(l.img, l.view.bytes()); !r)
+                    return r;
+                // The page tables of the image's mapping go now (what is
+                // read again later faults back in): unmapping a large one
+                // in the rebuild would add to the downtime.
+                ::madvise(const_cast<std::byte*>(l.view.bytes().data()), l.view.bytes().size(),
+                          MADV_DONTNEED);
+            }
+            if (o.image_done)
+                o.image_done();
+            return Result<void>{};
+        });
         if (!links)
             return links.error();
         auto c = chain::Chain::of(std::move(*links));
         if (!c)
             return c.error();
-        if (engine.name() == "user")
-            return user::restore_chain(*c, o.stopped);
+        if (user)
+            return user::restore_chain(*c, o.stopped, &shadow);
         UniqueFd mem(::memfd_create("ghost-flattened", MFD_CLOEXEC));
         if (!mem)
             return Error::from_errno(errno, fmt::format("memfd_create: {}", errno_text(errno)));

@@ -61,8 +61,10 @@ void reap(pid_t child) {
 // The stub's report: '+' as it starts, then nothing (success: the image
 // replaced it and the close-on-exec descriptor closed) or "errno reason".
 Result<void> await_restored(pid_t child, int status_fd, std::uint64_t total,
-                            const ProgressFn& progress, const std::string& stub) {
+                            const ProgressFn& progress, const std::string& stub,
+                            const std::function<void(unsigned)>& image_done) {
     std::string report;
+    unsigned images = 0;
     const std::uint64_t base = progress ? rchar_of(child) : 0;
     for (;;) {
         pollfd p{status_fd, POLLIN, 0};
@@ -80,7 +82,15 @@ Result<void> await_restored(pid_t child, int status_fd, std::uint64_t total,
             continue;
         if (n <= 0)
             break;
-        report.append(buf, static_cast<std::size_t>(n));
+        for (ssize_t i = 0; i < n; i++) {
+            // A sequence's images taken in: dots right after the '+'.
+            if (buf[i] == '.' && report == "+") {
+                if (image_done)
+                    image_done(++images);
+                continue;
+            }
+            report += buf[i];
+        }
     }
     if (report.empty()) {
         int status = 0;
@@ -289,7 +299,8 @@ Result<std::vector<std::pair<int, UniqueFd>>> inherit_sources(const RestartOptio
 }
 
 Result<pid_t> run_stub(StubLaunch& l, std::uint64_t total, const ProgressFn& progress,
-                       const std::function<void(pid_t)>& spawned = {}) {
+                       const std::function<void(pid_t)>& spawned = {},
+                       const std::function<void(unsigned)>& image_done = {}) {
     auto started = spawn_stub(l);
     if (!started)
         return started.error();
@@ -297,7 +308,8 @@ Result<pid_t> run_stub(StubLaunch& l, std::uint64_t total, const ProgressFn& pro
     const pid_t child = started->first;
     if (spawned)
         spawned(child);
-    if (auto r = await_restored(child, started->second.get(), total, progress, l.stub); !r)
+    if (auto r = await_restored(child, started->second.get(), total, progress, l.stub, image_done);
+        !r)
         return r.error();
     if (l.stopped)
         if (auto r = await_stopped(child); !r)
@@ -388,7 +400,7 @@ Result<pid_t> restart(Engine& engine, int in, const RestartOptions& o) {
         total = static_cast<std::uint64_t>(st.st_size - (at > 0 ? at : 0));
     }
     StubLaunch l{std::move(*stub), &engine, in, o.stopped, std::move(*given), o.sequence};
-    return run_stub(l, total, o.progress, o.spawned);
+    return run_stub(l, total, o.progress, o.spawned, o.image_done);
 }
 
 Result<pid_t> duplicate(Engine& engine, pid_t pid, const DuplicateOptions& o) {

@@ -137,5 +137,8 @@ int main(int argc, char** argv) {
     ghost::RestoreOptions o;
     o.stopped = stopped;
     o.sequence = sequence;
+    // After '+', a '.' for every image of a sequence taken in; a failure's
+    // report starts with its errno, a digit.
+    o.image_done = [status_fd] { (void)!::write(status_fd, ".", 1); };
     fail(status_fd, ghost::restart_self(**engine, image_fd, o));
 }

@@ -12,6 +12,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <string>
 #include <vector>
@@ -58,7 +59,10 @@ Result<Link> load_bytes(std::span<const std::byte> bytes, const std::string& pat
 // in a memory file and checked (END checksum included): a pre-copy's
 // sequence (ghost/precopy.hpp), oldest first. Errors name "name, image N".
 // At most GHOST_PARENT_DEPTH_MAX + 1 images.
-Result<std::vector<Link>> read_sequence(int fd, const std::string& name);
+// on_image, if given, is called with each image as soon as it checked out.
+Result<std::vector<Link>>
+read_sequence(int fd, const std::string& name,
+              const std::function<Result<void>(const Link&)>& on_image = {});
 
 // Whether child's PARENT record names parent (same id, depth one more,
 // same process start time where both record one); the error says how not.

@@ -12,6 +12,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -94,6 +95,8 @@ struct RestoreOptions {
     // restart_self(): the input is a pre-copy's sequence of images
     // (RestartOptions::sequence).
     bool sequence = false;
+    // With sequence: called each time one more image has been taken in.
+    std::function<void()> image_done;
 };
 
 // A ghost on a file (or pipe) or a socket: Engine::create(). A memory

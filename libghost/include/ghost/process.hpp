@@ -44,6 +44,11 @@ struct CheckpointOptions {
     // (e.g. fsync and rename the output). If it fails, the process is let go
     // (it keeps running) and checkpoint fails with its error.
     std::function<Result<void>()> commit;
+    // Fate::Kill: wait until the process is gone (tearing down a large one
+    // takes milliseconds). false: return once SIGKILL is sent to it, held
+    // stopped since the capture, so that it never runs again; the caller
+    // waits for it (migd lets the copy run meanwhile).
+    bool wait_for_exit = true;
 };
 
 // Writes the image of process pid to out (a file from its current offset, a
@@ -73,6 +78,11 @@ struct RestartOptions {
     // first, to its end: the newest is restored, each page from the newest
     // image that has it.
     bool sequence = false;
+    // With sequence: called (on the calling thread) with the number of
+    // images the stub has taken in so far, each time one more is (migd
+    // acknowledges a pre-copy image only then, so that the last one never
+    // waits behind the work of the earlier ones).
+    std::function<void(unsigned)> image_done;
 };
 
 // Rebuilds the image read from in (raw or zstd-compressed; file, pipe or

@@ -12,9 +12,9 @@
 
 #include <array>
 #include <cerrno>
+#include <charconv>
 #include <cstdarg>
 #include <cstdio>
-#include <charconv>
 #include <cstring>
 #include <string>
 
@@ -78,7 +78,8 @@ Error refused(int err, const char* reason) {
 }
 
 Result<int> oom_score_adj(pid_t pid) {
-    auto t = read_text(pid ? fmt::format("/proc/{}/oom_score_adj", pid) : "/proc/self/oom_score_adj");
+    auto t =
+        read_text(pid ? fmt::format("/proc/{}/oom_score_adj", pid) : "/proc/self/oom_score_adj");
     if (!t)
         return t.error();
     return parse_int(*t);
@@ -274,8 +275,9 @@ Result<void> commit_attrs(Tracee& t, const AttrsPlan& plan) {
         if (!r)
             return r.error();
         if (is_err(*r))
-            return Error::from_errno(static_cast<int>(-*r),
-                                     fmt::format("{}: {}", what, errno_text(static_cast<int>(-*r))));
+            return Error::from_errno(
+                static_cast<int>(-*r),
+                fmt::format("{}: {}", what, errno_text(static_cast<int>(-*r))));
         return {};
     };
     Result<void> r;

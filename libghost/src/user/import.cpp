@@ -42,6 +42,7 @@
 #include "user/creds.hpp"
 #include "user/locks.hpp"
 #include "user/proc.hpp"
+#include "user/shadow.hpp"
 #include "user/tracee.hpp"
 #include "user/vma_attrs.hpp"
 #include "zstd_stream.hpp"
@@ -81,6 +82,7 @@ struct PageData {
 struct Plan {
     const image::Image* img = nullptr;
     std::vector<PageData> pages;
+    Shadow* shadow = nullptr; // mappings built ahead, moved into place
     std::vector<int> vma_fd;  // per img->vmas: the open mapped file, or -1
     std::vector<int> file_fd; // per img->files: the reopened file (PATH), or -1
     int cwd_fd = -1;
@@ -479,10 +481,22 @@ Result<void> Rebuild::unmap_caller() {
                (layout_.keep_vdso &&
                 (m.name == "[vdso]" || m.name == "[vvar]" || m.name == "[vvar_vclock]"));
     };
+    // The memory built ahead stays (it may share a mapping with ours).
+    const auto built =
+        p_.shadow ? p_.shadow->ranges() : std::vector<std::pair<std::uint64_t, std::uint64_t>>{};
     std::uint64_t s = 0, e = 0;
     auto flush = [&]() -> Result<void> {
-        if (e > s)
-            if (auto r = call("unmapping the caller", SYS_munmap, s, e - s); !r)
+        std::uint64_t from = s;
+        for (const auto& [bs, be] : built) {
+            if (be <= from || bs >= e)
+                continue;
+            if (bs > from)
+                if (auto r = call("unmapping the caller", SYS_munmap, from, bs - from); !r)
+                    return r.error();
+            from = std::max(from, be);
+        }
+        if (e > from)
+            if (auto r = call("unmapping the caller", SYS_munmap, from, e - from); !r)
                 return r.error();
         s = e = 0;
         return {};
@@ -509,6 +523,31 @@ Result<void> Rebuild::map_image() {
         const auto& r = v.rec;
         if (r.flags & (GHOST_VMA_VDSO | GHOST_VMA_VVAR))
             continue;
+        if (const std::uint64_t buf = p_.shadow ? p_.shadow->buffer(r.start, r.end) : 0) {
+            // Built ahead: its pages move into place, none is copied.
+            auto at = call(
+                fmt::format("moving the memory of {:#x}-{:#x} into place", r.start, r.end).c_str(),
+                SYS_mremap, buf, r.end - r.start, r.end - r.start, MREMAP_MAYMOVE | MREMAP_FIXED,
+                r.start);
+            if (!at)
+                return at.error();
+            if (!(r.flags & GHOST_VMA_DONTFORK)) // the buffer's, not the image's
+                if (auto m = call("madvise(MADV_DOFORK)", SYS_madvise, r.start, r.end - r.start,
+                                  MADV_DOFORK);
+                    !m)
+                    return m.error();
+            if (r.prot != (PROT_READ | PROT_WRITE))
+                if (auto m = call("mprotect", SYS_mprotect, r.start, r.end - r.start, r.prot); !m)
+                    return m.error();
+            if (r.flags & GHOST_VMA_ATTRS)
+                if (auto a = apply_vma_attrs(
+                        [&](const char* what, long nr, std::uint64_t a1, std::uint64_t a2,
+                            std::uint64_t a3) { return call(what, nr, a1, a2, a3); },
+                        r);
+                    !a)
+                    return a;
+            continue;
+        }
         const bool fill = !v.runs.empty();
         const std::uint32_t prot = r.prot | (fill ? PROT_WRITE : 0);
         std::uint64_t flags =
@@ -801,7 +840,8 @@ void close_all_but(std::vector<int> keep) {
 
 namespace {
 
-Error restore(const image::Image& img, std::vector<PageData> pages, bool stopped) {
+Error restore(const image::Image& img, std::vector<PageData> pages, bool stopped,
+              Shadow* shadow = nullptr) {
     auto threads = list_numeric("/proc/self/task");
     if (!threads)
         return threads.error();
@@ -823,6 +863,10 @@ Error restore(const image::Image& img, std::vector<PageData> pages, bool stopped
     Plan p;
     p.img = &img;
     p.pages = std::move(pages);
+    p.shadow = shadow;
+    if (shadow)
+        if (auto r = shadow->clear_of(img); !r)
+            return r.error();
     p.self = ::getpid();
     p.stopped = stopped;
     if (auto r = open_everything(p); !r)
@@ -907,7 +951,7 @@ Error restore_self(std::span<const std::byte> bytes, const image::Image& img, bo
     return restore(img, std::move(pages), stopped);
 }
 
-Error restore_chain(const chain::Chain& c, bool stopped) {
+Error restore_chain(const chain::Chain& c, bool stopped, Shadow* shadow) {
     std::vector<PageData> pages;
     pages.reserve(c.extents().size());
     for (const auto& e : c.extents()) {
@@ -916,7 +960,7 @@ Error restore_chain(const chain::Chain& c, bool stopped) {
         pages.push_back(
             {e.addr, c.links()[e.link].view.bytes().subspan(e.offset, e.nr_pages * kPage)});
     }
-    return restore(c.top().img, std::move(pages), stopped);
+    return restore(c.top().img, std::move(pages), stopped, shadow);
 }
 
 } // namespace ghost::user

@@ -30,6 +30,9 @@ Error restore_self(std::span<const std::byte> bytes, const image::Image& img, bo
 
 // The same for the newest image of a chain whose links are all loaded (a
 // pre-copy's sequence): every page from the newest image that has it.
-Error restore_chain(const chain::Chain& c, bool stopped);
+// With a shadow built from the same images, its buffers are moved into
+// place instead of copying those mappings' pages.
+class Shadow;
+Error restore_chain(const chain::Chain& c, bool stopped, Shadow* shadow = nullptr);
 
 } // namespace ghost::user

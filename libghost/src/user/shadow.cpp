@@ -1,0 +1,165 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+// A pre-copy's memory built as its images arrive (shadow.hpp).
+#include "user/shadow.hpp"
+
+#include <sys/mman.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+#include <fmt/format.h>
+
+#include "sys.hpp"
+#include "user/proc.hpp"
+
+namespace ghost::user {
+
+namespace {
+
+constexpr std::uint64_t kPage = 4096;
+constexpr std::uint64_t kTaskSize = (1ULL << 47) - kPage;
+
+bool overlaps(std::uint64_t a, std::uint64_t b, std::uint64_t c, std::uint64_t d) {
+    return a < d && c < b;
+}
+
+} // namespace
+
+Shadow::~Shadow() {
+    for (const auto& [range, b] : bufs_)
+        ::munmap(reinterpret_cast<void*>(b.addr), b.len);
+}
+
+bool Shadow::eligible(const image::Vma& v) {
+    return !(v.rec.flags & (GHOST_VMA_SHARED | GHOST_VMA_FILE | GHOST_VMA_GROWSDOWN |
+                            GHOST_VMA_VDSO | GHOST_VMA_VVAR));
+}
+
+Result<void> Shadow::apply(const image::Image& img, std::span<const std::byte> bytes) {
+    decltype(bufs_) next;
+    auto drop_all = [&] {
+        for (const auto& [range, b] : next)
+            ::munmap(reinterpret_cast<void*>(b.addr), b.len);
+    };
+    for (const auto& v : img.vmas) {
+        if (!eligible(v))
+            continue;
+        const auto key = std::pair{v.rec.start, v.rec.end};
+        const bool noreserve = v.rec.flags & GHOST_VMA_NORESERVE;
+        Buffer b;
+        bool fresh = true;
+        if (auto it = bufs_.find(key); it != bufs_.end() && it->second.noreserve == noreserve) {
+            b = it->second;
+            bufs_.erase(it);
+            fresh = false;
+        } else {
+            b.len = v.rec.end - v.rec.start;
+            b.noreserve = noreserve;
+            void* p = ::mmap(nullptr, b.len, PROT_READ | PROT_WRITE,
+                             MAP_PRIVATE | MAP_ANONYMOUS | (noreserve ? MAP_NORESERVE : 0), -1, 0);
+            if (p == MAP_FAILED) {
+                drop_all();
+                return Error::from_errno(errno, fmt::format("no memory for the mapping at {:#x} "
+                                                            "({} bytes): {}",
+                                                            v.rec.start, b.len, errno_text(errno)));
+            }
+            b.addr = reinterpret_cast<std::uint64_t>(p);
+            // Not copied into the restorer's forks (page tables of the
+            // whole buffer, in the downtime); the rebuild undoes it.
+            ::madvise(p, b.len, MADV_DONTFORK);
+        }
+        const auto at = [&](std::uint64_t addr) {
+            return reinterpret_cast<std::byte*>(b.addr + (addr - v.rec.start));
+        };
+        std::uint64_t upto = v.rec.start; // pages below it are settled
+        bool inherited_all = true;
+        for (const auto& r : v.runs) {
+            const std::uint64_t len = r.nr_pages * kPage;
+            if (!fresh && r.addr > upto) // a page the image does not have
+                ::madvise(at(upto), r.addr - upto, MADV_DONTNEED);
+            if (!r.parent) {
+                std::memcpy(at(r.addr), bytes.data() + r.data_offset, len);
+            } else if (fresh) {
+                // Inherited into a mapping that changed: from the old
+                // buffers that held those addresses.
+                std::uint64_t got = 0;
+                for (const auto& [range, old] : bufs_) {
+                    const std::uint64_t s = std::max(range.first, r.addr);
+                    const std::uint64_t e = std::min(range.second, r.addr + len);
+                    if (s < e) {
+                        std::memcpy(
+                            at(s), reinterpret_cast<const std::byte*>(old.addr + (s - range.first)),
+                            e - s);
+                        got += e - s;
+                    }
+                }
+                inherited_all = inherited_all && got == len;
+            }
+            upto = r.addr + len;
+        }
+        if (!fresh && upto < v.rec.end)
+            ::madvise(at(upto), v.rec.end - upto, MADV_DONTNEED);
+        if (!inherited_all) {
+            // Not built here: restored from the images as usual.
+            ::munmap(reinterpret_cast<void*>(b.addr), b.len);
+            continue;
+        }
+        next.emplace(key, b);
+    }
+    for (const auto& [range, b] : bufs_)
+        ::munmap(reinterpret_cast<void*>(b.addr), b.len);
+    bufs_ = std::move(next);
+    return {};
+}
+
+std::uint64_t Shadow::buffer(std::uint64_t start, std::uint64_t end) const {
+    auto it = bufs_.find({start, end});
+    return it == bufs_.end() ? 0 : it->second.addr;
+}
+
+Result<void> Shadow::clear_of(const image::Image& img) {
+    std::vector<std::pair<std::uint64_t, std::uint64_t>> image;
+    for (const auto& v : img.vmas)
+        image.emplace_back(v.rec.start, v.rec.end);
+    const auto in_image = [&](std::uint64_t s, std::uint64_t e) {
+        return std::any_of(image.begin(), image.end(),
+                           [&](const auto& r) { return overlaps(s, e, r.first, r.second); });
+    };
+    for (auto& [range, b] : bufs_) {
+        if (!in_image(b.addr, b.addr + b.len))
+            continue;
+        // Somewhere free both here and in the image.
+        auto maps = read_maps(::getpid());
+        if (!maps)
+            return maps.error();
+        std::vector<std::pair<std::uint64_t, std::uint64_t>> taken = image;
+        for (const auto& m : *maps)
+            taken.emplace_back(m.start, m.end);
+        std::sort(taken.begin(), taken.end());
+        std::uint64_t to = 1ULL << 32;
+        for (const auto& [s, e] : taken) {
+            if (overlaps(to, to + b.len, s, e))
+                to = std::max(to, (e + kPage - 1) & ~(kPage - 1));
+        }
+        if (to + b.len > kTaskSize)
+            return Error::from_errno(ENOMEM, "no room to move the pre-copied memory aside");
+        void* p = ::mremap(reinterpret_cast<void*>(b.addr), b.len, b.len,
+                           MREMAP_MAYMOVE | MREMAP_FIXED, reinterpret_cast<void*>(to));
+        if (p == MAP_FAILED)
+            return Error::from_errno(
+                errno, fmt::format("moving the pre-copied memory aside: {}", errno_text(errno)));
+        b.addr = to;
+    }
+    return {};
+}
+
+std::vector<std::pair<std::uint64_t, std::uint64_t>> Shadow::ranges() const {
+    std::vector<std::pair<std::uint64_t, std::uint64_t>> out;
+    for (const auto& [range, b] : bufs_)
+        out.emplace_back(b.addr, b.addr + b.len);
+    std::sort(out.begin(), out.end());
+    return out;
+}
+
+} // namespace ghost::user

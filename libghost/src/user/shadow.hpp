@@ -1,0 +1,58 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+// The memory of a pre-copy's newest image, built while the images arrive
+// (user engine): one anonymous buffer per private anonymous mapping, laid
+// out as that mapping, holding exactly the pages the newest image gives it.
+// Restoring then moves each buffer into place with mremap() (page tables
+// move, no byte is copied), so the restore after the last image no longer
+// copies the process's memory: only the last image's pages were copied
+// since it arrived. Mappings of other kinds (files, stacks that grow down,
+// shared memory) are restored from the images as usual.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <span>
+#include <utility>
+#include <vector>
+
+#include "ghost/image.hpp"
+#include "ghost/result.hpp"
+
+namespace ghost::user {
+
+class Shadow {
+  public:
+    Shadow() = default;
+    Shadow(const Shadow&) = delete;
+    Shadow& operator=(const Shadow&) = delete;
+    ~Shadow(); // unmaps the buffers that were not moved into place
+
+    // Whether a mapping is built here: private, anonymous, not a stack
+    // that grows down (mremap() cannot make one).
+    static bool eligible(const image::Vma& v);
+
+    // Brings the buffers to img, whose bytes (page data included) are
+    // bytes: a buffer per eligible mapping, holding its written pages from
+    // img and its inherited ones from the buffers as they were; no other
+    // page. Buffers of mappings img does not have are unmapped.
+    Result<void> apply(const image::Image& img, std::span<const std::byte> bytes);
+
+    // The buffer of mapping [start, end), 0 if none.
+    std::uint64_t buffer(std::uint64_t start, std::uint64_t end) const;
+
+    // Moves the buffers that lie where img has a mapping, or where taken
+    // ranges are, to free places (in this process: before the rebuild).
+    Result<void> clear_of(const image::Image& img);
+
+    // Where the buffers are now, sorted: the rebuild keeps them.
+    std::vector<std::pair<std::uint64_t, std::uint64_t>> ranges() const;
+
+  private:
+    struct Buffer {
+        std::uint64_t addr = 0, len = 0;
+        bool noreserve = false;
+    };
+    std::map<std::pair<std::uint64_t, std::uint64_t>, Buffer> bufs_; // by mapping range
+};
+
+} // namespace ghost::user
