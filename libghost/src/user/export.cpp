@@ -60,7 +60,21 @@ constexpr std::uint32_t kSsAutodisarm = 1u << 31;
 
 // The scratch page the exporter maps in the target for system call results.
 constexpr std::uint64_t kActOff = 0, kAltOff = 2048, kTidOff = 2080, kItimerOff = 2096,
-                        kAttrsOff = 2304;
+                        kAttrsOff = 2304, kCodeOff = 4096;
+
+// Reads every signal's action into consecutive ghost_sigaction slots in one
+// run (Tracee::run_to_trap) instead of one ptrace round trip per signal:
+//   loop: mov eax, SYS_rt_sigaction; mov edi, ebx; xor esi, esi;
+//         mov rdx, r12; mov r10d, 8; syscall; test rax, rax; jnz done;
+//         add r12, 32; inc ebx; cmp ebx, r13d; jne loop
+//   done: int3
+// with ebx the first signal, r12 its slot, r13d the signal after the last;
+// it stops at the first failure (rax, and ebx the signal).
+constexpr std::uint8_t kSigactionLoop[] = {
+    0xb8, 0x0d, 0x00, 0x00, 0x00, 0x89, 0xdf, 0x31, 0xf6, 0x4c, 0x89, 0xe2, 0x41,
+    0xba, 0x08, 0x00, 0x00, 0x00, 0x0f, 0x05, 0x48, 0x85, 0xc0, 0x75, 0x0b, 0x49,
+    0x83, 0xc4, 0x20, 0xff, 0xc3, 0x44, 0x39, 0xeb, 0x75, 0xdc, 0xcc};
+static_assert(sizeof(ghost_sigaction) == 32 && SYS_rt_sigaction == 13);
 
 // A ghost_policy_*() refusal (-errno, reason) as an Error.
 using Reason = char[GHOST_REASON_LEN];
@@ -126,8 +140,16 @@ Result<Asked> ask(Tracee& t) {
     const pid_t pid = t.pid();
     // Shared, so that it never merges with a private neighbour: a mapping
     // it grew would show every page soft-dirty (dirty.hpp) ever after.
-    auto scratch = t.call(SYS_mmap, 0, 2 * kPage, PROT_READ | PROT_WRITE,
+    // Executable, for the loop that reads the signal actions; where that
+    // is refused (W^X policies), the actions are read one call each.
+    bool code = true;
+    auto scratch = t.call(SYS_mmap, 0, 2 * kPage, PROT_READ | PROT_WRITE | PROT_EXEC,
                           MAP_SHARED | MAP_ANONYMOUS, static_cast<std::uint64_t>(-1), 0);
+    if (scratch && is_err(*scratch)) {
+        code = false;
+        scratch = t.call(SYS_mmap, 0, 2 * kPage, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
+                         static_cast<std::uint64_t>(-1), 0);
+    }
     if (!scratch)
         return scratch.error();
     if (is_err(*scratch))
@@ -135,7 +157,25 @@ Result<Asked> ask(Tracee& t) {
     const auto s = static_cast<std::uint64_t>(*scratch);
     Asked a;
     Result<void> res;
-    for (int sig = 1; sig <= GHOST_NSIG && res; sig++) {
+    int first = 1; // the first signal whose action is still to read
+    if (code && t.write(s + kCodeOff, std::as_bytes(std::span(kSigactionLoop)))) {
+        auto regs0 = t.regs();
+        if (!regs0)
+            return regs0.error();
+        Regs r = *regs0;
+        r.rip = s + kCodeOff;
+        r.rbx = 1;
+        r.r12 = s + kActOff;
+        r.r13 = GHOST_NSIG + 1;
+        auto done = t.run_to_trap(r);
+        if (!done)
+            res = done.error();
+        else if (done->rax != 0)
+            res = syscall_failed(pid, "rt_sigaction", static_cast<long>(done->rax));
+        else
+            first = GHOST_NSIG + 1;
+    }
+    for (int sig = first; sig <= GHOST_NSIG && res; sig++) {
         auto r =
             t.call(SYS_rt_sigaction, sig, 0, s + kActOff + (sig - 1) * sizeof(ghost_sigaction), 8);
         if (!r)

@@ -267,6 +267,37 @@ Result<long> Tracee::call(long nr, std::uint64_t a1, std::uint64_t a2, std::uint
     return static_cast<long>(out->rax);
 }
 
+Result<Regs> Tracee::run_to_trap(const Regs& start) {
+    Regs r = start;
+    r.eflags &= ~0x100ULL; // no single-stepping
+    r.orig_rax = static_cast<unsigned long long>(-1);
+    if (auto s = set_regs(r); !s)
+        return s.error();
+    int sig = 0;
+    for (;;) {
+        if (pt(PTRACE_CONT, pid_, nullptr, reinterpret_cast<void*>(static_cast<long>(sig))) != 0)
+            return died("running code in it");
+        sig = 0;
+        auto st = wait_stop();
+        if (!st)
+            return st.error();
+        if ((*st >> 16) != 0)
+            continue; // a group-stop or event: go on
+        const int s = WSTOPSIG(*st);
+        if (s == SIGTRAP)
+            return regs();
+        if (is_stop_signal(s)) {
+            held_stop_ = s;
+            continue;
+        }
+        if (s == SIGSYS || s == SIGSEGV || s == SIGBUS || s == SIGILL)
+            return Error::from_errno(EOPNOTSUPP, fmt::format("code run in pid {} raised signal {} "
+                                                             "(seccomp filter?)",
+                                                             pid_, s));
+        sig = s; // anything else: deliver it as it came
+    }
+}
+
 Result<void> Tracee::call_and_release(const Regs& final, std::uint64_t mask, int sig, long nr,
                                       std::uint64_t a1, std::uint64_t a2) {
     auto r = call(nr, a1, a2);

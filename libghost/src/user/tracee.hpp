@@ -74,6 +74,11 @@ class Tracee {
     // the caller saved them) and returns its raw result (-errno on error).
     Result<long> call(long nr, std::uint64_t a1 = 0, std::uint64_t a2 = 0, std::uint64_t a3 = 0,
                       std::uint64_t a4 = 0, std::uint64_t a5 = 0, std::uint64_t a6 = 0);
+    // Runs code already in the tracee from r.rip (its other registers as
+    // given) until it executes an int3, and returns the registers then
+    // (rip just after the int3): one stop for a whole loop of system calls.
+    // Stop signals are held for later as in call(); a fault fails.
+    Result<Regs> run_to_trap(const Regs& r);
     // The last call: runs nr, then on its way out sets the final registers
     // and signal mask and detaches: the tracee goes on with them. (The mask
     // is set last so that no signal is delivered while we still steer.)
