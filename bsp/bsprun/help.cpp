@@ -114,8 +114,8 @@ LOAD PROFILES
   --at-superstep S:COMMAND runs /bin/sh -c COMMAND at the barrier that
   ends superstep S-1, after the hook (placement, policy) decided and
   before any VP gets its DELIVER, and waits for it to end: whatever it
-  changes is in place from the first instruction of superstep S on, in
-  every run of the same program (supersteps, not seconds). Superstep 0 is
+  changes is in place before any VP begins superstep S, in every run of
+  the same program (supersteps, not seconds). Superstep 0 is
   the one before the first bsp_sync. Commands for the same S run in the
   order given. COMMAND gets stdin /dev/null, stdout and stderr on bsprun's
   standard error, no other descriptor, bsprun's environment plus

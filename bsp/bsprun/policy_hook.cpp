@@ -37,8 +37,10 @@ PolicyHook::PolicyHook(Placer& placer, std::vector<std::string> hosts,
       nprocs_(nprocs), verbose_(verbose), observer_(hosts_, opt) {}
 
 std::vector<int> PolicyHook::barrier(std::uint64_t superstep, std::span<const VpStats> stats) {
-    const double wall0 = clock_seconds(CLOCK_MONOTONIC);
+    // The CPU clock is a system call (the monotonic one is not): read it
+    // outside the wall-time interval.
     const double cpu0 = clock_seconds(CLOCK_THREAD_CPUTIME_ID);
+    const double wall0 = clock_seconds(CLOCK_MONOTONIC);
     const auto n = hosts_.size();
     std::vector<int> out;
     std::vector<std::string> dest(static_cast<std::size_t>(nprocs_));
