@@ -5,10 +5,12 @@
 namespace ghost::bsp {
 
 const char* const kBsprunFooter = R"(SYNOPSIS
-  bsprun -n P [--policy NAME] [--migrate-every N] [--verbose] PROGRAM [ARGS...]
+  bsprun -n P [--policy NAME] [--migrate-every N] [--verbose]
+         [--at-superstep S:COMMAND]... PROGRAM [ARGS...]
   bsprun -n P --hosts H1,H2,... [--job-dir DIR] [--migd-socket PATH]
          [--migd-sockets PATTERN] [--home NAME] [--hub-address ADDR]
-         [--policy NAME] [--migrate-every N] [--verbose]
+         [--policy NAME [--dry-run]] [--migrate-every N] [--verbose]
+         [--at-superstep S:COMMAND]...
          [--checkpoint-every N --server HOST [--on-failure rollback]]
          PROGRAM [ARGS...]
   bsprun --restart JOB --server HOST [--hosts H1,...] [--migd-socket PATH]
@@ -96,6 +98,37 @@ BALANCING
   time against --policy none (scenario i) is the balancer's own cost, and
   against the same policy without --dry-run (scenario iii) its gain.
 
+  At the end of a job with --hosts and a policy other than none, bsprun
+  prints what the policy itself cost:
+    policy NAME: N decisions took W s (CPU C s), X% of the job's J s
+  N counts the barriers at which the policy was called; W is the wall time
+  (CLOCK_MONOTONIC) bsprun spent there building the observation and
+  deciding (the policy's own work and planning its moves), C the CPU time
+  of that (CLOCK_THREAD_CPUTIME_ID); X = W / J, J the job's wall time from
+  the start of the VPs to the last bsp_end. Every VP waits at the barrier
+  while the policy decides, so X is the policy's direct share of the job
+  (not counted: the statistics every VP sends with its SYNC, which the
+  runtime gathers with any policy, and what moves cost).
+
+LOAD PROFILES
+  --at-superstep S:COMMAND runs /bin/sh -c COMMAND at the barrier that
+  ends superstep S-1, after the hook (placement, policy) decided and
+  before any VP gets its DELIVER, and waits for it to end: whatever it
+  changes is in place before any VP begins superstep S, in every run of
+  the same program (supersteps, not seconds). Superstep 0 is
+  the one before the first bsp_sync. Commands for the same S run in the
+  order given. COMMAND gets stdin /dev/null, stdout and stderr on bsprun's
+  standard error, no other descriptor, bsprun's environment plus
+  GHOST_BSP_JOB and GHOST_BSP_SUPERSTEP (S); it runs on the home host. Each
+  is announced ("before superstep S: running 'COMMAND'"); one that fails is
+  reported with its status and the job goes on. A COMMAND that starts
+  something must return (background it, detached from bsprun's output).
+  PUB's load profiles on the test cluster, load that comes and goes on h2:
+    --at-superstep '20:tests/cluster/hog start h2 /tmp/hog.pid'
+    --at-superstep '60:tests/cluster/hog stop /tmp/hog.pid'
+  After --on-failure rollback the restarted job runs the commands of the
+  supersteps it replays again.
+
 CHECKPOINT AND ROLLBACK
   With --checkpoint-every N (which needs --hosts and --server), at every
   N-th barrier but the first, when the hub has every VP's SYNC and no
@@ -149,6 +182,8 @@ EXAMPLES
   bsprun -n 2 --hosts h1,h2,h3 --policy ghost --verbose ./lbm 64
   bsprun -n 3 --cluster --migrate-every 1 ./lu 64
   bsprun -n 3 --hosts h1,h2,h3 --policy migbsp --dry-run ./lbm 400 400 100
+  bsprun -n 2 --hosts h1,h2,h3 --at-superstep '20:hog start h2 /tmp/p' \
+         --at-superstep '60:hog stop /tmp/p' ./lbm 400 400 100
   bsprun -n 4 --hosts h1,h2 --checkpoint-every 2 --server h3 --on-failure rollback ./lu 64
   bsprun --restart bsprun-123-0a1b2c3d --server h3 --hosts h2,h3
 

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <optional>
@@ -18,6 +19,7 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include "at_superstep.hpp"
 #include "checkpoint.hpp"
 #include "ckpt_cli.hpp"
 #include "ghost/balance/policy.hpp"
@@ -84,6 +86,13 @@ int main(int argc, char** argv) {
                  "with --hosts or --cluster: the policy decides at every barrier and each of its "
                  "moves is printed as 'would move', but no VP moves after its placement "
                  "(MigBSP's scenario ii: what the balancer itself costs; see BALANCING)");
+    std::vector<std::string> at_specs;
+    app.add_option("--at-superstep", at_specs,
+                   "run the shell command COMMAND at the barrier before superstep S (S:COMMAND, "
+                   "S >= 1; repeatable), while every VP waits there: e.g. start or stop external "
+                   "load at the same superstep in every run (see LOAD PROFILES)")
+        ->type_name("S:COMMAND")
+        ->allow_extra_args(false); // one value per --at-superstep: PROGRAM follows
     std::string job_dir, migd_socket{migd_client::default_socket()}, migd_sockets, home,
         hub_address;
     app.add_option("--hosts", hosts,
@@ -178,6 +187,15 @@ int main(int argc, char** argv) {
     }
     if (policy == "none")
         pol->reset();
+    std::vector<SuperstepCommand> at_commands;
+    for (const auto& spec : at_specs) {
+        auto c = parse_at_superstep(spec);
+        if (!c) {
+            std::fprintf(stderr, "bsprun: %s\n", c.error().what().c_str());
+            return 2;
+        }
+        at_commands.push_back(std::move(*c));
+    }
     std::vector<std::string> cmd = restarting ? manifest->program : app.remaining();
     if (cmd.empty()) {
         std::fprintf(stderr, "bsprun: no PROGRAM given (bsprun --help)\n");
@@ -255,6 +273,7 @@ int main(int argc, char** argv) {
     std::vector<pid_t> pids(static_cast<std::size_t>(nprocs), -1);
     std::vector<int> status(static_cast<std::size_t>(nprocs), -1);
     std::fflush(nullptr);
+    const auto job_start = std::chrono::steady_clock::now();
     if (restarting) {
         auto r = restore_vps(mh->mover(), *manifest, ck.server, host_list);
         if (!r) {
@@ -307,9 +326,10 @@ int main(int argc, char** argv) {
         hub.set_pid(v, pids[static_cast<std::size_t>(v)]);
     EveryNth every_nth(every, nprocs);
     std::unique_ptr<PrintingMover> mover;
-    VerboseHook verbose_hook(mh ? mh->hook(std::move(*pol), every, verbose, dry_run)
-                                : static_cast<BarrierHook&>(every_nth),
-                             verbose);
+    SuperstepCommands at_hook(mh ? mh->hook(std::move(*pol), every, verbose, dry_run)
+                                 : static_cast<BarrierHook&>(every_nth),
+                              at_commands, job);
+    VerboseHook verbose_hook(at_hook, verbose);
     hub.set_hook(&verbose_hook);
     if (local) {
         mover = std::make_unique<PrintingMover>(*local, every);
@@ -384,6 +404,10 @@ int main(int argc, char** argv) {
             }
     }
     const Outcome outcome = hub.run();
+    const double job_seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - job_start).count();
+    if (mh && policy != "none")
+        std::fprintf(stderr, "%s\n", cost_summary(policy, mh->policy_cost(), job_seconds).c_str());
     if (!outcome.ok)
         std::fprintf(stderr, "bsprun: job failed: %s\n", outcome.why.c_str());
     if (ckpt && ckpt->last_complete() == 0)
@@ -449,6 +473,8 @@ int main(int argc, char** argv) {
             pass_on.push_back("--dry-run");
         if (every > 0)
             pass_on.insert(pass_on.end(), {"--migrate-every", std::to_string(every)});
+        for (const auto& spec : at_specs)
+            pass_on.insert(pass_on.end(), {"--at-superstep", spec});
         rollback(mh->mover(), host_list, *ckpt, ck.server, outcome.why,
                  pass_on); // on failure: returns
     }

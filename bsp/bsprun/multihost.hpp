@@ -44,6 +44,9 @@ class MultiHost {
     BarrierHook& hook(std::unique_ptr<balance::Policy> policy, unsigned every, bool verbose,
                       bool dry_run = false);
 
+    // What the policy of hook() cost so far (zeros before hook()).
+    PolicyCost policy_cost() const { return hook_ ? hook_->cost() : PolicyCost{}; }
+
     // In VP v's child before exec: stdin /dev/null, stdout and stderr the
     // VP's files (O_APPEND). false (with a message) on an error.
     bool redirect(int v) const;

@@ -2,6 +2,8 @@
 // PolicyHook: placement, the policy's moves, --migrate-every.
 #include "policy_hook.hpp"
 
+#include <time.h>
+
 #include <algorithm>
 #include <cstdio>
 
@@ -11,6 +13,23 @@
 
 namespace ghost::bsp {
 
+namespace {
+
+double clock_seconds(clockid_t id) {
+    timespec ts{};
+    ::clock_gettime(id, &ts);
+    return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
+}
+
+} // namespace
+
+std::string cost_summary(std::string_view policy, const PolicyCost& cost, double job_seconds) {
+    const double share = job_seconds > 0 ? 100.0 * cost.wall / job_seconds : 0.0;
+    return fmt::format("bsprun: policy {}: {} decisions took {:.6f} s (CPU {:.6f} s), {:.4f}% of "
+                       "the job's {:.3f} s",
+                       policy, cost.decisions, cost.wall, cost.cpu, share, job_seconds);
+}
+
 PolicyHook::PolicyHook(Placer& placer, std::vector<std::string> hosts,
                        std::unique_ptr<balance::Policy> policy, unsigned every, int nprocs,
                        bool verbose, ObserveOptions opt)
@@ -18,6 +37,10 @@ PolicyHook::PolicyHook(Placer& placer, std::vector<std::string> hosts,
       nprocs_(nprocs), verbose_(verbose), observer_(hosts_, opt) {}
 
 std::vector<int> PolicyHook::barrier(std::uint64_t superstep, std::span<const VpStats> stats) {
+    // The CPU clock is a system call (the monotonic one is not): read it
+    // outside the wall-time interval.
+    const double cpu0 = clock_seconds(CLOCK_THREAD_CPUTIME_ID);
+    const double wall0 = clock_seconds(CLOCK_MONOTONIC);
     const auto n = hosts_.size();
     std::vector<int> out;
     std::vector<std::string> dest(static_cast<std::size_t>(nprocs_));
@@ -74,6 +97,9 @@ std::vector<int> PolicyHook::barrier(std::uint64_t superstep, std::span<const Vp
                              figs.c_str());
             }
         }
+        ++cost_.decisions;
+        cost_.wall += clock_seconds(CLOCK_MONOTONIC) - wall0;
+        cost_.cpu += clock_seconds(CLOCK_THREAD_CPUTIME_ID) - cpu0;
     }
     if (const auto forced = forced_vp(superstep, every_, nprocs_)) {
         const int v = *forced;

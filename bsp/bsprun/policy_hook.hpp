@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <ghost/balance/policy.hpp>
@@ -26,6 +27,20 @@ class Placer {
     virtual void plan(int vp, std::string to, std::string why) = 0;
 };
 
+// What the policy itself cost bsprun: the time PolicyHook spent building
+// observations and deciding (the policy's at_barrier and planning its moves)
+// at the barriers where it called the policy. Every VP waits at the barrier
+// meanwhile, so wall / the job's wall time is the policy's share of the job.
+struct PolicyCost {
+    std::uint64_t decisions = 0; // barriers at which the policy was called
+    double wall = 0;             // seconds, CLOCK_MONOTONIC
+    double cpu = 0;              // seconds of bsprun's CPU time (CLOCK_THREAD_CPUTIME_ID)
+};
+
+// bsprun's summary line for --policy NAME:
+//   "bsprun: policy NAME: N decisions took W s (CPU C s), X% of the job's J s"
+std::string cost_summary(std::string_view policy, const PolicyCost& cost, double job_seconds);
+
 class PolicyHook final : public BarrierHook {
   public:
     // hosts: the --hosts list (VP i is placed on hosts[i % n] at the first
@@ -39,6 +54,9 @@ class PolicyHook final : public BarrierHook {
     // --dry-run (MigBSP's scenario ii): the policy decides at every barrier
     // and its moves are printed as "would move", but none is carried out.
     void set_dry_run(bool on) { dry_run_ = on; }
+
+    // What observing and deciding cost so far.
+    const PolicyCost& cost() const { return cost_; }
 
     // The last observation given to the policy (for tests and --verbose).
     const balance::Observation& last() const { return last_; }
@@ -54,6 +72,7 @@ class PolicyHook final : public BarrierHook {
     Observer observer_;
     balance::Observation last_;
     double now_ = 0;
+    PolicyCost cost_;
 };
 
 } // namespace ghost::bsp
