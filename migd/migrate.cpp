@@ -195,7 +195,8 @@ json Ops::local_move(Daemon& d, const json& req, const Client& who, const Emit& 
     // Pre-copy only moves (a duplicate's original runs on anyway).
     const auto [precopy, no_precopy] =
         dup ? std::pair<bool, std::string>{false, "a duplicate"} : want_precopy(d, req, pid);
-    if (req.value("precopy", false) && !precopy)
+    if (const auto a = req.find("precopy");
+        a != req.end() && a->is_boolean() && a->get<bool>() && !precopy)
         return fail(fmt::format("cannot pre-copy process {}: {}", pid, no_precopy));
 
     auto ch = d.connect(to);
@@ -341,7 +342,7 @@ void Ops::peer_import(Daemon& d, Channel& ch, const json& req) {
                 entry["stub_starttime"] = p->starttime;
             (void)d.journal_.put(entry);
         },
-        req.value("precopy", false));
+        req.contains("precopy") && req["precopy"].is_boolean() && req["precopy"].get<bool>());
     if (im && im->image.creds && im->image.creds->uid != uid) {
         (void)kill_process(im->pid, im->starttime);
         im = Error::from_errno(EPERM, fmt::format("the image runs as uid {}, not uid {} as "

@@ -307,17 +307,8 @@ Result<Chain> Chain::follow(Link top, bool whole) {
             return p.error();
         c.links_.push_back(std::move(*p));
     }
-    // From the bottom up: each image's runs over its parent's extents.
-    std::vector<Extent> below;
-    for (std::size_t i = c.links_.size(); i-- > 0;) {
-        const bool has_below = whole && i + 1 < c.links_.size();
-        auto r = resolve(c.links_[i], i, has_below ? &below : nullptr,
-                         has_below ? c.links_[i + 1].path : std::string());
-        if (!r)
-            return r.error();
-        below = std::move(*r);
-    }
-    c.extents_ = std::move(below);
+    if (auto r = c.resolve_all(whole); !r)
+        return r.error();
     return c;
 }
 
@@ -340,17 +331,24 @@ Result<Chain> Chain::of(std::vector<Link> oldest_first) {
     Chain c;
     c.links_.assign(std::make_move_iterator(oldest_first.rbegin()),
                     std::make_move_iterator(oldest_first.rend()));
+    if (auto r = c.resolve_all(true); !r)
+        return r.error();
+    return c;
+}
+
+Result<void> Chain::resolve_all(bool whole) {
+    // From the bottom up: each image's runs over its parent's extents.
     std::vector<Extent> below;
-    for (std::size_t i = c.links_.size(); i-- > 0;) {
-        const bool has_below = i + 1 < c.links_.size();
-        auto r = resolve(c.links_[i], i, has_below ? &below : nullptr,
-                         has_below ? c.links_[i + 1].path : std::string());
+    for (std::size_t i = links_.size(); i-- > 0;) {
+        const bool has_below = whole && i + 1 < links_.size();
+        auto r = resolve(links_[i], i, has_below ? &below : nullptr,
+                         has_below ? links_[i + 1].path : std::string());
         if (!r)
             return r.error();
         below = std::move(*r);
     }
-    c.extents_ = std::move(below);
-    return c;
+    extents_ = std::move(below);
+    return {};
 }
 
 const Extent* Chain::find(std::uint64_t addr) const {

@@ -191,4 +191,23 @@ TEST(MigdConfig, LoadReadsTheFileAndResolvesAgainstItsDirectory) {
     std::filesystem::remove_all(dir);
 }
 
+TEST(MigdConfig, MigrationTableSetsThePrecopyRule) {
+    const auto d = parse_config("", "/etc/ghost/migd.toml");
+    ASSERT_TRUE(d) << d.error().what();
+    EXPECT_EQ(d->precopy_min_bytes, 64ULL << 20);
+    EXPECT_EQ(d->precopy_max_rounds, 8u);
+    EXPECT_EQ(d->precopy_stop_bytes, 1ULL << 20);
+    const auto r = parse_config("[migration]\nprecopy_min_bytes = 0\nprecopy_max_rounds = 3\n"
+                                "precopy_stop_bytes = 4096\n",
+                                "/etc/ghost/migd.toml");
+    ASSERT_TRUE(r) << r.error().what();
+    EXPECT_EQ(r->precopy_min_bytes, 0u);
+    EXPECT_EQ(r->precopy_max_rounds, 3u);
+    EXPECT_EQ(r->precopy_stop_bytes, 4096u);
+    const std::string e = error_of("[migration]\nprecopy_max_rounds = 0\n");
+    EXPECT_NE(e.find("/etc/ghost/migd.toml:2"), std::string::npos) << e;
+    EXPECT_NE(e.find("precopy_max_rounds"), std::string::npos) << e;
+    EXPECT_NE(error_of("[migration]\nrounds = 3\n").find("rounds"), std::string::npos);
+}
+
 } // namespace

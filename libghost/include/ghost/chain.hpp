@@ -107,6 +107,8 @@ class Chain {
 
   private:
     const Extent* find(std::uint64_t addr) const;
+    // extents_ from links_ (whole: down to the last link's parents).
+    Result<void> resolve_all(bool whole);
     std::vector<Link> links_;
     std::vector<Extent> extents_;
 };

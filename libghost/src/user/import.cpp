@@ -339,6 +339,7 @@ class Rebuild {
                       std::uint64_t a6 = 0);
     Result<void> unmap_caller();
     Result<void> map_image();
+    Result<void> finish_vma(const ghost_vma& r, std::uint32_t prot);
     Result<void> set_mm();
     Result<void> set_files();
     Result<void> set_locks();
@@ -517,6 +518,19 @@ Result<void> Rebuild::unmap_caller() {
     return flush();
 }
 
+// A mapping in place with protection prot: the image's protection and
+// attributes.
+Result<void> Rebuild::finish_vma(const ghost_vma& r, std::uint32_t prot) {
+    if (prot != r.prot)
+        if (auto m = call("mprotect", SYS_mprotect, r.start, r.end - r.start, r.prot); !m)
+            return m.error();
+    if (r.flags & GHOST_VMA_ATTRS)
+        return apply_vma_attrs([&](const char* what, long nr, std::uint64_t a1, std::uint64_t a2,
+                                   std::uint64_t a3) { return call(what, nr, a1, a2, a3); },
+                               r);
+    return {};
+}
+
 Result<void> Rebuild::map_image() {
     for (std::size_t i = 0; i < img_.vmas.size(); i++) {
         const auto& v = img_.vmas[i];
@@ -536,16 +550,8 @@ Result<void> Rebuild::map_image() {
                                   MADV_DOFORK);
                     !m)
                     return m.error();
-            if (r.prot != (PROT_READ | PROT_WRITE))
-                if (auto m = call("mprotect", SYS_mprotect, r.start, r.end - r.start, r.prot); !m)
-                    return m.error();
-            if (r.flags & GHOST_VMA_ATTRS)
-                if (auto a = apply_vma_attrs(
-                        [&](const char* what, long nr, std::uint64_t a1, std::uint64_t a2,
-                            std::uint64_t a3) { return call(what, nr, a1, a2, a3); },
-                        r);
-                    !a)
-                    return a;
+            if (auto f = finish_vma(r, PROT_READ | PROT_WRITE); !f)
+                return f;
             continue;
         }
         const bool fill = !v.runs.empty();
@@ -573,16 +579,8 @@ Result<void> Rebuild::map_image() {
         for (; fill && pg != p_.pages.end() && pg->addr < r.end; ++pg)
             if (auto w = t_.write(pg->addr, pg->data); !w)
                 return w;
-        if (prot != r.prot)
-            if (auto m = call("mprotect", SYS_mprotect, r.start, r.end - r.start, r.prot); !m)
-                return m.error();
-        if (r.flags & GHOST_VMA_ATTRS)
-            if (auto a = apply_vma_attrs(
-                    [&](const char* what, long nr, std::uint64_t a1, std::uint64_t a2,
-                        std::uint64_t a3) { return call(what, nr, a1, a2, a3); },
-                    r);
-                !a)
-                return a;
+        if (auto f = finish_vma(r, prot); !f)
+            return f;
     }
     if (layout_.move_vdso)
         if (auto r = call(fmt::format("mapping the vDSO at {:#x}", layout_.new_vvar).c_str(),
