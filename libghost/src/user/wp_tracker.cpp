@@ -126,11 +126,22 @@ void Ranges::add(std::uint64_t start, std::uint64_t end) {
 }
 
 bool Ranges::contains(std::uint64_t addr) const {
+    // Pages are asked in ascending order: the range of the last answer, or
+    // the next one, nearly always holds the answer.
+    for (std::size_t i = hint_; i < r_.size() && i <= hint_ + 1; i++) {
+        if (addr < r_[i].first)
+            break;
+        if (addr < r_[i].second) {
+            hint_ = i;
+            return true;
+        }
+    }
     auto it = std::upper_bound(r_.begin(), r_.end(), addr,
                                [](std::uint64_t a, const auto& r) { return a < r.first; });
     if (it == r_.begin())
         return false;
     --it;
+    hint_ = static_cast<std::size_t>(it - r_.begin());
     return addr < it->second;
 }
 

@@ -37,6 +37,7 @@ class Ranges {
 
   private:
     std::vector<std::pair<std::uint64_t, std::uint64_t>> r_;
+    mutable std::size_t hint_ = 0; // where the last contains() looked
 };
 
 class WpTracker {
