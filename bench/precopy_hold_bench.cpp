@@ -1,0 +1,133 @@
+// SPDX-License-Identifier: GPL-2.0
+// ghost_bench_precopy_hold: how long the last image of a pre-copy holds a
+// process that keeps writing, against how long a whole export holds it
+// (stop-and-copy), same process, same run; user engine, natively, no
+// daemon (migd's downtime adds the transfer, the restore and the commit:
+// bench/precopy_bench). Documentation/performance.md.
+//
+//   ghost_bench_precopy_hold [--mib 256,1024] [--rounds 40]
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "ghost/precopy.hpp"
+#include "ghost/process.hpp"
+#include "ghost/user_engine.hpp"
+
+namespace {
+
+// A child holding mib MiB, every page written, then rewriting 1 MiB/s.
+pid_t start_writer(unsigned mib) {
+    const pid_t pid = ::fork();
+    if (pid != 0)
+        return pid;
+    const std::size_t len = std::size_t{mib} << 20;
+    auto* p = static_cast<unsigned char*>(
+        ::mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
+    if (p == MAP_FAILED)
+        ::_exit(1);
+    std::memset(p, 1, len);
+    std::size_t at = 0;
+    const timespec tick{0, 10 * 1000 * 1000};
+    for (unsigned char gen = 2;; gen++) {
+        ::nanosleep(&tick, nullptr);
+        for (int i = 0; i < 3; i++, at = (at + 4096) % len) // ~1.2 MiB/s
+            std::memset(p + at, gen, 4096);
+    }
+}
+
+double median(std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    return v.empty() ? 0 : v[v.size() / 2];
+}
+
+std::vector<unsigned> parse_list(const char* s) {
+    std::vector<unsigned> out;
+    for (const char* p = s; *p;) {
+        out.push_back(static_cast<unsigned>(std::strtoul(p, const_cast<char**>(&p), 10)));
+        if (*p == ',')
+            p++;
+        else if (*p)
+            return {};
+    }
+    return out;
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+    std::vector<unsigned> sizes{256, 1024};
+    unsigned rounds = 40;
+    for (int i = 1; i < argc; i++) {
+        const std::string a = argv[i];
+        if (a == "--mib" && i + 1 < argc)
+            sizes = parse_list(argv[++i]);
+        else if (a == "--rounds" && i + 1 < argc)
+            rounds = static_cast<unsigned>(std::atoi(argv[++i]));
+        else {
+            fmt::print(a == "--help" ? stdout : stderr,
+                       "Usage: ghost_bench_precopy_hold [--mib 256,1024] [--rounds 40]\n\n"
+                       "Per size: a process of that many MiB rewriting about 1 MiB/s; the median "
+                       "time a\nwhole export (stop-and-copy, to /dev/null) holds it, over 5, and "
+                       "the median time\nthe last image of a pre-copy holds it, over ROUNDS "
+                       "images taken 20 ms apart after\na whole first one; and their ratio.\n");
+            return a == "--help" ? 0 : 2;
+        }
+    }
+    if (sizes.empty() || !rounds) {
+        fmt::print(stderr, "ghost_bench_precopy_hold: bad --mib or --rounds\n");
+        return 2;
+    }
+    if (auto s = ghost::Precopy::supported(); !s) {
+        fmt::print(stderr, "ghost_bench_precopy_hold: {}\n", s.error().what());
+        return 1;
+    }
+    ghost::UserEngine engine;
+    const int null = ::open("/dev/null", O_WRONLY | O_CLOEXEC);
+    fmt::print("| MiB | whole export held ms | last pre-copy image held ms | ratio |\n"
+               "|---|---|---|---|\n");
+    for (const unsigned mib : sizes) {
+        const pid_t pid = start_writer(mib);
+        ::usleep(200000 + mib * 1000);
+        const auto held = [&](ghost::Precopy* pc, ghost::Fate fate) -> double {
+            ghost::CheckpointOptions o;
+            o.fate = fate;
+            o.precopy = pc;
+            auto s = ghost::checkpoint(engine, pid, null, o);
+            if (!s) {
+                fmt::print(stderr, "ghost_bench_precopy_hold: {}\n", s.error().what());
+                ::kill(pid, SIGKILL);
+                std::exit(1);
+            }
+            if (fate == ghost::Fate::Stop)
+                ::kill(pid, SIGCONT);
+            return static_cast<double>(s->frozen_ns) / 1e6;
+        };
+        std::vector<double> whole, last;
+        for (int i = 0; i < 5; i++)
+            whole.push_back(held(nullptr, ghost::Fate::Stop));
+        ghost::Precopy pc;
+        held(&pc, ghost::Fate::Run);
+        for (unsigned i = 0; i < rounds; i++) {
+            ::usleep(20000);
+            last.push_back(held(&pc, ghost::Fate::Stop));
+        }
+        ::kill(pid, SIGKILL);
+        ::waitpid(pid, nullptr, 0);
+        fmt::print("| {} | {:.1f} | {:.1f} | {:.3f}x |\n", mib, median(whole), median(last),
+                   median(last) / median(whole));
+    }
+    return 0;
+}
