@@ -38,12 +38,10 @@ bool Shadow::eligible(const image::Vma& v) {
 
 Result<void> Shadow::apply(const image::Image& img, std::span<const std::byte> bytes) {
     decltype(bufs_) next;
-    auto drop_all = [&] {
-        for (const auto& [range, b] : next)
-            ::munmap(reinterpret_cast<void*>(b.addr), b.len);
-    };
     for (const auto& v : img.vmas) {
-        if (!eligible(v))
+        // A mapping without pages (a reservation, often huge) is mapped by
+        // the rebuild as usual: a buffer would only cost commit charge.
+        if (!eligible(v) || v.runs.empty())
             continue;
         const auto key = std::pair{v.rec.start, v.rec.end};
         const bool noreserve = v.rec.flags & GHOST_VMA_NORESERVE;
@@ -58,12 +56,9 @@ Result<void> Shadow::apply(const image::Image& img, std::span<const std::byte> b
             b.noreserve = noreserve;
             void* p = ::mmap(nullptr, b.len, PROT_READ | PROT_WRITE,
                              MAP_PRIVATE | MAP_ANONYMOUS | (noreserve ? MAP_NORESERVE : 0), -1, 0);
-            if (p == MAP_FAILED) {
-                drop_all();
-                return Error::from_errno(errno, fmt::format("no memory for the mapping at {:#x} "
-                                                            "({} bytes): {}",
-                                                            v.rec.start, b.len, errno_text(errno)));
-            }
+            if (p == MAP_FAILED)
+                continue; // no room ahead: the rebuild copies it from the images
+
             b.addr = reinterpret_cast<std::uint64_t>(p);
             // Not copied into the restorer's forks (page tables of the
             // whole buffer, in the downtime); the rebuild undoes it.

@@ -32,9 +32,11 @@ class Shadow {
     static bool eligible(const image::Vma& v);
 
     // Brings the buffers to img, whose bytes (page data included) are
-    // bytes: a buffer per eligible mapping, holding its written pages from
-    // img and its inherited ones from the buffers as they were; no other
-    // page. Buffers of mappings img does not have are unmapped.
+    // bytes: a buffer per eligible mapping with pages, holding its written
+    // pages from img and its inherited ones from the buffers as they were;
+    // no other page. Buffers of mappings img does not have are unmapped. A
+    // mapping with no buffer (none could be made, or its inherited pages
+    // were not in one) is restored from the images as usual.
     Result<void> apply(const image::Image& img, std::span<const std::byte> bytes);
 
     // The buffer of mapping [start, end), 0 if none.
