@@ -206,31 +206,30 @@ Result<std::uint64_t> Tracee::find_syscall_insn(const Regs& now) {
                                          pid_));
 }
 
-Result<void> Tracee::resume_to_syscall_stop() {
+Result<void> Tracee::resume_until(__ptrace_request request, int want, const char* what) {
     int sig = 0;
     for (;;) {
-        if (pt(PTRACE_SYSCALL, pid_, nullptr, reinterpret_cast<void*>(static_cast<long>(sig))) != 0)
-            return died("running a system call in it");
+        if (pt(request, pid_, nullptr, reinterpret_cast<void*>(static_cast<long>(sig))) != 0)
+            return died(fmt::format("running {} in it", what).c_str());
         sig = 0;
         auto st = wait_stop();
         if (!st)
             return st.error();
-        if (WSTOPSIG(*st) == kSyscallStop)
-            return {};
         if ((*st >> 16) != 0)
             continue; // a group-stop or event: go on
+        const int s = WSTOPSIG(*st);
+        if (s == want)
+            return {};
         // A signal arrived. Everything is blocked while we work but stop
         // signals (held for later) and synchronous faults.
-        const int s = WSTOPSIG(*st);
         if (is_stop_signal(s)) {
             held_stop_ = s;
             continue;
         }
         if (s == SIGSYS || s == SIGSEGV || s == SIGBUS || s == SIGILL)
-            return Error::from_errno(EOPNOTSUPP,
-                                     fmt::format("a system call run in pid {} raised signal {} "
-                                                 "(seccomp filter?)",
-                                                 pid_, s));
+            return Error::from_errno(EOPNOTSUPP, fmt::format("{} run in pid {} raised signal {} "
+                                                             "(seccomp filter?)",
+                                                             what, pid_, s));
         sig = s; // anything else: deliver it as it came
     }
 }
@@ -257,10 +256,9 @@ Result<long> Tracee::call(long nr, std::uint64_t a1, std::uint64_t a2, std::uint
     r.rip = insn_;
     if (auto s = set_regs(r); !s)
         return s.error();
-    if (auto e = resume_to_syscall_stop(); !e) // entry
-        return e.error();
-    if (auto e = resume_to_syscall_stop(); !e) // exit
-        return e.error();
+    for (int stop = 0; stop < 2; stop++) // entry, exit
+        if (auto e = resume_until(PTRACE_SYSCALL, kSyscallStop, "a system call"); !e)
+            return e.error();
     auto out = regs();
     if (!out)
         return out.error();
@@ -273,29 +271,9 @@ Result<Regs> Tracee::run_to_trap(const Regs& start) {
     r.orig_rax = static_cast<unsigned long long>(-1);
     if (auto s = set_regs(r); !s)
         return s.error();
-    int sig = 0;
-    for (;;) {
-        if (pt(PTRACE_CONT, pid_, nullptr, reinterpret_cast<void*>(static_cast<long>(sig))) != 0)
-            return died("running code in it");
-        sig = 0;
-        auto st = wait_stop();
-        if (!st)
-            return st.error();
-        if ((*st >> 16) != 0)
-            continue; // a group-stop or event: go on
-        const int s = WSTOPSIG(*st);
-        if (s == SIGTRAP)
-            return regs();
-        if (is_stop_signal(s)) {
-            held_stop_ = s;
-            continue;
-        }
-        if (s == SIGSYS || s == SIGSEGV || s == SIGBUS || s == SIGILL)
-            return Error::from_errno(EOPNOTSUPP, fmt::format("code run in pid {} raised signal {} "
-                                                             "(seccomp filter?)",
-                                                             pid_, s));
-        sig = s; // anything else: deliver it as it came
-    }
+    if (auto e = resume_until(PTRACE_CONT, SIGTRAP, "code"); !e)
+        return e.error();
+    return regs();
 }
 
 Result<void> Tracee::call_and_release(const Regs& final, std::uint64_t mask, int sig, long nr,

@@ -5,6 +5,7 @@
 // user_import.
 #pragma once
 
+#include <sys/ptrace.h>
 #include <sys/types.h>
 #include <sys/user.h>
 
@@ -124,7 +125,10 @@ class Tracee {
     Result<Vdso> read_vdso();
     Result<int> wait_stop();
     Result<int> mem_fd();
-    Result<void> resume_to_syscall_stop();
+    // Resumes with request (PTRACE_SYSCALL, PTRACE_CONT) until a stop with
+    // signal want (kSyscallStop, SIGTRAP), holding stop signals for later
+    // and failing on a fault; what ("a system call", "code") names it.
+    Result<void> resume_until(__ptrace_request request, int want, const char* what);
     Error died(const char* what);
 
     pid_t pid_ = -1;
