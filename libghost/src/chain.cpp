@@ -367,6 +367,18 @@ std::span<const std::byte> Chain::page(std::uint64_t addr) const {
     return links_[e->link].view.bytes().subspan(e->offset + (addr - e->addr), kPage);
 }
 
+Result<UniqueFd> Chain::flattened() const {
+    auto mem = new_memfd("ghost-flattened");
+    if (!mem)
+        return mem.error();
+    if (auto f = flatten(mem->get()); !f)
+        return f.error();
+    if (::lseek(mem->get(), 0, SEEK_SET) != 0)
+        return Error::from_errno(
+            errno, fmt::format("rewinding the flattened image: {}", errno_text(errno)));
+    return mem;
+}
+
 Result<void> Chain::flatten(int out) const {
     image::Image img = top().img;
     img.parent.reset();
@@ -405,15 +417,7 @@ Result<UniqueFd> flatten_link(Link top) {
     auto c = Chain::follow(std::move(top));
     if (!c)
         return c.error();
-    auto mem = new_memfd("ghost-flattened");
-    if (!mem)
-        return mem.error();
-    if (auto f = c->flatten(mem->get()); !f)
-        return f.error();
-    if (::lseek(mem->get(), 0, SEEK_SET) != 0)
-        return Error::from_errno(
-            errno, fmt::format("rewinding the flattened image: {}", errno_text(errno)));
-    return mem;
+    return c->flattened();
 }
 
 } // namespace

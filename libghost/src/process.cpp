@@ -238,10 +238,9 @@ Result<ExportStats> checkpoint(Engine& engine, pid_t pid, int out, const Checkpo
 Error restart_self(Engine& engine, int in, const RestoreOptions& o) {
     if (o.sequence) {
         // A pre-copy's images: the user engine restores the newest with its
-        // pages from the images in memory; another engine restores the
+        // pages from the images in memory, its anonymous memory built as
+        // the images arrive (user/shadow.hpp); another engine restores the
         // sequence flattened into one whole image.
-        // The user engine builds the newest image's anonymous memory as
-        // the images arrive (user/shadow.hpp).
         const bool user = engine.name() == "user";
         user::Shadow shadow;
         auto links = chain::read_sequence(in, "the pre-copy stream", [&](const chain::Link& l) {
@@ -265,16 +264,12 @@ Error restart_self(Engine& engine, int in, const RestoreOptions& o) {
             return c.error();
         if (user)
             return user::restore_chain(*c, o.stopped, &shadow);
-        UniqueFd mem(::memfd_create("ghost-flattened", MFD_CLOEXEC));
+        auto mem = c->flattened();
         if (!mem)
-            return Error::from_errno(errno, fmt::format("memfd_create: {}", errno_text(errno)));
-        if (auto f = c->flatten(mem.get()); !f)
-            return f.error();
-        if (::lseek(mem.get(), 0, SEEK_SET) != 0)
-            return Error::from_errno(errno, "rewinding the flattened image");
+            return mem.error();
         RestoreOptions whole = o;
         whole.sequence = false;
-        return restore_whole(engine, mem.get(), whole);
+        return restore_whole(engine, mem->get(), whole);
     }
     // An incremental image in a file: its chain, flattened, is restored.
     auto whole = chain::flatten_if_incremental(in);

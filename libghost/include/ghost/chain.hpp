@@ -104,6 +104,9 @@ class Chain {
     // Writes the whole image the chain stands for to out (borrowed): top's
     // records with every page's data, no PARENT section.
     Result<void> flatten(int out) const;
+    // The same into a memory file of its own (libghost's descriptor range),
+    // read from offset 0.
+    Result<UniqueFd> flattened() const;
 
   private:
     const Extent* find(std::uint64_t addr) const;
