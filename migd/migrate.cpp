@@ -8,6 +8,7 @@
 #include <signal.h>
 
 #include <chrono>
+#include <optional>
 #include <string>
 #include <utility>
 
@@ -83,19 +84,27 @@ double ms_since(std::chrono::steady_clock::time_point t) {
     return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t).count();
 }
 
-// Whether a migration pre-copies: as asked ("precopy": true/false), else
-// when the engine can and the process is large; the reason when not.
+// What a request says of pre-copy: "precopy": true or false, else nothing
+// (a value of another type is not trusted either way).
+std::optional<bool> asked_precopy(const json& req) {
+    const auto a = req.find("precopy");
+    if (a == req.end() || !a->is_boolean())
+        return std::nullopt;
+    return a->get<bool>();
+}
+
+// Whether a migration pre-copies: as asked, else when the engine can and
+// the process is large; the reason when not.
 std::pair<bool, std::string> want_precopy(Daemon& d, const json& req, pid_t pid) {
-    const auto asked = req.find("precopy");
-    const bool explicit_yes = asked != req.end() && asked->is_boolean() && asked->get<bool>();
-    if (asked != req.end() && asked->is_boolean() && !asked->get<bool>())
+    const auto asked = asked_precopy(req);
+    if (asked == false)
         return {false, "not asked"};
     auto engine = d.engine();
     if (!engine || (*engine)->name() != "user")
         return {false, "only the user engine pre-copies"};
     if (auto s = ghost::Precopy::supported(); !s)
         return {false, s.error().what()};
-    if (explicit_yes)
+    if (asked == true)
         return {true, {}};
     if (ghost::estimate_image_bytes(pid) < d.config().precopy_min_bytes)
         return {false, "smaller than [migration] precopy_min_bytes"};
@@ -140,8 +149,6 @@ Result<json> precopy_rounds(Daemon& d, Channel& c, pid_t pid, ghost::Precopy& pc
             break;
         if (pc.rounds() >= 2)
             before = fresh;
-        else
-            before = ~std::uint64_t{0};
     }
     return rounds;
 }
@@ -195,8 +202,7 @@ json Ops::local_move(Daemon& d, const json& req, const Client& who, const Emit& 
     // Pre-copy only moves (a duplicate's original runs on anyway).
     const auto [precopy, no_precopy] =
         dup ? std::pair<bool, std::string>{false, "a duplicate"} : want_precopy(d, req, pid);
-    if (const auto a = req.find("precopy");
-        a != req.end() && a->is_boolean() && a->get<bool>() && !precopy)
+    if (asked_precopy(req) == true && !precopy)
         return fail(fmt::format("cannot pre-copy process {}: {}", pid, no_precopy));
 
     auto ch = d.connect(to);
@@ -342,7 +348,7 @@ void Ops::peer_import(Daemon& d, Channel& ch, const json& req) {
                 entry["stub_starttime"] = p->starttime;
             (void)d.journal_.put(entry);
         },
-        req.contains("precopy") && req["precopy"].is_boolean() && req["precopy"].get<bool>());
+        asked_precopy(req) == true);
     if (im && im->image.creds && im->image.creds->uid != uid) {
         (void)kill_process(im->pid, im->starttime);
         im = Error::from_errno(EPERM, fmt::format("the image runs as uid {}, not uid {} as "
