@@ -315,10 +315,9 @@ Result<std::vector<image::Vma>> capture_maps(pid_t pid, const ghost_mm& mm, cons
     auto maps = read_maps(pid, true);
     if (!maps)
         return maps.error();
-    UniqueFd pagemap(::open(fmt::format("/proc/{}/pagemap", pid).c_str(), O_RDONLY | O_CLOEXEC));
+    auto pagemap = open_pagemap(pid);
     if (!pagemap)
-        return Error::from_errno(
-            errno, fmt::format("cannot open /proc/{}/pagemap: {}", pid, errno_text(errno)));
+        return pagemap.error();
     std::vector<image::Vma> out;
     std::vector<std::uint64_t> pm(kPagemapChunk); // one buffer for all mappings
     for (auto& m : *maps) {
@@ -342,7 +341,7 @@ Result<std::vector<image::Vma>> capture_maps(pid_t pid, const ghost_mm& mm, cons
             r.path_len = static_cast<std::uint32_t>(m.name.size());
         }
         if (!(r.flags & (GHOST_VMA_SHARED | GHOST_VMA_VDSO | GHOST_VMA_VVAR)))
-            if (auto e = find_runs(pagemap.get(), v, pm, parent); !e)
+            if (auto e = find_runs(pagemap->get(), v, pm, parent); !e)
                 return e.error();
         out.push_back(std::move(v));
     }

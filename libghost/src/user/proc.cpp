@@ -98,6 +98,14 @@ bool MapEntry::deleted() const {
            std::string_view(name).substr(name.size() - kDeleted.size()) == kDeleted;
 }
 
+Result<UniqueFd> open_pagemap(pid_t pid) {
+    UniqueFd fd(::open(fmt::format("/proc/{}/pagemap", pid).c_str(), O_RDONLY | O_CLOEXEC));
+    if (!fd)
+        return Error::from_errno(
+            errno, fmt::format("cannot open /proc/{}/pagemap: {}", pid, errno_text(errno)));
+    return fd;
+}
+
 Result<std::string> read_text(const std::string& path) {
     UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
     if (!fd)

@@ -10,6 +10,7 @@
 #include <string_view>
 #include <vector>
 
+#include "ghost/fd.hpp"
 #include "ghost/result.hpp"
 
 namespace ghost::user {
@@ -31,6 +32,9 @@ struct MapEntry {
 
 // /proc/PID/maps, or /proc/PID/smaps for the VmFlags too.
 Result<std::vector<MapEntry>> read_maps(pid_t pid, bool with_flags = false);
+
+// /proc/PID/pagemap, opened for reading (and PAGEMAP_SCAN); errors name it.
+Result<UniqueFd> open_pagemap(pid_t pid);
 
 // A whole small file; errors name the path.
 Result<std::string> read_text(const std::string& path);

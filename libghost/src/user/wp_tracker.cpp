@@ -217,10 +217,9 @@ Result<Ranges> WpTracker::scan(pid_t pid) {
     auto maps = read_maps(pid);
     if (!maps)
         return maps.error();
-    UniqueFd pm(::open(fmt::format("/proc/{}/pagemap", pid).c_str(), O_RDONLY | O_CLOEXEC));
+    auto pm = open_pagemap(pid);
     if (!pm)
-        return Error::from_errno(
-            errno, fmt::format("cannot open /proc/{}/pagemap: {}", pid, errno_text(errno)));
+        return pm.error();
     Ranges tracked, written;
     for (const auto& m : *maps) {
         if (!trackable(m))
@@ -234,7 +233,7 @@ Result<Ranges> WpTracker::scan(pid_t pid) {
         reg.mode = UFFDIO_REGISTER_MODE_WP;
         if (::ioctl(uffd_.get(), UFFDIO_REGISTER, &reg) != 0)
             continue; // not tracked: every page of it counts as written
-        if (auto s = scan_range(pm.get(), m.start, m.end, written); !s)
+        if (auto s = scan_range(pm->get(), m.start, m.end, written); !s)
             return s.error();
         tracked.add(m.start, m.end);
     }
