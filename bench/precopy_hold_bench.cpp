@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
 #include "ghost/precopy.hpp"
@@ -53,43 +54,21 @@ double median(std::vector<double> v) {
     return v.empty() ? 0 : v[v.size() / 2];
 }
 
-std::vector<unsigned> parse_list(const char* s) {
-    std::vector<unsigned> out;
-    for (const char* p = s; *p;) {
-        out.push_back(static_cast<unsigned>(std::strtoul(p, const_cast<char**>(&p), 10)));
-        if (*p == ',')
-            p++;
-        else if (*p)
-            return {};
-    }
-    return out;
-}
-
 } // namespace
 
 int main(int argc, char** argv) {
     std::vector<unsigned> sizes{256, 1024};
     unsigned rounds = 40;
-    for (int i = 1; i < argc; i++) {
-        const std::string a = argv[i];
-        if (a == "--mib" && i + 1 < argc)
-            sizes = parse_list(argv[++i]);
-        else if (a == "--rounds" && i + 1 < argc)
-            rounds = static_cast<unsigned>(std::atoi(argv[++i]));
-        else {
-            fmt::print(a == "--help" ? stdout : stderr,
-                       "Usage: ghost_bench_precopy_hold [--mib 256,1024] [--rounds 40]\n\n"
-                       "Per size: a process of that many MiB rewriting about 1 MiB/s; the median "
-                       "time a\nwhole export (stop-and-copy, to /dev/null) holds it, over 5, and "
-                       "the median time\nthe last image of a pre-copy holds it, over ROUNDS "
-                       "images taken 20 ms apart after\na whole first one; and their ratio.\n");
-            return a == "--help" ? 0 : 2;
-        }
-    }
-    if (sizes.empty() || !rounds) {
-        fmt::print(stderr, "ghost_bench_precopy_hold: bad --mib or --rounds\n");
-        return 2;
-    }
+    CLI::App app{"Per size: a process of that many MiB rewriting about 1 MiB/s; the median time "
+                 "a whole export (stop-and-copy, to /dev/null) holds it, over 5, and the median "
+                 "time the last image of a pre-copy holds it, over ROUNDS images taken 20 ms "
+                 "apart after a whole first one; and their ratio."};
+    app.add_option("--mib", sizes, "sizes in MiB, comma-separated")
+        ->delimiter(',')
+        ->check(CLI::Range(1U, 1U << 20));
+    app.add_option("--rounds", rounds, "last images timed per size")
+        ->check(CLI::Range(1U, 100000U));
+    CLI11_PARSE(app, argc, argv);
     if (auto s = ghost::Precopy::supported(); !s) {
         fmt::print(stderr, "ghost_bench_precopy_hold: {}\n", s.error().what());
         return 1;
