@@ -18,6 +18,8 @@
 //    the workload killed), timed until the restored process, a child of this
 //    program, answers a ping through the pipe it inherited: a full restart of
 //    a process that runs again. Each restored copy is then killed.
+//    restart-pipe: the same image read from a pipe that a thread splices the
+//    file into (a stream, as migd's restore stub reads one).
 // Every image is checked off the clock: after the timed loop the image is
 // read back with libghost's reader (checksum included) and every page of the
 // workload's mapping must hold the pattern; each restored copy must answer
@@ -53,6 +55,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <benchmark/benchmark.h>
@@ -387,7 +390,9 @@ void bm_export(benchmark::State& state, const std::string& engine_name, size_t m
         static_cast<double>(frozen_ns) / 1e6 / static_cast<double>(state.iterations());
 }
 
-void bm_restart(benchmark::State& state, const std::string& engine_name, size_t mib) {
+// Restarts from the file, or (pipe) from a pipe a thread splices the file
+// into while the restart reads it: a stream, as migd's restore stub gets.
+void bm_restart(benchmark::State& state, const std::string& engine_name, size_t mib, bool pipe) {
     ghost::Engine& engine = *engines.at(engine_name);
     std::string why;
     auto w = start_workload(mib << 20, why);
@@ -422,7 +427,28 @@ void bm_restart(benchmark::State& state, const std::string& engine_name, size_t 
         timespec t0{};
         clock_gettime(CLOCK_MONOTONIC, &t0);
         state.ResumeTiming();
-        auto pid = ghost::restart(engine, file.get(), ro);
+        ghost::UniqueFd rd;
+        std::thread feeder;
+        if (pipe) {
+            int p[2];
+            if (pipe2(p, O_CLOEXEC) != 0) {
+                fail(state, fmt::format("pipe: {}", errno_text()));
+                break;
+            }
+            rd = ghost::UniqueFd(p[0]);
+            fcntl(p[1], F_SETPIPE_SZ, 1 << 20);
+            feeder = std::thread([in = file.get(), wr = p[1]] {
+                loff_t off = 0;
+                while (splice(in, &off, wr, nullptr, 1 << 20, SPLICE_F_MOVE) > 0) {
+                }
+                close(wr);
+            });
+        }
+        auto pid = ghost::restart(engine, pipe ? rd.get() : file.get(), ro);
+        if (feeder.joinable()) {
+            rd.reset(); // a restart that stopped reading: the feeder gets EPIPE
+            feeder.join();
+        }
         const double r_ms = ms_since(t0);
         const std::int64_t answer = pid ? w->ask('p') : -1;
         state.PauseTiming();
@@ -766,7 +792,10 @@ int main(int argc, char** argv) {
                 bm_export(s, e, mib, true);
             })->Iterations(cfg.iterations);
             reg(name_of(e + "/restart-file", mib), [e, mib](benchmark::State& s) {
-                bm_restart(s, e, mib);
+                bm_restart(s, e, mib, false);
+            })->Iterations(cfg.iterations);
+            reg(name_of(e + "/restart-pipe", mib), [e, mib](benchmark::State& s) {
+                bm_restart(s, e, mib, true);
             })->Iterations(cfg.iterations);
         }
         for (const auto& b : baselines)
@@ -797,7 +826,8 @@ int main(int argc, char** argv) {
         };
         std::vector<std::string> ops;
         for (const auto& e : cfg.engines)
-            for (const char* op : {"/export-memory", "/export-file", "/restart-file"})
+            for (const char* op :
+                 {"/export-memory", "/export-file", "/restart-file", "/restart-pipe"})
                 ops.push_back(e + op);
         ops.push_back("memcpy");
         for (const auto& b : baselines)

@@ -178,26 +178,39 @@ Result<Link> load_bytes(std::span<const std::byte> bytes, const std::string& pat
 
 namespace {
 
-// Reads from a descriptor, keeps every byte in a memory file, and counts.
+// Reads from a source, keeps every byte in a memory file, and counts.
+// Placed page data (image::ReadOptions::place) is not kept: the file has a
+// hole there, of the same length, so every other byte keeps its offset.
 class KeepSource final : public image::Source {
   public:
-    KeepSource(int in, int copy) : in_(in), copy_(copy) {}
+    KeepSource(image::Source& in, int copy) : in_(in), copy_(copy) {}
     Result<std::size_t> read(std::span<std::byte> buf) override {
         auto n = in_.read(buf);
-        if (n && *n) {
+        if (n && *n)
             if (auto w = write_all(copy_, buf.first(*n)); !w)
                 return Error{w.error().code,
                              fmt::format("keeping the image in memory: {}", w.error().what())};
-            got_ += *n;
-        }
-        eof_ = n && *n == 0;
-        return n;
+        return counted(n);
+    }
+    Result<std::size_t> read_placed(std::span<std::byte> buf) override {
+        auto n = in_.read_placed(buf);
+        if (n && *n && ::lseek(copy_, static_cast<off_t>(*n), SEEK_CUR) < 0)
+            return Error::from_errno(
+                errno, fmt::format("keeping the image in memory: {}", errno_text(errno)));
+        return counted(n);
     }
     // Nothing read, and the stream ended.
     bool empty_end() const { return got_ == 0 && eof_; }
 
   private:
-    image::FdSource in_;
+    Result<std::size_t> counted(Result<std::size_t> n) {
+        if (n)
+            got_ += *n;
+        eof_ = n && *n == 0;
+        return n;
+    }
+
+    image::Source& in_;
     int copy_;
     std::uint64_t got_ = 0;
     bool eof_ = false;
@@ -206,15 +219,25 @@ class KeepSource final : public image::Source {
 } // namespace
 
 Result<std::vector<Link>> read_sequence(int fd, const std::string& name,
-                                        const std::function<Result<void>(const Link&)>& on_image) {
+                                        const std::function<Result<void>(const Link&)>& on_image,
+                                        const Place& place) {
+    image::FdSource in(fd);
+    return read_sequence(in, name, on_image, place);
+}
+
+Result<std::vector<Link>> read_sequence(image::Source& in, const std::string& name,
+                                        const std::function<Result<void>(const Link&)>& on_image,
+                                        const Place& place) {
     std::vector<Link> out;
+    image::ReadOptions ro;
+    ro.place = place;
     for (;;) {
         const std::string path = fmt::format("{}, image {}", name, out.size() + 1);
         auto mem = new_memfd("ghost-precopy");
         if (!mem)
             return mem.error();
-        KeepSource src(fd, mem->get());
-        auto img = image::read(src);
+        KeepSource src(in, mem->get());
+        auto img = image::read(src, ro);
         if (!img) {
             if (src.empty_end() && !out.empty())
                 return out; // the end of the stream, between two images

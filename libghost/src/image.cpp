@@ -99,12 +99,13 @@ class Stream {
     std::uint64_t sum() const { return sum_.value(); }
     void use_xxh64(std::span<const std::byte> seen) { sum_.use_xxh64(seen); }
 
-    Result<void> read(std::span<std::byte> buf) {
+    // placed: into its final place (Source::read_placed).
+    Result<void> read(std::span<std::byte> buf, bool placed = false) {
         if (auto r = within_limit(buf.size()); !r)
             return r;
         std::size_t got = 0;
         while (got < buf.size()) {
-            auto r = src_.read(buf.subspan(got));
+            auto r = placed ? src_.read_placed(buf.subspan(got)) : src_.read(buf.subspan(got));
             if (!r)
                 return r.error();
             if (*r > buf.size() - got)
@@ -871,7 +872,16 @@ class Reader {
         for (std::uint64_t done = 0; done < p.nr_pages;) {
             const auto n = std::min<std::uint64_t>(p.nr_pages - done, kPagesChunk / kPage);
             const PageRun part{p.addr + done * kPage, n, s_.off()};
-            auto data = s_.view(static_cast<std::size_t>(n * kPage), chunk_);
+            const std::size_t len = static_cast<std::size_t>(n * kPage);
+            const std::span<std::byte> to =
+                o_.place ? o_.place(img_, v, part) : std::span<std::byte>{};
+            Result<std::span<const std::byte>> data = std::span<const std::byte>(to);
+            if (to.size() == len) {
+                if (auto r = s_.read(to, true); !r)
+                    return r;
+            } else {
+                data = s_.view(len, chunk_);
+            }
             if (!data)
                 return data.error();
             if (o_.on_pages)

@@ -235,24 +235,69 @@ Result<ExportStats> checkpoint(Engine& engine, pid_t pid, int out, const Checkpo
     return stats;
 }
 
+namespace {
+
+// The user engine restores from a stream as it arrives: the anonymous
+// memory of a whole image is read straight into buffers laid out as its
+// mappings (user/shadow.hpp), which the rebuild moves into place, so those
+// pages are copied once, out of the stream. A pre-copy's later images
+// update the buffers. sequence: the stream holds a pre-copy's images to its
+// end; else one image, whose parents (if it is incremental) are found by
+// the paths it records.
+Error restore_streamed(Engine& engine, image::Source& in, const RestoreOptions& o, bool sequence) {
+    user::Shadow shadow;
+    const auto place = [&](const image::Image& so_far, const image::Vma& v,
+                           const image::PageRun& part) { return shadow.place(so_far, v, part); };
+    auto links = chain::read_sequence(
+        in, sequence ? "the pre-copy stream" : "the image stream",
+        [&](const chain::Link& l) {
+            if (!sequence && l.img.parent)
+                return Result<void>{}; // flattened below
+            if (auto r = shadow.apply(l.img, l.view.bytes()); !r)
+                return r;
+            // The page tables of the image's mapping go now (what is read
+            // again later faults back in): unmapping a large one in the
+            // rebuild would add to the downtime.
+            ::madvise(const_cast<std::byte*>(l.view.bytes().data()), l.view.bytes().size(),
+                      MADV_DONTNEED);
+            if (o.image_done)
+                o.image_done();
+            return Result<void>{};
+        },
+        place);
+    if (!links)
+        return links.error();
+    if (!sequence && links->size() != 1)
+        return Error::from_errno(EBADMSG, fmt::format("the image stream holds {} images, not "
+                                                      "one (a pre-copy's images are restored "
+                                                      "as a sequence)",
+                                                      links->size()));
+    if (!sequence && links->front().img.parent) {
+        // An incremental image from a stream: nothing was placed, so its
+        // view has every byte.
+        auto flat = chain::flatten_if_incremental(links->front().view.bytes(), {});
+        if (!flat)
+            return flat.error();
+        return restore_whole(engine, flat->get(), o);
+    }
+    auto c = chain::Chain::of(std::move(*links));
+    if (!c)
+        return c.error();
+    return user::restore_chain(*c, o.stopped, &shadow);
+}
+
+} // namespace
+
 Error restart_self(Engine& engine, int in, const RestoreOptions& o) {
+    const bool user = engine.name() == "user";
     if (o.sequence) {
-        // A pre-copy's images: the user engine restores the newest with its
-        // pages from the images in memory, its anonymous memory built as
-        // the images arrive (user/shadow.hpp); another engine restores the
-        // sequence flattened into one whole image.
-        const bool user = engine.name() == "user";
-        user::Shadow shadow;
-        auto links = chain::read_sequence(in, "the pre-copy stream", [&](const chain::Link& l) {
-            if (user) {
-                if (auto r = shadow.apply(l.img, l.view.bytes()); !r)
-                    return r;
-                // The page tables of the image's mapping go now (what is
-                // read again later faults back in): unmapping a large one
-                // in the rebuild would add to the downtime.
-                ::madvise(const_cast<std::byte*>(l.view.bytes().data()), l.view.bytes().size(),
-                          MADV_DONTNEED);
-            }
+        // A pre-copy's images: another engine than the user engine restores
+        // the sequence flattened into one whole image.
+        if (user) {
+            image::FdSource src(in);
+            return restore_streamed(engine, src, o, true);
+        }
+        auto links = chain::read_sequence(in, "the pre-copy stream", [&](const chain::Link&) {
             if (o.image_done)
                 o.image_done();
             return Result<void>{};
@@ -262,8 +307,6 @@ Error restart_self(Engine& engine, int in, const RestoreOptions& o) {
         auto c = chain::Chain::of(std::move(*links));
         if (!c)
             return c.error();
-        if (user)
-            return user::restore_chain(*c, o.stopped, &shadow);
         auto mem = c->flattened();
         if (!mem)
             return mem.error();
@@ -294,10 +337,13 @@ Error restart_self(Engine& engine, int in, const RestoreOptions& o) {
             return (*g)->restore_self(o);
         }
     }
-    // Pipes, sockets and compressed images go through a memory ghost.
+    // Pipes, sockets and compressed images: the user engine restores them
+    // as they arrive, the kernel engine through a memory ghost.
     auto src = image_source(in);
     if (!src)
         return src.error();
+    if (user)
+        return restore_streamed(engine, **src, o, false);
     auto g = engine.create_memory();
     if (!g)
         return g.error();

@@ -20,6 +20,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <thread>
 
 #include "ghost/engine.hpp"
 #include "ghost/process.hpp"
@@ -175,18 +176,38 @@ class Worker {
         restored_ = -1;
     }
     // Restarts image (a file) as the worker, with its pipes; with
-    // sequence, the file holds a pre-copy's images.
-    ghost::Result<pid_t> restart(ghost::Engine& e, const std::string& image,
-                                 bool sequence = false) {
-        const int fd = ::open(image.c_str(), O_RDONLY | O_CLOEXEC);
+    // sequence, the file holds a pre-copy's images. through_pipe: the
+    // restart reads the image from a pipe a thread copies the file into
+    // (a stream, as migd's), not from the file.
+    ghost::Result<pid_t> restart(ghost::Engine& e, const std::string& image, bool sequence = false,
+                                 bool through_pipe = false) {
+        int fd = ::open(image.c_str(), O_RDONLY | O_CLOEXEC);
         if (fd < 0)
             return ghost::Error::from_errno(errno, "open " + image);
+        std::thread feeder;
+        if (through_pipe) {
+            int p[2];
+            if (::pipe2(p, O_CLOEXEC) != 0)
+                return ghost::Error::from_errno(errno, "pipe");
+            feeder = std::thread([file = fd, wr = p[1]] {
+                char buf[65536];
+                ssize_t n;
+                while ((n = ::read(file, buf, sizeof(buf))) > 0)
+                    if (::write(wr, buf, static_cast<std::size_t>(n)) != n)
+                        break;
+                ::close(file);
+                ::close(wr);
+            });
+            fd = p[0];
+        }
         ghost::RestartOptions ro;
         ro.inherit_fds = {
             {cmd_rd_, cmd_rd_}, {cmd_wr_, cmd_wr_}, {out_rd_, out_rd_}, {out_wr_, out_wr_}};
         ro.sequence = sequence;
         auto child = ghost::restart(e, fd, ro);
         ::close(fd);
+        if (feeder.joinable())
+            feeder.join();
         if (child)
             restored_ = *child;
         return child;

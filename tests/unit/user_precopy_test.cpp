@@ -164,4 +164,83 @@ TEST_F(Precopy, ItBelongsToOneProcess) {
     EXPECT_EQ(b.ask("report"), rb);
 }
 
+// A whole image restored from a stream (a pipe, as migd's restore stub
+// reads it) has its anonymous memory read straight into place: the copy
+// reports the memory of the capture, its dropped pages stay dropped, and
+// it goes on. A byte flipped in a page is refused before anything runs.
+class UserStream : public ::testing::Test {
+  protected:
+    void SetUp() override {
+        path_ = std::string(::testing::TempDir()) + "ghost-stream-" + std::to_string(::getpid()) +
+                "-" + ::testing::UnitTest::GetInstance()->current_test_info()->name();
+    }
+    void TearDown() override { std::filesystem::remove(path_); }
+
+    ghost::Result<ghost::ExportStats> checkpoint(pid_t pid, ghost::Fate fate) {
+        const int fd = ::open(path_.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+        if (fd < 0)
+            return ghost::Error::from_errno(errno, "open " + path_);
+        ghost::CheckpointOptions o;
+        o.fate = fate;
+        auto st = ghost::checkpoint(engine_, pid, fd, o);
+        ::close(fd);
+        return st;
+    }
+
+    ghost::UserEngine engine_;
+    std::string path_;
+};
+
+TEST_F(UserStream, AWholeImageFromAPipeRestoresItsMemoryExactly) {
+    Worker w;
+    ASSERT_FALSE(w.ask("report").empty());
+    const std::string r1 = w.ask("mutate1"); // dropped pages, a mapping gone, one new
+    ASSERT_FALSE(r1.empty());
+    auto st = checkpoint(w.pid(), ghost::Fate::Kill);
+    ASSERT_TRUE(st) << st.error().what();
+    w.killed();
+
+    pid_t from = 0;
+    auto restored = w.restart(engine_, path_, false, true);
+    ASSERT_TRUE(restored) << restored.error().what();
+    EXPECT_EQ(w.ask("report", &from), r1);
+    EXPECT_EQ(from, *restored);
+    EXPECT_EQ(w.ask("check"), "0 0\n") << "a dropped page came back";
+    const std::string r2 = w.ask("mutate2");
+    EXPECT_NE(r2, r1);
+    EXPECT_EQ(w.ask("report"), r2) << "the restored memory does not take writes";
+}
+
+TEST_F(UserStream, AFlippedPageByteInAPipeIsRefused) {
+    Worker w;
+    const std::string r0 = w.ask("report");
+    ASSERT_FALSE(r0.empty());
+    auto st = checkpoint(w.pid(), ghost::Fate::Run);
+    ASSERT_TRUE(st) << st.error().what();
+
+    // A byte in the middle of region A's pages (the image's largest run).
+    const int fd = ::open(path_.c_str(), O_RDWR | O_CLOEXEC);
+    ASSERT_GE(fd, 0);
+    ghost::image::FdSource src(fd);
+    auto img = ghost::image::read(src);
+    ASSERT_TRUE(img) << img.error().what();
+    std::uint64_t at = 0, most = 0;
+    for (const auto& v : img->vmas)
+        for (const auto& r : v.runs)
+            if (r.nr_pages > most)
+                most = r.nr_pages, at = r.data_offset + r.nr_pages * kPage / 2;
+    ASSERT_GE(most, kPages);
+    unsigned char b = 0;
+    ASSERT_EQ(::pread(fd, &b, 1, static_cast<off_t>(at)), 1);
+    b ^= 0x40;
+    ASSERT_EQ(::pwrite(fd, &b, 1, static_cast<off_t>(at)), 1);
+    ::close(fd);
+
+    auto restored = w.restart(engine_, path_, false, true);
+    ASSERT_FALSE(restored) << "a damaged image was restored as pid " << *restored;
+    EXPECT_NE(restored.error().what().find("checksum"), std::string::npos)
+        << restored.error().what();
+    EXPECT_EQ(w.ask("report"), r0) << "the worker did not run on";
+}
+
 } // namespace

@@ -60,9 +60,22 @@ Result<Link> load_bytes(std::span<const std::byte> bytes, const std::string& pat
 // sequence (ghost/precopy.hpp), oldest first. Errors name "name, image N".
 // At most GHOST_PARENT_DEPTH_MAX + 1 images.
 // on_image, if given, is called with each image as soon as it checked out.
+//
+// place, if given, is image::ReadOptions::place for every image: page data
+// it places is not kept in the image's memory file (which has a hole of
+// the same length there, so the Link's view still has every other byte at
+// its offset).
+using Place = std::function<std::span<std::byte>(const image::Image&, const image::Vma&,
+                                                 const image::PageRun&)>;
 Result<std::vector<Link>>
 read_sequence(int fd, const std::string& name,
-              const std::function<Result<void>(const Link&)>& on_image = {});
+              const std::function<Result<void>(const Link&)>& on_image = {},
+              const Place& place = {});
+// The same from any source (a decompressed stream).
+Result<std::vector<Link>>
+read_sequence(image::Source& in, const std::string& name,
+              const std::function<Result<void>(const Link&)>& on_image = {},
+              const Place& place = {});
 
 // Whether child's PARENT record names parent (same id, depth one more,
 // same process start time where both record one); the error says how not.

@@ -133,6 +133,10 @@ class Source {
         (void)n;
         return {};
     }
+    // The same as read(), for page data the reader puts straight into its
+    // final place (ReadOptions::place): a source that keeps a copy of what
+    // it reads need not keep these bytes.
+    virtual Result<std::size_t> read_placed(std::span<std::byte> buf) { return read(buf); }
 };
 
 // Reads a buffer in memory (a memory ghost's view, a mapped file).
@@ -168,6 +172,14 @@ struct ReadOptions {
     // checksum, after the last call: a caller must not trust it before
     // read() succeeded.
     std::function<Result<void>(const Vma&, const PageRun&, std::span<const std::byte>)> on_pages;
+    // Where a run's page data goes: called before each part of a run (the
+    // parts on_pages gets) with the image read so far (header, mappings)
+    // and the mapping being read; returns nr_pages * page_size bytes that
+    // the reader fills straight from the source (Source::read_placed), or
+    // an empty span to read the part as usual. on_pages then gets the
+    // placed bytes. As for on_pages, the data is trusted only once read()
+    // succeeded: a caller must not use it before.
+    std::function<std::span<std::byte>(const Image&, const Vma&, const PageRun&)> place;
     // Refuse images larger than this (bytes), with std::errc::file_too_large;
     // 0: no limit.
     std::uint64_t max_bytes = 0;

@@ -27,8 +27,45 @@ bool overlaps(std::uint64_t a, std::uint64_t b, std::uint64_t c, std::uint64_t d
 } // namespace
 
 Shadow::~Shadow() {
-    for (const auto& [range, b] : bufs_)
-        ::munmap(reinterpret_cast<void*>(b.addr), b.len);
+    for (const auto* m : {&bufs_, &placed_})
+        for (const auto& [range, b] : *m)
+            ::munmap(reinterpret_cast<void*>(b.addr), b.len);
+}
+
+bool Shadow::make(const image::Vma& v, Buffer& b) {
+    b.len = v.rec.end - v.rec.start;
+    b.noreserve = v.rec.flags & GHOST_VMA_NORESERVE;
+    void* p = ::mmap(nullptr, b.len, PROT_READ | PROT_WRITE,
+                     MAP_PRIVATE | MAP_ANONYMOUS | (b.noreserve ? MAP_NORESERVE : 0), -1, 0);
+    if (p == MAP_FAILED)
+        return false;
+    b.addr = reinterpret_cast<std::uint64_t>(p);
+    // Not copied into the restorer's forks (page tables of the whole
+    // buffer, in the downtime); the rebuild undoes it.
+    ::madvise(p, b.len, MADV_DONTFORK);
+    return true;
+}
+
+std::span<std::byte> Shadow::place(const image::Image& so_far, const image::Vma& v,
+                                   const image::PageRun& part) {
+    if (so_far.parent || !eligible(v))
+        return {};
+    const auto key = std::pair{v.rec.start, v.rec.end};
+    auto it = placed_.find(key);
+    if (it == placed_.end()) {
+        // Only from the mapping's first part on: a mapping with a part read
+        // into the image goes on that way (apply() copies them all).
+        if (!v.runs.empty() || unplaced_.contains(key))
+            return {};
+        Buffer b;
+        if (!make(v, b)) {
+            unplaced_.insert(key);
+            return {};
+        }
+        it = placed_.emplace(key, b).first;
+    }
+    return {reinterpret_cast<std::byte*>(it->second.addr + (part.addr - v.rec.start)),
+            part.nr_pages * kPage};
 }
 
 bool Shadow::eligible(const image::Vma& v) {
@@ -44,6 +81,13 @@ Result<void> Shadow::apply(const image::Image& img, std::span<const std::byte> b
         if (!eligible(v) || v.runs.empty())
             continue;
         const auto key = std::pair{v.rec.start, v.rec.end};
+        if (auto it = placed_.find(key); it != placed_.end()) {
+            // Its pages were read straight into it (a whole image: no
+            // inherited run, nothing else to bring).
+            next.emplace(key, it->second);
+            placed_.erase(it);
+            continue;
+        }
         const bool noreserve = v.rec.flags & GHOST_VMA_NORESERVE;
         Buffer b;
         bool fresh = true;
@@ -51,18 +95,8 @@ Result<void> Shadow::apply(const image::Image& img, std::span<const std::byte> b
             b = it->second;
             bufs_.erase(it);
             fresh = false;
-        } else {
-            b.len = v.rec.end - v.rec.start;
-            b.noreserve = noreserve;
-            void* p = ::mmap(nullptr, b.len, PROT_READ | PROT_WRITE,
-                             MAP_PRIVATE | MAP_ANONYMOUS | (noreserve ? MAP_NORESERVE : 0), -1, 0);
-            if (p == MAP_FAILED)
-                continue; // no room ahead: the rebuild copies it from the images
-
-            b.addr = reinterpret_cast<std::uint64_t>(p);
-            // Not copied into the restorer's forks (page tables of the
-            // whole buffer, in the downtime); the rebuild undoes it.
-            ::madvise(p, b.len, MADV_DONTFORK);
+        } else if (!make(v, b)) {
+            continue; // no room ahead: the rebuild copies it from the images
         }
         const auto at = [&](std::uint64_t addr) {
             return reinterpret_cast<std::byte*>(b.addr + (addr - v.rec.start));
@@ -102,8 +136,11 @@ Result<void> Shadow::apply(const image::Image& img, std::span<const std::byte> b
         }
         next.emplace(key, b);
     }
-    for (const auto& [range, b] : bufs_)
-        ::munmap(reinterpret_cast<void*>(b.addr), b.len);
+    for (const auto* m : {&bufs_, &placed_})
+        for (const auto& [range, b] : *m)
+            ::munmap(reinterpret_cast<void*>(b.addr), b.len);
+    placed_.clear();
+    unplaced_.clear();
     bufs_ = std::move(next);
     return {};
 }

@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <map>
+#include <set>
 #include <span>
 #include <utility>
 #include <vector>
@@ -39,6 +40,15 @@ class Shadow {
     // were not in one) is restored from the images as usual.
     Result<void> apply(const image::Image& img, std::span<const std::byte> bytes);
 
+    // Where a part of a whole image's page run goes as it is read
+    // (chain::Place): into a new buffer of its mapping, made at the
+    // mapping's first run, so those pages are never copied again; empty
+    // (read into the image as usual) for an incremental image, a mapping
+    // apply() would not build, or when no buffer can be made. apply() of
+    // that image then takes the buffers as they are.
+    std::span<std::byte> place(const image::Image& so_far, const image::Vma& v,
+                               const image::PageRun& part);
+
     // The buffer of mapping [start, end), 0 if none.
     std::uint64_t buffer(std::uint64_t start, std::uint64_t end) const;
 
@@ -54,7 +64,14 @@ class Shadow {
         std::uint64_t addr = 0, len = 0;
         bool noreserve = false;
     };
+    // Maps a new buffer for mapping v (MADV_DONTFORK), or false.
+    static bool make(const image::Vma& v, Buffer& b);
+
     std::map<std::pair<std::uint64_t, std::uint64_t>, Buffer> bufs_; // by mapping range
+    // Filled by place() for the image being read; apply() takes them.
+    std::map<std::pair<std::uint64_t, std::uint64_t>, Buffer> placed_;
+    // Mappings of that image whose first part could not be placed.
+    std::set<std::pair<std::uint64_t, std::uint64_t>> unplaced_;
 };
 
 } // namespace ghost::user
