@@ -58,6 +58,25 @@ constexpr int kArchMapVdso64 = 0x2003;
 constexpr int kCapSysResource = 24;
 constexpr std::uint64_t kUnblockable = (1ULL << (SIGKILL - 1)) | (1ULL << (SIGSTOP - 1));
 
+// Sets every signal's action from consecutive ghost_sigaction slots in one
+// run (Tracee::run_to_trap) instead of one ptrace round trip per signal,
+// SIGKILL and SIGSTOP skipped:
+//   loop: cmp ebx, 9; je next; cmp ebx, 19; je next;
+//         mov eax, SYS_rt_sigaction; mov edi, ebx; mov rsi, r12;
+//         xor edx, edx; mov r10d, 8; syscall; test rax, rax; jnz done
+//   next: add r12, 32; inc ebx; cmp ebx, r13d; jne loop
+//   done: int3
+// with ebx the first signal, r12 its slot, r13d the signal after the last;
+// it stops at the first failure (rax, and ebx the signal). It lies in the
+// scratch code page at kSetActionsOff, after the syscall instruction.
+constexpr std::uint8_t kSetActionsLoop[] = {
+    0x83, 0xfb, 0x09, 0x74, 0x1e, 0x83, 0xfb, 0x13, 0x74, 0x19, 0xb8, 0x0d, 0x00, 0x00, 0x00, 0x89,
+    0xdf, 0x4c, 0x89, 0xe6, 0x31, 0xd2, 0x41, 0xba, 0x08, 0x00, 0x00, 0x00, 0x0f, 0x05, 0x48, 0x85,
+    0xc0, 0x75, 0x0b, 0x49, 0x83, 0xc4, 0x20, 0xff, 0xc3, 0x44, 0x39, 0xeb, 0x75, 0xd2, 0xcc};
+static_assert(sizeof(ghost_sigaction) == 32 && SYS_rt_sigaction == 13 && SIGKILL == 9 &&
+              SIGSTOP == 19);
+constexpr std::uint64_t kSetActionsOff = 16;
+
 // Offsets in the scratch data page.
 constexpr std::uint64_t kMmMapOff = 0, kAuxvOff = 256, kActOff = 1024, kCommOff = 3072,
                         kAltOff = 3104, kLockOff = 3136;
@@ -445,6 +464,10 @@ Result<void> Rebuild::prepare() {
     static constexpr std::byte kCode[] = {std::byte{0x0f}, std::byte{0x05}, std::byte{0xcc}};
     if (auto w = t_.write(layout_.scratch, kCode); !w)
         return w;
+    if (auto w =
+            t_.write(layout_.scratch + kSetActionsOff, std::as_bytes(std::span(kSetActionsLoop)));
+        !w)
+        return w;
     t_.use_syscall_insn(layout_.scratch);
 
     // The caller's rseq area goes with its memory: unregister it now, while
@@ -742,11 +765,21 @@ Result<void> Rebuild::set_signals() {
                     call("rt_sigaction", SYS_rt_sigaction, sig, data(kActOff + sizeof(act)), 0, 8);
                 !r)
                 return r.error();
-        if (auto r = call("rt_sigaction", SYS_rt_sigaction, sig,
-                          data(kActOff + (sig - 1) * sizeof(ghost_sigaction)), 0, 8);
-            !r)
-            return r.error();
     }
+    // Then every action, in one run of the loop.
+    Regs r = regs0_;
+    r.rip = layout_.scratch + kSetActionsOff;
+    r.rbx = 1;
+    r.r12 = data(kActOff);
+    r.r13 = GHOST_NSIG + 1;
+    auto done = t_.run_to_trap(r);
+    if (!done)
+        return done.error();
+    if (done->rax != 0)
+        return Error::from_errno(
+            static_cast<int>(-static_cast<long>(done->rax)),
+            fmt::format("rt_sigaction of signal {}: {}", done->rbx,
+                        errno_text(static_cast<int>(-static_cast<long>(done->rax)))));
     const auto& sg = img_.signals;
     stack_t ss{};
     ss.ss_sp = reinterpret_cast<void*>(sg.altstack_sp);
