@@ -20,8 +20,6 @@
 #include "capture.h"
 #include "compat.h"
 
-#define GUP_BATCH 64
-
 /* "[vdso]", "[vvar]" and the like, or NULL for an ordinary mapping. */
 const char *ghost_vma_special_name(struct vm_area_struct *vma)
 {
@@ -106,7 +104,7 @@ struct vma_snap {
 struct page_writer {
 	struct ghost_stream *s;
 	struct mm_struct *mm;
-	struct page *pages[GUP_BATCH];
+	struct page *pages[GHOST_PAGE_BATCH];
 };
 
 /* One PAGES section: pinned in batches under mmap_lock, written after. */
@@ -132,20 +130,14 @@ static int write_run(struct page_writer *w, const struct ghost_run *run)
 
 		mmap_read_lock(w->mm);
 		got = ghost_gup_remote(w->mm, addr,
-				       min_t(unsigned long, nr, GUP_BATCH),
+				       min_t(unsigned long, nr, GHOST_PAGE_BATCH),
 				       FOLL_FORCE, w->pages);
 		mmap_read_unlock(w->mm);
 		if (got <= 0)
 			return got ? got : -EFAULT;
-		for (i = 0; i < got; i++) {
-			if (!err) {
-				void *v = kmap_local_page(w->pages[i]);
-
-				err = ghost_stream_write(s, v, PAGE_SIZE);
-				kunmap_local(v);
-			}
+		err = ghost_stream_write_pages(s, w->pages, got);
+		for (i = 0; i < got; i++)
 			put_page(w->pages[i]);
-		}
 		addr += got * PAGE_SIZE;
 		nr -= got;
 	}

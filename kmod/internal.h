@@ -44,14 +44,27 @@ int ghost_uarg_out(void __user *uarg, u32 usize, const void *karg,
 struct ghost_res;
 struct ghost_res_ops {
 	int (*write)(struct ghost_res *res, const void *buf, size_t len);
+	/* file and network: write, from @nr whole pages at once */
+	int (*write_pages)(struct ghost_res *res, struct page **pages,
+			   unsigned int nr);
 	/* All @len bytes or an error; -ENODATA when the image ends early. */
 	int (*read)(struct ghost_res *res, void *buf, size_t len);
+	/* file and network: read, into @nr whole pages at once */
+	int (*read_pages)(struct ghost_res *res, struct page **pages,
+			  unsigned int nr);
 	void (*rewind)(struct ghost_res *res);		/* memory only */
 	/* memory only: a reference to the next whole page, if read is aligned */
 	struct page *(*take_page)(struct ghost_res *res);
 	void (*truncate)(struct ghost_res *res);	/* memory only */
 	void (*release)(struct ghost_res *res);
 };
+
+/*
+ * Pages handled per batch: pinned by one get_user_pages_remote() call, read
+ * or written by one read_pages()/write_pages() call, filled per call on
+ * restore.
+ */
+#define GHOST_PAGE_BATCH 64
 
 struct ghost_res {
 	const struct ghost_res_ops *ops;
@@ -86,6 +99,10 @@ u64 ghost_stream_sum(const struct ghost_stream *s);
 int ghost_stream_write(struct ghost_stream *s, const void *buf, size_t len);
 int ghost_stream_write_zeros(struct ghost_stream *s, size_t len);
 int ghost_stream_read(struct ghost_stream *s, void *buf, size_t len);
+int ghost_stream_read_pages(struct ghost_stream *s, struct page **pages,
+			    unsigned int nr);
+int ghost_stream_write_pages(struct ghost_stream *s, struct page **pages,
+			     unsigned int nr);
 int ghost_stream_skip_zeros(struct ghost_stream *s, size_t len);
 struct page *ghost_stream_take_page(struct ghost_stream *s);
 int ghost_section_begin(struct ghost_stream *s, u32 type, u16 rec, u64 size);

@@ -327,6 +327,70 @@ static int file_read(struct ghost_res *res, void *buf, size_t len)
 	return 0;
 }
 
+/* @nr whole pages as bio_vecs, for one vfs_iter_read() or _write(). */
+static void pages_bvec(struct bio_vec *bv, struct page **pages, unsigned int nr)
+{
+	unsigned int i;
+
+	for (i = 0; i < nr; i++) {
+		bv[i].bv_page = pages[i];
+		bv[i].bv_len = PAGE_SIZE;
+		bv[i].bv_offset = 0;
+	}
+}
+
+static int file_write_pages(struct ghost_res *res, struct page **pages,
+			    unsigned int nr)
+{
+	struct file *f = to_fileres(res)->file;
+	struct bio_vec bv[GHOST_PAGE_BATCH];
+	size_t left = (size_t)nr * PAGE_SIZE;
+	struct iov_iter it;
+
+	if (nr > GHOST_PAGE_BATCH)
+		return -EINVAL;
+	pages_bvec(bv, pages, nr);
+	iov_iter_bvec(&it, ITER_SOURCE, bv, nr, left);
+	while (left) {
+		ssize_t n = vfs_iter_write(f, &it, &f->f_pos, 0);
+
+		if (n < 0)
+			return n;
+		if (n == 0)
+			return -EIO;
+		left -= n;
+	}
+	return 0;
+}
+
+/*
+ * Many pages in one read: one pass through the VFS (and, for a socket, one
+ * receive) for what would be @nr calls of kernel_read().
+ */
+static int file_read_pages(struct ghost_res *res, struct page **pages,
+			   unsigned int nr)
+{
+	struct file *f = to_fileres(res)->file;
+	struct bio_vec bv[GHOST_PAGE_BATCH];
+	size_t left = (size_t)nr * PAGE_SIZE;
+	struct iov_iter it;
+
+	if (nr > GHOST_PAGE_BATCH)
+		return -EINVAL;
+	pages_bvec(bv, pages, nr);
+	iov_iter_bvec(&it, ITER_DEST, bv, nr, left);
+	while (left) {
+		ssize_t n = vfs_iter_read(f, &it, &f->f_pos, 0);
+
+		if (n < 0)
+			return n;
+		if (n == 0)
+			return -ENODATA;	/* the image ends early */
+		left -= n;
+	}
+	return 0;
+}
+
 static void file_release(struct ghost_res *res)
 {
 	fput(to_fileres(res)->file);
@@ -336,6 +400,8 @@ static void file_release(struct ghost_res *res)
 static const struct ghost_res_ops file_ops = {
 	.write = file_write,
 	.read = file_read,
+	.write_pages = file_write_pages,
+	.read_pages = file_read_pages,
 	.release = file_release,
 };
 

@@ -4,7 +4,7 @@
  * return (the caller is killed if anything here fails).
  *
  * Only exported interfaces are used: vm_munmap()/vm_mmap() for the address
- * space, copy_to_user() and access_process_vm() for page contents,
+ * space, get_user_pages_remote() on our own mm for page contents,
  * close_fd()/get_unused_fd_flags()/fd_install() for descriptors,
  * sigprocmask() and send_sig_info() for signals. The rest are plain fields of
  * current, written under the locks their own system calls take (the
@@ -73,28 +73,47 @@ static int unmap_all(struct mm_struct *mm, bool keep_vdso)
 	}
 }
 
-static int fill_page(const struct ghost_vma *v, unsigned long addr,
-		     struct page *pg)
+/*
+ * A run's pages are filled a batch at a time: get_user_pages_remote() on
+ * our own mm faults the batch of the new mapping in with one call (no
+ * exception taken per page, which under emulation costs more than the
+ * copy), and the staged pages are copied into them. Read-only private
+ * mappings are written the way a debugger would (FOLL_FORCE), as
+ * access_process_vm() does; written pages of shared mappings are dirtied.
+ */
+static int fill_run(const struct ghost_vma *v, const struct staged_run *run)
 {
-	void *src = kmap_local_page(pg);
-	int err = 0;
+	unsigned int flags = FOLL_WRITE | ((v->prot & PROT_WRITE) ? 0 : FOLL_FORCE);
+	struct mm_struct *mm = current->mm;
+	struct page *pages[GHOST_PAGE_BATCH];
+	unsigned long done = 0;
 
-	/* Read-only private mappings are written the way a debugger would. */
-	if (v->prot & PROT_WRITE) {
-		if (copy_to_user((void __user *)addr, src, PAGE_SIZE))
-			err = -EFAULT;
-	} else if (access_process_vm(current, addr, src, PAGE_SIZE,
-				     FOLL_FORCE | FOLL_WRITE) != PAGE_SIZE) {
-		err = -EFAULT;
+	while (done < run->nr_pages) {
+		unsigned long n = min_t(unsigned long, run->nr_pages - done,
+					GHOST_PAGE_BATCH);
+		long got, i;
+
+		mmap_read_lock(mm);
+		got = ghost_gup_remote(mm, run->addr + done * PAGE_SIZE, n,
+				       flags, pages);
+		mmap_read_unlock(mm);
+		if (got <= 0)
+			return got ? got : -EFAULT;
+		for (i = 0; i < got; i++) {
+			copy_highpage(pages[i], run->pages[done + i]);
+			if (!PageAnon(pages[i]))
+				set_page_dirty_lock(pages[i]);
+			put_page(pages[i]);
+		}
+		done += got;
 	}
-	kunmap_local(src);
-	return err;
+	return 0;
 }
 
 static int map_vma(const struct staged_vma *sv)
 {
 	const struct ghost_vma *v = &sv->v;
-	unsigned long flags = MAP_FIXED, addr, i;
+	unsigned long flags = MAP_FIXED, addr;
 	unsigned int r;
 	int err;
 
@@ -110,14 +129,9 @@ static int map_vma(const struct staged_vma *sv)
 		return -EFAULT;
 
 	for (r = 0; r < sv->nr_runs; r++) {
-		const struct staged_run *run = &sv->runs[r];
-
-		for (i = 0; i < run->nr_pages; i++) {
-			err = fill_page(v, run->addr + i * PAGE_SIZE,
-					run->pages[i]);
-			if (err)
-				return err;
-		}
+		err = fill_run(v, &sv->runs[r]);
+		if (err)
+			return err;
 	}
 	return 0;
 }

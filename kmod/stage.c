@@ -597,7 +597,7 @@ static int stage_run(struct ghost_stream *s, struct staged_vma *sv,
 		     const struct ghost_pages *p, char *reason)
 {
 	struct staged_run *run;
-	unsigned long i;
+	unsigned long i, n, k;
 	int err;
 
 	err = ghost_array_reserve((void **)&sv->runs, &sv->runs_cap, sv->nr_runs,
@@ -607,39 +607,41 @@ static int stage_run(struct ghost_stream *s, struct staged_vma *sv,
 	run = &sv->runs[sv->nr_runs++];
 	memset(run, 0, sizeof(*run));
 	run->addr = p->addr;
-	for (i = 0; i < p->nr_pages; i++) {
-		/* A memory ghost lends its own pages: no copy. */
+	for (i = 0; i < p->nr_pages; i += n) {
 		struct page *pg;
-		void *v;
 
+		/* At most a batch ahead of the data that came. */
+		n = min_t(u64, p->nr_pages - i, GHOST_PAGE_BATCH);
 		err = ghost_array_reserve((void **)&run->pages, &run->pages_cap,
-					  i, i + 1, sizeof(*run->pages),
+					  i, i + n, sizeof(*run->pages),
 					  GFP_KERNEL);
 		if (!err)
 			err = ghost_array_reserve((void **)&run->lent,
 						  &run->lent_cap,
 						  BITS_TO_LONGS(i),
-						  BITS_TO_LONGS(i + 1),
+						  BITS_TO_LONGS(i + n),
 						  sizeof(*run->lent), GFP_KERNEL);
 		if (err)
 			return err;
+		/* A memory ghost lends its own pages: no copy. */
 		pg = ghost_stream_take_page(s);
 		if (pg) {
+			n = 1;
 			run->pages[i] = pg;
 			run->nr_pages = i + 1;
 			__set_bit(i, run->lent);
 			continue;
 		}
-		pg = ghost_alloc_page();
-		if (!pg)
-			return -ENOMEM;
-		run->pages[i] = pg;
-		run->nr_pages = i + 1;
-		v = kmap_local_page(pg);
-		err = read_exact(s, v, PAGE_SIZE, reason);
-		kunmap_local(v);
+		for (k = 0; k < n; k++) {
+			pg = ghost_alloc_page();
+			if (!pg)
+				return -ENOMEM;
+			run->pages[i + k] = pg;
+			run->nr_pages = i + k + 1;
+		}
+		err = ghost_stream_read_pages(s, run->pages + i, n);
 		if (err)
-			return err;
+			return short_read(s, err, reason);
 	}
 	return 0;
 }

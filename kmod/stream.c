@@ -84,6 +84,61 @@ int ghost_stream_read(struct ghost_stream *s, void *buf, size_t len)
 }
 
 /*
+ * @nr whole pages onto the stream, in one write where the resource can
+ * (ghost_res_ops.write_pages), else page by page.
+ */
+int ghost_stream_write_pages(struct ghost_stream *s, struct page **pages,
+			     unsigned int nr)
+{
+	unsigned int i;
+	int err = 0;
+
+	if (s->res->ops->write_pages)
+		err = s->res->ops->write_pages(s->res, pages, nr);
+	for (i = 0; i < nr && !err; i++) {
+		void *v = kmap_local_page(pages[i]);
+
+		if (s->res->ops->write_pages)
+			stream_account(s, v, PAGE_SIZE);
+		else
+			err = ghost_stream_write(s, v, PAGE_SIZE);
+		kunmap_local(v);
+	}
+	return err;
+}
+
+/*
+ * @nr whole pages of the stream, in one read where the resource can
+ * (ghost_res_ops.read_pages), else page by page.
+ */
+int ghost_stream_read_pages(struct ghost_stream *s, struct page **pages,
+			    unsigned int nr)
+{
+	unsigned int i;
+	int err = 0;
+
+	if (!s->res->ops->read_pages) {
+		for (i = 0; i < nr && !err; i++) {
+			void *v = kmap_local_page(pages[i]);
+
+			err = ghost_stream_read(s, v, PAGE_SIZE);
+			kunmap_local(v);
+		}
+		return err;
+	}
+	err = s->res->ops->read_pages(s->res, pages, nr);
+	if (err)
+		return err;
+	for (i = 0; i < nr; i++) {
+		void *v = kmap_local_page(pages[i]);
+
+		stream_account(s, v, PAGE_SIZE);
+		kunmap_local(v);
+	}
+	return 0;
+}
+
+/*
  * The next page of the stream without a copy, when the resource holds it as
  * a page (a memory ghost) and the stream is at a page boundary; else NULL.
  */
