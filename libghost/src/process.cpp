@@ -321,10 +321,11 @@ Error restart_self(Engine& engine, int in, const RestoreOptions& o) {
     if (*whole)
         return restore_whole(engine, whole->get(), o);
     // A raw image in a regular file is read by the kernel straight from it:
-    // peek at its first bytes without moving the offset.
+    // peek at its first bytes without moving the offset. (The user engine
+    // reads it as a stream, below: its pages go once into place.)
     struct stat st;
     const off_t at = ::lseek(in, 0, SEEK_CUR);
-    if (at >= 0 && ::fstat(in, &st) == 0 && S_ISREG(st.st_mode)) {
+    if (!user && at >= 0 && ::fstat(in, &st) == 0 && S_ISREG(st.st_mode)) {
         std::array<std::byte, 4> head{};
         const ssize_t n = ::pread(in, head.data(), head.size(), at);
         if (n < 0)
@@ -337,8 +338,9 @@ Error restart_self(Engine& engine, int in, const RestoreOptions& o) {
             return (*g)->restore_self(o);
         }
     }
-    // Pipes, sockets and compressed images: the user engine restores them
-    // as they arrive, the kernel engine through a memory ghost.
+    // Pipes, sockets and compressed images (and the user engine's files):
+    // the user engine restores them as they arrive, the kernel engine
+    // through a memory ghost.
     auto src = image_source(in);
     if (!src)
         return src.error();
