@@ -327,68 +327,51 @@ static int file_read(struct ghost_res *res, void *buf, size_t len)
 	return 0;
 }
 
-/* @nr whole pages as bio_vecs, for one vfs_iter_read() or _write(). */
-static void pages_bvec(struct bio_vec *bv, struct page **pages, unsigned int nr)
+/*
+ * Many whole pages in one read or write: one pass through the VFS (and, for
+ * a socket, one send or receive) for what would be @nr calls of
+ * kernel_read() or kernel_write().
+ */
+static int file_pages(struct ghost_res *res, struct page **pages,
+		      unsigned int nr, bool write)
 {
+	struct file *f = to_fileres(res)->file;
+	struct bio_vec bv[GHOST_PAGE_BATCH];
+	size_t left = (size_t)nr * PAGE_SIZE;
+	struct iov_iter it;
 	unsigned int i;
 
+	if (nr > GHOST_PAGE_BATCH)
+		return -EINVAL;
 	for (i = 0; i < nr; i++) {
 		bv[i].bv_page = pages[i];
 		bv[i].bv_len = PAGE_SIZE;
 		bv[i].bv_offset = 0;
 	}
+	iov_iter_bvec(&it, write ? ITER_SOURCE : ITER_DEST, bv, nr, left);
+	while (left) {
+		ssize_t n = write ? vfs_iter_write(f, &it, &f->f_pos, 0) :
+				    vfs_iter_read(f, &it, &f->f_pos, 0);
+
+		if (n < 0)
+			return n;
+		if (n == 0)	/* a read: the image ends early */
+			return write ? -EIO : -ENODATA;
+		left -= n;
+	}
+	return 0;
 }
 
 static int file_write_pages(struct ghost_res *res, struct page **pages,
 			    unsigned int nr)
 {
-	struct file *f = to_fileres(res)->file;
-	struct bio_vec bv[GHOST_PAGE_BATCH];
-	size_t left = (size_t)nr * PAGE_SIZE;
-	struct iov_iter it;
-
-	if (nr > GHOST_PAGE_BATCH)
-		return -EINVAL;
-	pages_bvec(bv, pages, nr);
-	iov_iter_bvec(&it, ITER_SOURCE, bv, nr, left);
-	while (left) {
-		ssize_t n = vfs_iter_write(f, &it, &f->f_pos, 0);
-
-		if (n < 0)
-			return n;
-		if (n == 0)
-			return -EIO;
-		left -= n;
-	}
-	return 0;
+	return file_pages(res, pages, nr, true);
 }
 
-/*
- * Many pages in one read: one pass through the VFS (and, for a socket, one
- * receive) for what would be @nr calls of kernel_read().
- */
 static int file_read_pages(struct ghost_res *res, struct page **pages,
 			   unsigned int nr)
 {
-	struct file *f = to_fileres(res)->file;
-	struct bio_vec bv[GHOST_PAGE_BATCH];
-	size_t left = (size_t)nr * PAGE_SIZE;
-	struct iov_iter it;
-
-	if (nr > GHOST_PAGE_BATCH)
-		return -EINVAL;
-	pages_bvec(bv, pages, nr);
-	iov_iter_bvec(&it, ITER_DEST, bv, nr, left);
-	while (left) {
-		ssize_t n = vfs_iter_read(f, &it, &f->f_pos, 0);
-
-		if (n < 0)
-			return n;
-		if (n == 0)
-			return -ENODATA;	/* the image ends early */
-		left -= n;
-	}
-	return 0;
+	return file_pages(res, pages, nr, false);
 }
 
 static void file_release(struct ghost_res *res)
