@@ -212,7 +212,11 @@ class TlsChannel final : public Channel {
     const std::string& peer() const override { return peer_; }
     int fd() const override { return fd_.get(); }
     SSL* ssl() const { return ssl_; }
+    // Two setsockopt(2) calls, made only when the limit changes: a kept
+    // connection sets the same one around every short request.
     void set_timeout(milliseconds t) override {
+        if (t == timeout_)
+            return;
         timeout_ = t;
         net::set_socket_timeout(fd_.get(), t);
     }
