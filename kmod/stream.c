@@ -84,58 +84,42 @@ int ghost_stream_read(struct ghost_stream *s, void *buf, size_t len)
 }
 
 /*
- * @nr whole pages onto the stream, in one write where the resource can
- * (ghost_res_ops.write_pages), else page by page.
+ * @nr whole pages onto or off the stream, in one write or read where the
+ * resource can (ghost_res_ops.write_pages, read_pages), else page by page.
  */
-int ghost_stream_write_pages(struct ghost_stream *s, struct page **pages,
-			     unsigned int nr)
+static int stream_pages(struct ghost_stream *s, struct page **pages,
+			unsigned int nr, bool write)
 {
+	int (*batch)(struct ghost_res *res, struct page **pages,
+		     unsigned int nr) =
+		write ? s->res->ops->write_pages : s->res->ops->read_pages;
 	unsigned int i;
-	int err = 0;
+	int err = batch ? batch(s->res, pages, nr) : 0;
 
-	if (s->res->ops->write_pages)
-		err = s->res->ops->write_pages(s->res, pages, nr);
 	for (i = 0; i < nr && !err; i++) {
 		void *v = kmap_local_page(pages[i]);
 
-		if (s->res->ops->write_pages)
+		if (batch)
 			stream_account(s, v, PAGE_SIZE);
-		else
+		else if (write)
 			err = ghost_stream_write(s, v, PAGE_SIZE);
+		else
+			err = ghost_stream_read(s, v, PAGE_SIZE);
 		kunmap_local(v);
 	}
 	return err;
 }
 
-/*
- * @nr whole pages of the stream, in one read where the resource can
- * (ghost_res_ops.read_pages), else page by page.
- */
+int ghost_stream_write_pages(struct ghost_stream *s, struct page **pages,
+			     unsigned int nr)
+{
+	return stream_pages(s, pages, nr, true);
+}
+
 int ghost_stream_read_pages(struct ghost_stream *s, struct page **pages,
 			    unsigned int nr)
 {
-	unsigned int i;
-	int err = 0;
-
-	if (!s->res->ops->read_pages) {
-		for (i = 0; i < nr && !err; i++) {
-			void *v = kmap_local_page(pages[i]);
-
-			err = ghost_stream_read(s, v, PAGE_SIZE);
-			kunmap_local(v);
-		}
-		return err;
-	}
-	err = s->res->ops->read_pages(s->res, pages, nr);
-	if (err)
-		return err;
-	for (i = 0; i < nr; i++) {
-		void *v = kmap_local_page(pages[i]);
-
-		stream_account(s, v, PAGE_SIZE);
-		kunmap_local(v);
-	}
-	return 0;
+	return stream_pages(s, pages, nr, false);
 }
 
 /*

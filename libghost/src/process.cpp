@@ -274,8 +274,12 @@ Error restore_streamed(Engine& engine, image::Source& in, const RestoreOptions& 
                                                       links->size()));
     if (!sequence && links->front().img.parent) {
         // An incremental image from a stream: nothing was placed, so its
-        // view has every byte.
-        auto flat = chain::flatten_if_incremental(links->front().view.bytes(), {});
+        // view has every byte; its parents are found by the paths it
+        // records, and the chain is restored flattened.
+        auto c = chain::Chain::follow(std::move(links->front()));
+        if (!c)
+            return c.error();
+        auto flat = c->flattened();
         if (!flat)
             return flat.error();
         return restore_whole(engine, flat->get(), o);
