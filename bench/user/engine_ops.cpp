@@ -104,6 +104,23 @@ void bm_export(benchmark::State& state, const std::string& engine_name, size_t m
         static_cast<double>(frozen_ns) / 1e6 / static_cast<double>(state.iterations());
 }
 
+namespace {
+
+constexpr EngineOp op_table[] = {
+    {"/export-memory",
+     [](benchmark::State& s, const std::string& e, size_t mib) { bm_export(s, e, mib, false); }},
+    {"/export-file",
+     [](benchmark::State& s, const std::string& e, size_t mib) { bm_export(s, e, mib, true); }},
+    {"/restart-file",
+     [](benchmark::State& s, const std::string& e, size_t mib) { bm_restart(s, e, mib, false); }},
+    {"/restart-pipe",
+     [](benchmark::State& s, const std::string& e, size_t mib) { bm_restart(s, e, mib, true); }},
+};
+
+} // namespace
+
+const std::span<const EngineOp> engine_ops(op_table);
+
 // Restarts from the file, or (pipe) from a pipe a thread splices the file
 // into while the restart reads it: a stream, as migd's restore stub gets.
 void bm_restart(benchmark::State& state, const std::string& engine_name, size_t mib, bool pipe) {

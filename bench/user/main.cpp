@@ -164,18 +164,10 @@ int main(int argc, char** argv) {
             bm_memcpy(s, mib);
         })->MinTime(0.5);
         for (const auto& e : cfg.engines) {
-            reg(name_of(e + "/export-memory", mib), [e, mib](benchmark::State& s) {
-                bm_export(s, e, mib, false);
-            })->Iterations(cfg.iterations);
-            reg(name_of(e + "/export-file", mib), [e, mib](benchmark::State& s) {
-                bm_export(s, e, mib, true);
-            })->Iterations(cfg.iterations);
-            reg(name_of(e + "/restart-file", mib), [e, mib](benchmark::State& s) {
-                bm_restart(s, e, mib, false);
-            })->Iterations(cfg.iterations);
-            reg(name_of(e + "/restart-pipe", mib), [e, mib](benchmark::State& s) {
-                bm_restart(s, e, mib, true);
-            })->Iterations(cfg.iterations);
+            for (const auto& op : engine_ops)
+                reg(name_of(e + op.name, mib), [&op, e, mib](benchmark::State& s) {
+                    op.fn(s, e, mib);
+                })->Iterations(cfg.iterations);
         }
         for (const auto& b : baselines)
             reg(name_of(b.name, mib), [&b, mib](benchmark::State& s) {

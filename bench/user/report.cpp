@@ -52,9 +52,8 @@ void print_table(const TableReporter& rep) {
         };
         std::vector<std::string> ops;
         for (const auto& e : cfg.engines)
-            for (const char* op :
-                 {"/export-memory", "/export-file", "/restart-file", "/restart-pipe"})
-                ops.push_back(e + op);
+            for (const auto& op : engine_ops)
+                ops.push_back(e + op.name);
         ops.push_back("memcpy");
         for (const auto& b : baselines)
             ops.push_back(b.name);

@@ -105,6 +105,13 @@ void fail(benchmark::State& state, std::string what);
 void bm_export(benchmark::State& state, const std::string& engine_name, size_t mib, bool to_file);
 void bm_restart(benchmark::State& state, const std::string& engine_name, size_t mib, bool pipe);
 
+// Each engine's rows, "ENGINE/" + name, in the order of the table.
+struct EngineOp {
+    const char* name;
+    void (*fn)(benchmark::State&, const std::string& engine, size_t mib);
+};
+extern const std::span<const EngineOp> engine_ops;
+
 // --- baselines.cpp: baselines over the same bytes
 
 void bm_memcpy(benchmark::State& state, size_t mib);
