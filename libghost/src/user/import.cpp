@@ -39,6 +39,7 @@
 #include "ghost_vma_attrs.h"
 #include "sys.hpp"
 #include "user/attrs.hpp"
+#include "user/call_batch.hpp"
 #include "user/creds.hpp"
 #include "user/locks.hpp"
 #include "user/proc.hpp"
@@ -53,7 +54,10 @@ namespace {
 
 constexpr std::uint64_t kPage = 4096;
 constexpr std::uint64_t kTaskSize = (1ULL << 47) - kPage;
-constexpr std::uint64_t kScratchLen = 2 * kPage; // code page, data page
+// The scratch mapping: a code page, a data page, then the table of system
+// calls run in one stop (call_batch.hpp).
+constexpr std::uint64_t kTablePages = 4;
+constexpr std::uint64_t kScratchLen = (2 + kTablePages) * kPage;
 constexpr int kArchMapVdso64 = 0x2003;
 constexpr int kCapSysResource = 24;
 constexpr std::uint64_t kUnblockable = (1ULL << (SIGKILL - 1)) | (1ULL << (SIGSTOP - 1));
@@ -76,6 +80,7 @@ constexpr std::uint8_t kSetActionsLoop[] = {
 static_assert(sizeof(ghost_sigaction) == 32 && SYS_rt_sigaction == 13 && SIGKILL == 9 &&
               SIGSTOP == 19);
 constexpr std::uint64_t kSetActionsOff = 16;
+constexpr std::uint64_t kCallLoopOff = 128; // call_loop_code()
 
 // Offsets in the scratch data page.
 constexpr std::uint64_t kMmMapOff = 0, kAuxvOff = 256, kActOff = 1024, kCommOff = 3072,
@@ -358,13 +363,21 @@ class Rebuild {
                       std::uint64_t a6 = 0);
     Result<void> unmap_caller();
     Result<void> map_image();
+    Result<void> fill_vma(const image::Vma& v);
     Result<void> finish_vma(const ghost_vma& r, std::uint32_t prot);
+    std::uint32_t made_prot(const image::Vma& v) const;
     Result<void> set_mm();
     Result<void> set_files();
     Result<void> set_locks();
     Result<void> set_task();
     Result<void> set_signals();
     Result<void> set_attrs() { return commit_attrs(t_, p_.attrs); }
+    // Queues a call for the next batch_.flush() (call_batch.hpp).
+    Result<void> queue(std::string what, long nr, std::uint64_t a1 = 0, std::uint64_t a2 = 0,
+                       std::uint64_t a3 = 0, std::uint64_t a4 = 0, std::uint64_t a5 = 0,
+                       std::uint64_t a6 = 0, std::optional<std::uint64_t> expect = std::nullopt) {
+        return batch_->add(std::move(what), nr, a1, a2, a3, a4, a5, a6, expect);
+    }
     Result<void> poke(std::uint64_t off, std::span<const std::byte> b) {
         return t_.write(layout_.scratch + kPage + off, b);
     }
@@ -381,6 +394,7 @@ class Rebuild {
     bool scratch_mapped_ = false;
     RseqConfig rseq0_;
     bool rseq_off_ = false;
+    std::optional<CallBatch> batch_; // once the scratch mapping is there
 };
 
 Result<long> Rebuild::call(const char* what, long nr, std::uint64_t a1, std::uint64_t a2,
@@ -468,7 +482,11 @@ Result<void> Rebuild::prepare() {
             t_.write(layout_.scratch + kSetActionsOff, std::as_bytes(std::span(kSetActionsLoop)));
         !w)
         return w;
-    t_.use_syscall_insn(layout_.scratch);
+    if (auto w = t_.write(layout_.scratch + kCallLoopOff, call_loop_code()); !w)
+        return w;
+    t_.use_syscall_trap(layout_.scratch);
+    batch_.emplace(t_, regs0_, layout_.scratch + kCallLoopOff, layout_.scratch + 2 * kPage,
+                   kTablePages * kPage / sizeof(CallEntry));
 
     // The caller's rseq area goes with its memory: unregister it now, while
     // the kernel can still write to it.
@@ -515,13 +533,13 @@ Result<void> Rebuild::unmap_caller() {
             if (be <= from || bs >= e)
                 continue;
             if (bs > from)
-                if (auto r = call("unmapping the caller", SYS_munmap, from, bs - from); !r)
-                    return r.error();
+                if (auto r = queue("unmapping the caller", SYS_munmap, from, bs - from); !r)
+                    return r;
             from = std::max(from, be);
         }
         if (e > from)
-            if (auto r = call("unmapping the caller", SYS_munmap, from, e - from); !r)
-                return r.error();
+            if (auto r = queue("unmapping the caller", SYS_munmap, from, e - from); !r)
+                return r;
         s = e = 0;
         return {};
     };
@@ -538,47 +556,65 @@ Result<void> Rebuild::unmap_caller() {
             s = m.start;
         e = m.end;
     }
-    return flush();
+    if (auto r = flush(); !r)
+        return r;
+    return batch_->flush();
 }
 
 // A mapping in place with protection prot: the image's protection and
-// attributes.
+// attributes, queued.
 Result<void> Rebuild::finish_vma(const ghost_vma& r, std::uint32_t prot) {
     if (prot != r.prot)
-        if (auto m = call("mprotect", SYS_mprotect, r.start, r.end - r.start, r.prot); !m)
-            return m.error();
+        if (auto m = queue("mprotect", SYS_mprotect, r.start, r.end - r.start, r.prot); !m)
+            return m;
     if (r.flags & GHOST_VMA_ATTRS)
-        return apply_vma_attrs([&](const char* what, long nr, std::uint64_t a1, std::uint64_t a2,
-                                   std::uint64_t a3) { return call(what, nr, a1, a2, a3); },
-                               r);
+        return apply_vma_attrs(
+            [&](const char* what, long nr, std::uint64_t a1, std::uint64_t a2,
+                std::uint64_t a3) -> Result<long> {
+                if (auto q = queue(what, nr, a1, a2, a3); !q)
+                    return q.error();
+                return 0;
+            },
+            r);
     return {};
 }
 
+// The protection a mapping is made with: its own, and writable while its
+// pages are written in (none is for memory built ahead: its buffer is
+// moved into place, and is read-write).
+std::uint32_t Rebuild::made_prot(const image::Vma& v) const {
+    if (p_.shadow && p_.shadow->buffer(v.rec.start, v.rec.end))
+        return PROT_READ | PROT_WRITE;
+    return v.rec.prot | (v.runs.empty() ? 0 : PROT_WRITE);
+}
+
+// Every mapping is made (or moved into place) in one batch, then filled from
+// here, then given its protection and attributes in a second batch: two
+// stops for the whole address space rather than two per mapping.
 Result<void> Rebuild::map_image() {
+    auto ours = [](const image::Vma& v) {
+        return !(v.rec.flags & (GHOST_VMA_VDSO | GHOST_VMA_VVAR));
+    };
     for (std::size_t i = 0; i < img_.vmas.size(); i++) {
         const auto& v = img_.vmas[i];
         const auto& r = v.rec;
-        if (r.flags & (GHOST_VMA_VDSO | GHOST_VMA_VVAR))
+        if (!ours(v))
             continue;
         if (const std::uint64_t buf = p_.shadow ? p_.shadow->buffer(r.start, r.end) : 0) {
             // Built ahead: its pages move into place, none is copied.
-            auto at = call(
-                fmt::format("moving the memory of {:#x}-{:#x} into place", r.start, r.end).c_str(),
-                SYS_mremap, buf, r.end - r.start, r.end - r.start, MREMAP_MAYMOVE | MREMAP_FIXED,
-                r.start);
-            if (!at)
-                return at.error();
+            if (auto at = queue(
+                    fmt::format("moving the memory of {:#x}-{:#x} into place", r.start, r.end),
+                    SYS_mremap, buf, r.end - r.start, r.end - r.start,
+                    MREMAP_MAYMOVE | MREMAP_FIXED, r.start, 0, r.start);
+                !at)
+                return at;
             if (!(r.flags & GHOST_VMA_DONTFORK)) // the buffer's, not the image's
-                if (auto m = call("madvise(MADV_DOFORK)", SYS_madvise, r.start, r.end - r.start,
-                                  MADV_DOFORK);
+                if (auto m = queue("madvise(MADV_DOFORK)", SYS_madvise, r.start, r.end - r.start,
+                                   MADV_DOFORK);
                     !m)
-                    return m.error();
-            if (auto f = finish_vma(r, PROT_READ | PROT_WRITE); !f)
-                return f;
+                    return m;
             continue;
         }
-        const bool fill = !v.runs.empty();
-        const std::uint32_t prot = r.prot | (fill ? PROT_WRITE : 0);
         std::uint64_t flags =
             MAP_FIXED_NOREPLACE | ((r.flags & GHOST_VMA_SHARED) ? MAP_SHARED : MAP_PRIVATE);
         if (!(r.flags & GHOST_VMA_FILE))
@@ -588,28 +624,40 @@ Result<void> Rebuild::map_image() {
         if (r.flags & GHOST_VMA_NORESERVE)
             flags |= MAP_NORESERVE;
         const int fd = p_.vma_fd[i];
-        auto at = call(fmt::format("mapping {:#x}-{:#x}", r.start, r.end).c_str(), SYS_mmap,
-                       r.start, r.end - r.start, prot, flags, static_cast<std::uint64_t>(fd),
-                       fd >= 0 ? r.pgoff * kPage : 0);
-        if (!at)
-            return at.error();
-        if (static_cast<std::uint64_t>(*at) != r.start)
-            return Error::from_errno(EFAULT, fmt::format("mapping {:#x} landed at {:#x}", r.start,
-                                                         static_cast<std::uint64_t>(*at)));
-        auto pg = std::lower_bound(
-            p_.pages.begin(), p_.pages.end(), r.start,
-            [](const PageData& d, std::uint64_t a) { return d.addr + d.data.size() <= a; });
-        for (; fill && pg != p_.pages.end() && pg->addr < r.end; ++pg)
-            if (auto w = t_.write(pg->addr, pg->data); !w)
-                return w;
-        if (auto f = finish_vma(r, prot); !f)
-            return f;
+        if (auto at = queue(fmt::format("mapping {:#x}-{:#x}", r.start, r.end), SYS_mmap, r.start,
+                            r.end - r.start, made_prot(v), flags, static_cast<std::uint64_t>(fd),
+                            fd >= 0 ? r.pgoff * kPage : 0, r.start);
+            !at)
+            return at;
     }
+    if (auto b = batch_->flush(); !b)
+        return b;
+    for (const auto& v : img_.vmas)
+        if (ours(v) && !(p_.shadow && p_.shadow->buffer(v.rec.start, v.rec.end)))
+            if (auto f = fill_vma(v); !f)
+                return f;
+    for (const auto& v : img_.vmas)
+        if (ours(v))
+            if (auto f = finish_vma(v.rec, made_prot(v)); !f)
+                return f;
     if (layout_.move_vdso)
-        if (auto r = call(fmt::format("mapping the vDSO at {:#x}", layout_.new_vvar).c_str(),
-                          SYS_arch_prctl, kArchMapVdso64, layout_.new_vvar);
+        if (auto r = queue(fmt::format("mapping the vDSO at {:#x}", layout_.new_vvar),
+                           SYS_arch_prctl, kArchMapVdso64, layout_.new_vvar);
             !r)
-            return r.error();
+            return r;
+    return batch_->flush();
+}
+
+// A mapping's pages, written in from here.
+Result<void> Rebuild::fill_vma(const image::Vma& v) {
+    if (v.runs.empty())
+        return {};
+    auto pg = std::lower_bound(
+        p_.pages.begin(), p_.pages.end(), v.rec.start,
+        [](const PageData& d, std::uint64_t a) { return d.addr + d.data.size() <= a; });
+    for (; pg != p_.pages.end() && pg->addr < v.rec.end; ++pg)
+        if (auto w = t_.write(pg->addr, pg->data); !w)
+            return w;
     return {};
 }
 
@@ -652,8 +700,10 @@ Result<void> Rebuild::set_files() {
             return f.rec.fd == fd && f.rec.kind == GHOST_FILE_INHERIT;
         });
         if (!inherited)
-            if (auto r = call("closing the caller's descriptors", SYS_close, fd); !r)
-                return r.error();
+            if (auto r = queue("closing the caller's descriptors", SYS_close,
+                               static_cast<std::uint64_t>(fd));
+                !r)
+                return r;
     }
     for (std::size_t i = 0; i < img_.files.size(); i++) {
         const auto& r = img_.files[i].rec;
@@ -666,19 +716,26 @@ Result<void> Rebuild::set_files() {
         if (from < 0)
             continue;
         if (auto d =
-                call(fmt::format("placing fd {}", r.fd).c_str(), SYS_dup3, from, r.fd, cloexec);
+                queue(fmt::format("placing fd {}", r.fd), SYS_dup3,
+                      static_cast<std::uint64_t>(from), static_cast<std::uint64_t>(r.fd), cloexec);
             !d)
-            return d.error();
+            return d;
     }
-    if (auto r = call("entering the working directory", SYS_fchdir, p_.cwd_fd); !r)
-        return r.error();
-    if (auto r = call("umask", SYS_umask, img_.umask); !r)
-        return r.error();
+    if (auto r = queue("entering the working directory", SYS_fchdir,
+                       static_cast<std::uint64_t>(p_.cwd_fd));
+        !r)
+        return r;
+    if (auto r = queue("umask", SYS_umask, img_.umask); !r)
+        return r;
     // The files it opened go first: POSIX locks are taken after the last
     // close of their files and before the rest (a restart waits for them).
     for (const auto& fd : p_.owned)
-        if (auto r = call("closing the restorer's files", SYS_close, fd.get()); !r)
-            return r.error();
+        if (auto r = queue("closing the restorer's files", SYS_close,
+                           static_cast<std::uint64_t>(fd.get()));
+            !r)
+            return r;
+    if (auto r = batch_->flush(); !r)
+        return r;
     for (int i = 0; i < GHOST_NRLIMITS; i++) {
         const rlimit rl{img_.rlimits.rlim[i].cur, img_.rlimits.rlim[i].max};
         if (::prlimit(t_.pid(), static_cast<__rlimit_resource>(i), &rl, nullptr) != 0)

@@ -256,9 +256,14 @@ Result<long> Tracee::call(long nr, std::uint64_t a1, std::uint64_t a2, std::uint
     r.rip = insn_;
     if (auto s = set_regs(r); !s)
         return s.error();
-    for (int stop = 0; stop < 2; stop++) // entry, exit
-        if (auto e = resume_until(PTRACE_SYSCALL, kSyscallStop, "a system call"); !e)
+    if (trap_follows_) {
+        if (auto e = resume_until(PTRACE_CONT, SIGTRAP, "a system call"); !e)
             return e.error();
+    } else {
+        for (int stop = 0; stop < 2; stop++) // entry, exit
+            if (auto e = resume_until(PTRACE_SYSCALL, kSyscallStop, "a system call"); !e)
+                return e.error();
+    }
     auto out = regs();
     if (!out)
         return out.error();
@@ -278,6 +283,9 @@ Result<Regs> Tracee::run_to_trap(const Regs& start) {
 
 Result<void> Tracee::call_and_release(const Regs& final, std::uint64_t mask, int sig, long nr,
                                       std::uint64_t a1, std::uint64_t a2) {
+    // Stopped at the system call's exit, not at a trap after it: the call
+    // may unmap the code it runs from (the restorer's scratch page).
+    trap_follows_ = false;
     auto r = call(nr, a1, a2);
     if (!r)
         return r.error();

@@ -67,7 +67,16 @@ class Tracee {
     Result<void> kill_on_exit();
 
     // Where the syscall instruction for call() is; see find_syscall_insn().
-    void use_syscall_insn(std::uint64_t addr) { insn_ = addr; }
+    void use_syscall_insn(std::uint64_t addr) {
+        insn_ = addr;
+        trap_follows_ = false;
+    }
+    // The same, where an int3 follows the instruction (code we placed):
+    // call() then runs to the trap, one stop per call instead of two.
+    void use_syscall_trap(std::uint64_t addr) {
+        insn_ = addr;
+        trap_follows_ = true;
+    }
     // A syscall instruction the tracee can run: just behind rip when it is
     // stopped in a system call, else one inside its vDSO.
     Result<std::uint64_t> find_syscall_insn(const Regs& now);
@@ -134,6 +143,7 @@ class Tracee {
     pid_t pid_ = -1;
     bool attached_ = false;
     std::uint64_t insn_ = 0;
+    bool trap_follows_ = false;
     int held_stop_ = 0;     // a SIGSTOP that arrived while we worked: resent at detach
     bool snapshot_ = false; // made by fork_snapshot(): killed, never let go
     Regs scratch_{};        // register template for call()

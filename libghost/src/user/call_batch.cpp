@@ -1,0 +1,94 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+// System calls run inside a tracee a table at a time (call_batch.hpp).
+#include "user/call_batch.hpp"
+
+#include <cerrno>
+#include <utility>
+
+#include <fmt/format.h>
+
+#include "sys.hpp"
+
+namespace ghost::user {
+
+namespace {
+
+constexpr std::uint8_t kLoop[] = {
+    0x49, 0x8b, 0x04, 0x24, 0x49, 0x8b, 0x7c, 0x24, 0x08, 0x49, 0x8b, 0x74, 0x24, 0x10, 0x49,
+    0x8b, 0x54, 0x24, 0x18, 0x4d, 0x8b, 0x54, 0x24, 0x20, 0x4d, 0x8b, 0x44, 0x24, 0x28, 0x4d,
+    0x8b, 0x4c, 0x24, 0x30, 0x0f, 0x05, 0x49, 0x89, 0x44, 0x24, 0x38, 0x48, 0x3d, 0x01, 0xf0,
+    0xff, 0xff, 0x73, 0x09, 0x49, 0x83, 0xc4, 0x40, 0x4d, 0x39, 0xec, 0x75, 0xc6, 0xcc};
+
+} // namespace
+
+std::span<const std::byte> call_loop_code() {
+    return std::as_bytes(std::span(kLoop));
+}
+
+CallBatch::CallBatch(Tracee& t, const Regs& base, std::uint64_t code, std::uint64_t table,
+                     std::size_t capacity)
+    : t_(t), base_(base), code_(code), table_(table), capacity_(capacity) {
+    entries_.reserve(capacity);
+    pending_.reserve(capacity);
+}
+
+Result<void> CallBatch::add(std::string what, long nr, std::uint64_t a1, std::uint64_t a2,
+                            std::uint64_t a3, std::uint64_t a4, std::uint64_t a5, std::uint64_t a6,
+                            std::optional<std::uint64_t> expect) {
+    if (entries_.size() == capacity_)
+        if (auto r = flush(); !r)
+            return r;
+    entries_.push_back({static_cast<std::uint64_t>(nr), {a1, a2, a3, a4, a5, a6}, 0});
+    pending_.push_back({std::move(what), expect});
+    return {};
+}
+
+Result<void> CallBatch::flush() {
+    if (entries_.empty())
+        return {};
+    // The queue is taken whatever happens: what failed is not run again.
+    std::vector<CallEntry> entries;
+    std::vector<Pending> pending;
+    entries.reserve(capacity_);
+    pending.reserve(capacity_);
+    std::swap(entries, entries_);
+    std::swap(pending, pending_);
+    const auto bytes = std::as_writable_bytes(std::span(entries));
+    if (auto w = t_.write(table_, bytes); !w)
+        return w;
+    Regs r = base_;
+    r.rip = code_;
+    r.r12 = table_;
+    r.r13 = table_ + bytes.size();
+    auto done = t_.run_to_trap(r);
+    if (!done)
+        return done.error();
+    // r12 is on the entry that failed, or at the end when none did.
+    const std::uint64_t at = done->r12;
+    if (at < table_ || at > table_ + bytes.size() || (at - table_) % sizeof(CallEntry))
+        return Error::from_errno(EIO, fmt::format("the system call loop in pid {} stopped at "
+                                                  "{:#x}, outside its table",
+                                                  t_.pid(), at));
+    const std::size_t ran = (at - table_) / sizeof(CallEntry);
+    if (auto rd = t_.read(table_, bytes); !rd)
+        return rd;
+    for (std::size_t i = 0; i < entries.size() && i <= ran; i++) {
+        const auto res = static_cast<long>(entries[i].result);
+        if (i == ran) { // the loop stopped on it: it failed
+            if (!is_err(res))
+                return Error::from_errno(EIO, fmt::format("{}: the system call loop stopped "
+                                                          "without an error",
+                                                          pending[i].what));
+            return Error::from_errno(
+                static_cast<int>(-res),
+                fmt::format("{}: {}", pending[i].what, errno_text(static_cast<int>(-res))));
+        }
+        if (pending[i].expect && entries[i].result != *pending[i].expect)
+            return Error::from_errno(EFAULT, fmt::format("{}: the result was {:#x}, not {:#x}",
+                                                         pending[i].what, entries[i].result,
+                                                         *pending[i].expect));
+    }
+    return {};
+}
+
+} // namespace ghost::user
