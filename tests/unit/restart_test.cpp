@@ -262,6 +262,33 @@ TEST_F(Restart, StoppedUntilContinued) {
     EXPECT_EQ(next_line().second, last + 2);
 }
 
+// restart() returns once the process runs as the image and nothing holds
+// it any more: it can be checkpointed again at once (a process still held
+// by the user engine's tracer could not be seized).
+TEST_F(Restart, ReturnsOnlyOnceReleased) {
+    auto img = checkpointed();
+    for (int round = 0; round < 5; round++) {
+        auto child = ghost::restart(*eng_, img.get(), opts());
+        ASSERT_TRUE(child) << child.error().what();
+        pids_.push_back(*child);
+        std::ifstream status("/proc/" + std::to_string(*child) + "/status");
+        std::string line, tracer;
+        while (std::getline(status, line))
+            if (line.rfind("TracerPid:", 0) == 0)
+                tracer = line.substr(line.find_first_not_of(" \t", 10));
+        EXPECT_EQ(tracer, "0") << "round " << round << ": still held after restart() returned";
+        ghost::UniqueFd again(::open("/tmp", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600));
+        ASSERT_TRUE(again);
+        ghost::CheckpointOptions o;
+        o.fate = ghost::Fate::Kill;
+        auto st = ghost::checkpoint(*eng_, *child, again.get(), o);
+        ASSERT_TRUE(st) << "round " << round << ": " << st.error().what();
+        EXPECT_EQ(::waitpid(*child, nullptr, 0), *child);
+        drain();
+        ASSERT_EQ(::lseek(img.get(), 0, SEEK_SET), 0);
+    }
+}
+
 TEST_F(Restart, KilledWhileStoppedLeavesNothing) {
     auto img = checkpointed();
     auto o = opts();

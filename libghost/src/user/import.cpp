@@ -195,16 +195,21 @@ Result<void> open_everything(Plan& p) {
     return {};
 }
 
-// Closes every descriptor but those in keep.
-void close_all_but(std::vector<int> keep) {
+// Closes every descriptor below end but those in keep.
+void close_below(int end, std::vector<int> keep) {
     std::sort(keep.begin(), keep.end());
     unsigned lo = 0;
+    const auto stop = static_cast<unsigned>(end);
     for (const int k : keep) {
-        if (static_cast<unsigned>(k) > lo)
-            ::syscall(SYS_close_range, lo, static_cast<unsigned>(k) - 1, 0);
-        lo = static_cast<unsigned>(k) + 1;
+        const auto u = static_cast<unsigned>(k);
+        if (u >= stop)
+            break;
+        if (u > lo)
+            ::syscall(SYS_close_range, lo, u - 1, 0);
+        lo = u + 1;
     }
-    ::syscall(SYS_close_range, lo, ~0U, 0);
+    if (lo < stop)
+        ::syscall(SYS_close_range, lo, stop - 1, 0);
 }
 
 } // namespace
@@ -273,7 +278,13 @@ Error restore(const image::Image& img, std::vector<PageData> pages, bool stopped
             (void)!::write(rep_wr.get(), &tracer, sizeof(tracer));
             ::_exit(0);
         }
-        close_all_but({2, rep_wr.get(), go_rd.get()});
+        // The caller's descriptors (the image's numbers) go: the restored
+        // process's peers must not see them held open by us. The
+        // restorer's own, from fd_base up, stay until we exit, after the
+        // release: whoever waits for them to close (restart()'s status
+        // pipe) learns of the restore only once the process runs as the
+        // image and is no longer held (it may be checkpointed at once).
+        close_below(p.fd_base, {2, rep_wr.get(), go_rd.get()});
         char c;
         if (::read(go_rd.get(), &c, 1) != 1)
             ::_exit(1);
