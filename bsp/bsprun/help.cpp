@@ -83,10 +83,14 @@ BALANCING
     end of superstep S: vp V moved from hA:PID to hB:PID (POLICY: WHY)
   and, with --verbose, the numbers behind it. Each host is its own Set with
   one processor. Measured, not configured: a VP's CPU share is its CPU time
-  over its computation's wall time; a host's power is 1e9 instructions/s
-  times the median share of its VPs (a host without VPs keeps its last
-  estimate, at first 1e9), its external load 1 - that share. A VP's
-  instructions are its CPU seconds x 1e9 (no perf_event_open), its memory
+  over its computation's wall time; a host's external load is 1 minus the
+  median share of its VPs (a host without VPs keeps its last estimate, at
+  first 0). A VP's instructions are counted in user mode with
+  perf_event_open(2) where the kernel allows it (a hardware counter;
+  perf_event_paranoid 2 or less), and a host's power is then its VPs'
+  median count per CPU second; where it does not (no PMU, as in most VMs),
+  a host's power is 1e9 instructions/s and a VP's instructions are its CPU
+  seconds times that (--verbose says why, per VP). A VP's memory is
   its resident size at bsp_sync (64 MiB if unknown), its bytes per Set
   those the hub routed to it (puts, messages, get replies) by the source's
   host. The network: 1e-8 s per byte between different hosts (100 MB/s),

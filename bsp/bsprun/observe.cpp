@@ -22,8 +22,13 @@ double median(std::vector<double> v) {
 
 } // namespace
 
+bool counted(const VpStats& s) {
+    return s.instructions_errno == 0 && s.instructions > 0;
+}
+
 Observer::Observer(std::vector<std::string> hosts, ObserveOptions opt)
-    : hosts_(std::move(hosts)), opt_(opt), share_(hosts_.size(), 1.0) {}
+    : hosts_(std::move(hosts)), opt_(opt), share_(hosts_.size(), 1.0),
+      power_(hosts_.size(), opt_.nominal_power) {}
 
 std::size_t Observer::index(const std::string& host) const {
     return static_cast<std::size_t>(std::find(hosts_.begin(), hosts_.end(), host) - hosts_.begin());
@@ -41,9 +46,15 @@ balance::Observation Observer::observe(std::uint64_t superstep, double now,
     o.superstep = superstep + 1;
     o.now = now;
     o.sets = nh;
-    std::vector<std::vector<double>> shares(nh);
-    for (std::size_t v = 0; v < stats.size(); ++v)
+    std::vector<std::vector<double>> shares(nh), rates(nh);
+    for (std::size_t v = 0; v < stats.size(); ++v) {
         shares[host_of(v)].push_back(cpu_share(stats[v]));
+        // Counted instructions per CPU second: the speed of the host's
+        // processors, whatever else runs there.
+        if (counted(stats[v]) && stats[v].comp_cpu > 0)
+            rates[host_of(v)].push_back(static_cast<double>(stats[v].instructions) /
+                                        stats[v].comp_cpu);
+    }
     for (std::size_t h = 0; h < nh; ++h) {
         balance::Host host;
         host.set = static_cast<balance::SetId>(h);
@@ -51,11 +62,14 @@ balance::Observation Observer::observe(std::uint64_t superstep, double now,
         host.managed = static_cast<unsigned>(shares[h].size());
         if (!shares[h].empty())
             share_[h] = median(shares[h]);
+        if (!rates[h].empty())
+            power_[h] = median(rates[h]);
         // A CPU quota or other users' load shows as a share below 1: it is
-        // external load on a processor of nominal power. Putting it in
-        // cpu_power as well would count it twice, since the policies use
+        // external load on a processor of the host's power (nominal, or
+        // measured where instructions are counted). Putting it in cpu_power
+        // as well would count it twice, since the policies use
         // (1 - external_load) * cpu_power.
-        host.cpu_power = opt_.nominal_power;
+        host.cpu_power = power_[h];
         host.external_load = std::clamp(1.0 - share_[h], 0.0, 1.0);
         host.load_average = static_cast<double>(shares[h].size()) + host.external_load;
         o.hosts.push_back(host);
@@ -65,7 +79,8 @@ balance::Observation Observer::observe(std::uint64_t superstep, double now,
         balance::Process p;
         p.host = static_cast<balance::HostId>(host_of(v));
         p.memory_bytes = s.memory_bytes ? s.memory_bytes : opt_.default_memory;
-        p.instructions = s.comp_cpu * opt_.nominal_power;
+        p.instructions =
+            counted(s) ? static_cast<double>(s.instructions) : s.comp_cpu * power_[p.host];
         p.comp_time = s.comp_wall;
         p.step_time = s.comp_wall;
         p.bytes_from_set.assign(nh, 0.0);

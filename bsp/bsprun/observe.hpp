@@ -27,6 +27,10 @@ struct ObserveOptions {
 // to [0, 1]; 1 when it did not compute measurably (comp_wall 0).
 double cpu_share(const VpStats& s);
 
+// Whether the VP's instructions were counted (perf_event_open) rather than
+// left to be estimated from its CPU time.
+bool counted(const VpStats& s);
+
 class Observer {
   public:
     // hosts: the --hosts list (one host: just the home host); every host
@@ -39,12 +43,18 @@ class Observer {
     // The CPU share the VPs of host h got when it last had any (1 until
     // measured); the host's external load is 1 minus it.
     double share(std::size_t h) const { return share_.at(h); }
+    // Host h's power in instructions per CPU second: the median rate of its
+    // VPs whose instructions were counted, when it last had any; until
+    // then (or where nothing is counted) the nominal power.
+    double power(std::size_t h) const { return power_.at(h); }
 
     // The observation of the superstep that just ended (superstep counts
     // from 0 in the hub, from 1 in the Observation). where[v]: VP v's host
     // index (a VP on a host that is not listed counts on host 0). Updates
     // each host's estimate: the median share of its VPs (external load =
-    // 1 - share, cpu_power = nominal); a host with no VP keeps its last one.
+    // 1 - share) and power() (cpu_power); a host with no VP keeps its last
+    // ones. A VP's instructions are its counted ones, else its CPU seconds
+    // times its host's power.
     balance::Observation observe(std::uint64_t superstep, double now,
                                  std::span<const VpStats> stats,
                                  std::span<const std::size_t> where);
@@ -53,6 +63,7 @@ class Observer {
     std::vector<std::string> hosts_;
     ObserveOptions opt_;
     std::vector<double> share_;
+    std::vector<double> power_;
 };
 
 } // namespace ghost::bsp

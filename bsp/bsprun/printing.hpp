@@ -5,13 +5,25 @@
 #pragma once
 
 #include <cstdio>
+#include <cstring>
 #include <span>
+#include <string>
 #include <vector>
+
+#include <fmt/format.h>
 
 #include "hub.hpp"
 #include "migrate.hpp"
 
 namespace ghost::bsp {
+
+// "N instructions", or why they were not counted.
+inline std::string instructions_text(const VpStats& s) {
+    if (s.instructions_errno == 0)
+        return fmt::format("{} instructions", s.instructions);
+    return fmt::format("instructions not counted: perf_event_open: {}",
+                       std::strerror(s.instructions_errno));
+}
 
 class PrintingMover final : public Mover {
   public:
@@ -46,9 +58,10 @@ class VerboseHook final : public BarrierHook {
             for (const auto& s : stats)
                 std::fprintf(stderr,
                              "bsprun: superstep %llu: vp %d pid %d computed %.6f s "
-                             "(cpu %.6f s), sent %llu bytes\n",
+                             "(cpu %.6f s, %s), sent %llu bytes\n",
                              static_cast<unsigned long long>(superstep), s.vp, s.pid, s.comp_wall,
-                             s.comp_cpu, static_cast<unsigned long long>(s.bytes_sent));
+                             s.comp_cpu, instructions_text(s).c_str(),
+                             static_cast<unsigned long long>(s.bytes_sent));
         return inner_.barrier(superstep, stats);
     }
 

@@ -284,7 +284,8 @@ void Hub::barrier() {
         for (int v = 0; v < nprocs_; ++v) {
             const Vp& p = vps_[static_cast<std::size_t>(v)];
             stats.push_back({v, p.pid, p.sync.wall, p.sync.cpu, p.sync.bytes_sent,
-                             p.sync.memory_bytes, std::move(recv[static_cast<std::size_t>(v)])});
+                             p.sync.memory_bytes, std::move(recv[static_cast<std::size_t>(v)]),
+                             p.sync.instructions, p.sync.instructions_errno});
         }
     }
     std::vector<int> moves;

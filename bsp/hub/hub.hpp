@@ -32,6 +32,10 @@ struct VpStats {
     // Bytes it receives at this barrier from each VP (indexed by source VP):
     // puts and messages (tag + payload) addressed to it, and its gets' replies.
     std::vector<std::uint64_t> bytes_from;
+    // User-mode instructions of its computation, counted with
+    // perf_event_open; when they could not be, the errno why (and 0).
+    std::uint64_t instructions = 0;
+    int instructions_errno = 0;
 };
 
 // bytes_from of every VP (received[dest][src]) from the barrier's SYNCs.

@@ -16,6 +16,8 @@ Result<SyncRequest> decode_sync(std::vector<std::byte> payload, int nprocs) {
     s.cpu = r.f64();
     s.bytes_sent = r.u64();
     s.memory_bytes = r.u64();
+    s.instructions = r.u64();
+    s.instructions_errno = static_cast<int>(r.i64());
     s.tagsize = r.i64();
     const std::uint32_t nops = r.u32();
     for (std::uint32_t i = 0; i < nops && !r.failed(); ++i) {

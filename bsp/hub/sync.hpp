@@ -40,6 +40,8 @@ struct SyncRequest {
     double wall = 0, cpu = 0;
     std::uint64_t bytes_sent = 0;
     std::uint64_t memory_bytes = 0; // resident size at the sync
+    std::uint64_t instructions = 0; // user-mode instructions of the computation, if counted
+    int instructions_errno = 0;     // why they were not (perf_event_open's errno); 0: counted
     std::int64_t tagsize = -1;      // a bsp_set_tagsize of the superstep, else -1
     std::vector<RegOp> ops;
     std::vector<PutRec> puts;

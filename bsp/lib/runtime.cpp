@@ -249,6 +249,7 @@ void bsp_begin(int maxprocs) {
     s.t0 = now_wall();
     s.last_wall = s.t0;
     s.last_cpu = now_cpu();
+    s.instructions.start();
     s.phase = State::Phase::Running;
 }
 

@@ -13,6 +13,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "counter.hpp"
 #include "link.hpp"
 
 namespace ghost::bsp::vp {
@@ -63,6 +64,7 @@ struct State {
     void (*spmd)() = nullptr; // bsp_init's
     double t0 = 0;            // bsp_begin's monotonic time
     double last_wall = 0, last_cpu = 0;
+    InstructionCounter instructions; // of the superstep's computation (counter.hpp)
     std::uint64_t bytes_sent = 0;
     std::uint64_t superstep = 0;
 

@@ -174,11 +174,15 @@ extern "C" void bsp_sync(void) {
     State& s = state();
     need_running("bsp_sync");
     const double wall = now_wall(), cpu = now_cpu();
+    // Closed before anything else: this sync may migrate or checkpoint us.
+    const InstructionCounter::Count counted = s.instructions.stop();
     wire::Writer w;
     w.f64(wall - s.last_wall);
     w.f64(cpu - s.last_cpu);
     w.u64(s.bytes_sent);
     w.u64(resident_bytes());
+    w.u64(counted.instructions);
+    w.i64(counted.error);
     w.i64(s.new_tagsize);
     w.u32(static_cast<std::uint32_t>(s.ops.size()));
     for (const auto& op : s.ops) {
@@ -245,4 +249,5 @@ extern "C" void bsp_sync(void) {
     s.bytes_sent = 0;
     s.last_wall = now_wall();
     s.last_cpu = now_cpu();
+    s.instructions.start();
 }

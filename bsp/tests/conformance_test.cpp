@@ -7,8 +7,14 @@
 // the call and the problem, and a non-zero status.
 #include <gtest/gtest.h>
 
+#include <linux/perf_event.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <sstream>
 #include <string>
@@ -209,6 +215,31 @@ TEST(BspRun, VerbosePrintsEveryBarriersStatistics) {
     // superstep 4 is the first of the numbered rounds: 3 messages of 32 bytes to each of 2.
     EXPECT_NE(r.err.find("bsprun: superstep 4: vp 1 pid "), std::string::npos) << r.err;
     EXPECT_NE(r.err.find("sent 192 bytes"), std::string::npos) << r.err;
+}
+
+// Each VP counts its instructions with perf_event_open where this machine
+// allows it, and --verbose says so, or why not (no PMU in most VMs).
+TEST(BspRun, VerboseSaysHowInstructionsWereMeasured) {
+    perf_event_attr a{};
+    a.size = sizeof(a);
+    a.type = PERF_TYPE_HARDWARE;
+    a.config = PERF_COUNT_HW_INSTRUCTIONS;
+    a.exclude_kernel = 1;
+    a.exclude_hv = 1;
+    const long fd = ::syscall(SYS_perf_event_open, &a, 0, -1, -1, PERF_FLAG_FD_CLOEXEC);
+    const int err = fd < 0 ? errno : 0;
+    if (fd >= 0)
+        ::close(static_cast<int>(fd));
+    const auto r = run({BSPRUN_PATH, "-n", "2", "--verbose", prog("bsmp"), "2"});
+    EXPECT_EQ(r.code, 0) << r.err;
+    if (err) {
+        const std::string why =
+            std::string("instructions not counted: perf_event_open: ") + std::strerror(err);
+        EXPECT_EQ(count(r.err, why), 32) << r.err;
+    } else {
+        EXPECT_EQ(count(r.err, " instructions), sent"), 32) << r.err;
+        EXPECT_EQ(r.err.find("not counted"), std::string::npos) << r.err;
+    }
 }
 
 // --cluster asks this host's migd for the hosts: without one, a clear error.

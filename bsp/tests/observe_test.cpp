@@ -4,6 +4,7 @@
 // to the host it chose (BspPolicyHook.*), with a fake Placer.
 #include <gtest/gtest.h>
 
+#include <cerrno>
 #include <map>
 #include <string>
 #include <utility>
@@ -73,6 +74,44 @@ TEST(BspObserve, InstructionsFromCpuTimeAndMemory) {
     EXPECT_EQ(obs.procs[0].memory_bytes, 12345u);
     EXPECT_EQ(obs.procs[1].memory_bytes, 64ULL << 20); // none sent: the default
     EXPECT_DOUBLE_EQ(cpu_share(st[1]), 1.0);
+}
+
+// perf_event_open's counts where a VP has them: the VP's instructions, and
+// its host's power as the median count per CPU second; a VP without them
+// (the reason sent along) is its CPU seconds times its host's power.
+TEST(BspObserve, CountedInstructionsGiveInstructionsAndPower) {
+    Observer o({"a", "b"});
+    auto with = [](VpStats s, std::uint64_t n) {
+        s.instructions = n;
+        s.instructions_errno = 0;
+        return s;
+    };
+    auto without = [](VpStats s) {
+        s.instructions_errno = ENOENT;
+        return s;
+    };
+    // a: rates 3e9, 2e9 and 4e9 per CPU second (median 3e9), and one VP
+    // not counted; b: nothing counted.
+    std::vector<VpStats> st = {
+        with(stat(0, 1, 0.5), 1'500'000'000), with(stat(1, 1, 1.0), 2'000'000'000),
+        with(stat(2, 2, 0.25), 1'000'000'000), without(stat(3, 1, 0.5)), without(stat(4, 1, 0.5))};
+    std::vector<std::size_t> where = {0, 0, 0, 0, 1};
+    auto obs = o.observe(0, 0, st, where);
+    EXPECT_DOUBLE_EQ(obs.hosts[0].cpu_power, 3e9);
+    EXPECT_DOUBLE_EQ(obs.hosts[1].cpu_power, 1e9); // nominal
+    EXPECT_DOUBLE_EQ(o.power(0), 3e9);
+    EXPECT_DOUBLE_EQ(obs.procs[0].instructions, 1.5e9);
+    EXPECT_DOUBLE_EQ(obs.procs[2].instructions, 1e9);
+    EXPECT_DOUBLE_EQ(obs.procs[3].instructions, 0.5 * 3e9); // its host's power
+    EXPECT_DOUBLE_EQ(obs.procs[4].instructions, 0.5e9);
+    EXPECT_TRUE(counted(st[0]));
+    EXPECT_FALSE(counted(st[3]));
+    // Next barrier nothing is counted on a: it keeps its measured power.
+    std::vector<VpStats> later = {without(stat(0, 1, 1.0))};
+    std::vector<std::size_t> on_a = {0};
+    auto next = o.observe(1, 1, later, on_a);
+    EXPECT_DOUBLE_EQ(next.hosts[0].cpu_power, 3e9);
+    EXPECT_DOUBLE_EQ(next.procs[0].instructions, 3e9);
 }
 
 TEST(BspObserve, BytesPerSourceSet) {
