@@ -60,7 +60,7 @@ constexpr std::uint32_t kSsAutodisarm = 1u << 31;
 
 // The scratch page the exporter maps in the target for system call results.
 constexpr std::uint64_t kActOff = 0, kAltOff = 2048, kTidOff = 2080, kItimerOff = 2096,
-                        kAttrsOff = 2304, kCodeOff = 4096;
+                        kAttrsOff = 2304, kCodeOff = 4096, kTrapOff = 4096 + 128;
 
 // Reads every signal's action into consecutive ghost_sigaction slots in one
 // run (Tracee::run_to_trap) instead of one ptrace round trip per signal:
@@ -75,6 +75,7 @@ constexpr std::uint8_t kSigactionLoop[] = {
     0xba, 0x08, 0x00, 0x00, 0x00, 0x0f, 0x05, 0x48, 0x85, 0xc0, 0x75, 0x0b, 0x49,
     0x83, 0xc4, 0x20, 0xff, 0xc3, 0x44, 0x39, 0xeb, 0x75, 0xdc, 0xcc};
 static_assert(sizeof(ghost_sigaction) == 32 && SYS_rt_sigaction == 13);
+static_assert(sizeof(kSigactionLoop) <= 128); // kTrapOff follows it
 
 // A ghost_policy_*() refusal (-errno, reason) as an Error.
 using Reason = char[GHOST_REASON_LEN];
@@ -155,6 +156,16 @@ Result<Asked> ask(Tracee& t) {
     if (is_err(*scratch))
         return syscall_failed(pid, "mmap of a scratch page", *scratch);
     const auto s = static_cast<std::uint64_t>(*scratch);
+    // Calls from the scratch page run to an int3 behind their syscall (one
+    // ptrace stop each, not two) until it is unmapped.
+    struct InsnBack {
+        Tracee& t;
+        std::uint64_t insn = t.syscall_insn();
+        ~InsnBack() { t.use_syscall_insn(insn); }
+    } insn_back{t};
+    static constexpr std::byte kTrap[] = {std::byte{0x0f}, std::byte{0x05}, std::byte{0xcc}};
+    if (code && t.write(s + kTrapOff, kTrap))
+        t.use_syscall_trap(s + kTrapOff);
     Asked a;
     Result<void> res;
     int first = 1; // the first signal whose action is still to read
@@ -222,6 +233,7 @@ Result<Asked> ask(Tracee& t) {
     std::vector<std::byte> page(kPage);
     if (res)
         res = t.read(s, page);
+    t.use_syscall_insn(insn_back.insn); // not from the page it unmaps
     auto unmapped = t.call(SYS_munmap, s, 2 * kPage);
     if (!res)
         return res.error();

@@ -71,6 +71,8 @@ class Tracee {
         insn_ = addr;
         trap_follows_ = false;
     }
+    // The instruction call() uses now.
+    std::uint64_t syscall_insn() const { return insn_; }
     // The same, where an int3 follows the instruction (code we placed):
     // call() then runs to the trap, one stop per call instead of two.
     void use_syscall_trap(std::uint64_t addr) {
