@@ -301,7 +301,7 @@ Result<void> Rebuild::finish_vma(const ghost_vma& r, std::uint32_t prot) {
 // pages are written in (none is for memory built ahead: its buffer is
 // moved into place, and is read-write).
 std::uint32_t Rebuild::made_prot(const image::Vma& v) const {
-    if (p_.shadow && p_.shadow->buffer(v.rec.start, v.rec.end))
+    if (built_ahead(v.rec))
         return PROT_READ | PROT_WRITE;
     return v.rec.prot | (v.runs.empty() ? 0 : PROT_WRITE);
 }
@@ -318,7 +318,7 @@ Result<void> Rebuild::map_image() {
         const auto& r = v.rec;
         if (!ours(v))
             continue;
-        if (const std::uint64_t buf = p_.shadow ? p_.shadow->buffer(r.start, r.end) : 0) {
+        if (const std::uint64_t buf = built_ahead(r)) {
             // Built ahead: its pages move into place, none is copied.
             if (auto at = queue(
                     fmt::format("moving the memory of {:#x}-{:#x} into place", r.start, r.end),
@@ -351,7 +351,7 @@ Result<void> Rebuild::map_image() {
     if (auto b = batch_->flush(); !b)
         return b;
     for (const auto& v : img_.vmas)
-        if (ours(v) && !(p_.shadow && p_.shadow->buffer(v.rec.start, v.rec.end)))
+        if (ours(v) && !built_ahead(v.rec))
             if (auto f = fill_vma(v); !f)
                 return f;
     for (const auto& v : img_.vmas)

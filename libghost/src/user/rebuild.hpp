@@ -134,6 +134,10 @@ class Rebuild {
     Result<void> fill_vma(const image::Vma& v);
     Result<void> finish_vma(const ghost_vma& r, std::uint32_t prot);
     std::uint32_t made_prot(const image::Vma& v) const;
+    // The buffer the mapping's memory was built ahead in (Shadow), or 0.
+    std::uint64_t built_ahead(const ghost_vma& r) const {
+        return p_.shadow ? p_.shadow->buffer(r.start, r.end) : 0;
+    }
     Result<void> set_mm();
     Result<void> set_files();
     Result<void> set_locks();

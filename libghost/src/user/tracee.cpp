@@ -254,29 +254,30 @@ Result<long> Tracee::call(long nr, std::uint64_t a1, std::uint64_t a2, std::uint
     r.r8 = a5;
     r.r9 = a6;
     r.rip = insn_;
+    if (trap_follows_) {
+        auto out = run_to_trap(r, "a system call");
+        if (!out)
+            return out.error();
+        return static_cast<long>(out->rax);
+    }
     if (auto s = set_regs(r); !s)
         return s.error();
-    if (trap_follows_) {
-        if (auto e = resume_until(PTRACE_CONT, SIGTRAP, "a system call"); !e)
+    for (int stop = 0; stop < 2; stop++) // entry, exit
+        if (auto e = resume_until(PTRACE_SYSCALL, kSyscallStop, "a system call"); !e)
             return e.error();
-    } else {
-        for (int stop = 0; stop < 2; stop++) // entry, exit
-            if (auto e = resume_until(PTRACE_SYSCALL, kSyscallStop, "a system call"); !e)
-                return e.error();
-    }
     auto out = regs();
     if (!out)
         return out.error();
     return static_cast<long>(out->rax);
 }
 
-Result<Regs> Tracee::run_to_trap(const Regs& start) {
+Result<Regs> Tracee::run_to_trap(const Regs& start, const char* what) {
     Regs r = start;
     r.eflags &= ~0x100ULL; // no single-stepping
     r.orig_rax = static_cast<unsigned long long>(-1);
     if (auto s = set_regs(r); !s)
         return s.error();
-    if (auto e = resume_until(PTRACE_CONT, SIGTRAP, "code"); !e)
+    if (auto e = resume_until(PTRACE_CONT, SIGTRAP, what); !e)
         return e.error();
     return regs();
 }

@@ -90,7 +90,8 @@ class Tracee {
     // given) until it executes an int3, and returns the registers then
     // (rip just after the int3): one stop for a whole loop of system calls.
     // Stop signals are held for later as in call(); a fault fails.
-    Result<Regs> run_to_trap(const Regs& r);
+    // what names it in an error ("code", "a system call").
+    Result<Regs> run_to_trap(const Regs& r, const char* what = "code");
     // The last call: runs nr, then on its way out sets the final registers
     // and signal mask and detaches: the tracee goes on with them. (The mask
     // is set last so that no signal is delivered while we still steer.)
