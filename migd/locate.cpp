@@ -26,7 +26,7 @@ constexpr int max_hops = 16;
 constexpr unsigned move_reply_timeout_ms = 30 * 60 * 1000;
 
 std::string run_state(const Location& l) {
-    auto p = proc_info(l.pid);
+    auto p = proc_stat(l.pid);
     if (!p || p->starttime != l.starttime || p->state == 'Z' || p->state == 'X')
         return "exited";
     return p->state == 'T' || p->state == 't' ? "stopped" : "running";

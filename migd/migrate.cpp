@@ -344,7 +344,7 @@ void Ops::peer_import(Daemon& d, Channel& ch, const json& req) {
         d, ch, true,
         [&](pid_t stub) {
             entry["stub_pid"] = stub;
-            if (auto p = proc_info(stub))
+            if (auto p = proc_stat(stub))
                 entry["stub_starttime"] = p->starttime;
             (void)d.journal_.put(entry);
         },

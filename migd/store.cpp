@@ -85,7 +85,7 @@ Result<void> write_file_atomic(const std::string& path, std::string_view data, i
     return {};
 }
 
-std::optional<ProcInfo> proc_info(pid_t pid) {
+std::optional<ProcStat> proc_stat(pid_t pid) {
     if (pid <= 0)
         return std::nullopt;
     auto stat = read_file(fmt::format("/proc/{}/stat", pid));
@@ -95,7 +95,7 @@ std::optional<ProcInfo> proc_info(pid_t pid) {
     const auto close = stat->rfind(')');
     if (open == std::string::npos || close == std::string::npos || close + 2 >= stat->size())
         return std::nullopt;
-    ProcInfo p;
+    ProcStat p;
     p.pid = pid;
     p.comm = stat->substr(open + 1, close - open - 1);
     std::istringstream rest(stat->substr(close + 2));
@@ -107,6 +107,15 @@ std::optional<ProcInfo> proc_info(pid_t pid) {
         if (i == 22)
             p.starttime = std::strtoull(field.c_str(), nullptr, 10);
     }
+    return p;
+}
+
+std::optional<ProcInfo> proc_info(pid_t pid) {
+    auto s = proc_stat(pid);
+    if (!s)
+        return std::nullopt;
+    ProcInfo p;
+    static_cast<ProcStat&>(p) = std::move(*s);
     struct stat st;
     if (::stat(fmt::format("/proc/{}", pid).c_str(), &st) != 0)
         return std::nullopt;
@@ -121,7 +130,7 @@ std::optional<ProcInfo> proc_info(pid_t pid) {
 }
 
 bool proc_alive(pid_t pid, std::uint64_t starttime) {
-    auto p = proc_info(pid);
+    auto p = proc_stat(pid);
     return p && p->starttime == starttime && p->state != 'Z' && p->state != 'X';
 }
 

@@ -35,13 +35,19 @@ std::optional<std::string> read_file(const std::string& path);
 // Wall-clock milliseconds since the epoch.
 std::uint64_t now_ms();
 
-// A process as /proc knows it now; the start time tells a reused pid apart.
-struct ProcInfo {
+// A process as /proc/PID/stat knows it now; the start time tells a reused
+// pid apart.
+struct ProcStat {
     pid_t pid = 0;
     std::uint64_t starttime = 0; // clock ticks after boot (/proc/PID/stat field 22)
-    uid_t uid = 0;               // real uid
     char state = '?';
     std::string comm;
+};
+std::optional<ProcStat> proc_stat(pid_t pid);
+
+// The same and its owner (/proc/PID/status): what a check of rights needs.
+struct ProcInfo : ProcStat {
+    uid_t uid = 0; // real uid
 };
 std::optional<ProcInfo> proc_info(pid_t pid);
 // The same process (pid and start time) still exists and is not a zombie.

@@ -319,7 +319,7 @@ Result<Imported> import_from(Daemon& d, Channel& ch, bool stopped,
                                                           f.rec.fd, f.path)));
     Imported im;
     im.pid = *restored;
-    auto info = proc_info(im.pid);
+    auto info = proc_stat(im.pid);
     im.starttime = info ? info->starttime : 0;
     im.bytes = bytes;
     im.image = std::move(*img);
