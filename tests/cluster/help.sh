@@ -57,7 +57,7 @@ NAME
 
 SYNOPSIS
     cluster up --hosts N [--cpu P1,P2,...] [--name NAME]
-               [--engine user|kernel|auto] [--dir DIR]
+               [--engine user|kernel|auto] [--dir DIR] [--own-clocks]
 
 DESCRIPTION
     Makes hosts h1..hN (1 to 64): a network namespace each with lo up and
@@ -89,6 +89,13 @@ OPTIONS
     --dir DIR        the cluster's directory (default $TMPDIR/ghost-cluster-NAME,
                      TMPDIR defaulting to /tmp); must be new or empty, as
                      down removes it
+    --own-clocks     give host hI a time namespace of its own whose
+                     CLOCK_MONOTONIC and CLOCK_BOOTTIME read (I - 1) * 1000 s
+                     more than the machine's, as hosts booted at different
+                     times would (bound on /run/ghost-cluster/NAME.hI.time;
+                     migd, exec and what they start run in it). A process
+                     moved between hosts then sees another monotonic clock,
+                     as between real machines. Wall-clock time stays shared.
 
 ERRORS
     Not root; no cgroup cpu controller; a cluster NAME already up (or its
