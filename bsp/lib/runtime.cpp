@@ -33,6 +33,16 @@ double now_wall() {
     return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_nsec) * 1e-9;
 }
 
+Moment now_moment() {
+    timespec m, r;
+    ::clock_gettime(CLOCK_MONOTONIC, &m);
+    ::clock_gettime(CLOCK_REALTIME, &r);
+    const auto sec = [](const timespec& t) {
+        return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_nsec) * 1e-9;
+    };
+    return {sec(m), sec(r)};
+}
+
 double now_cpu() {
     timespec t;
     ::clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);

@@ -13,6 +13,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "clock.hpp"
 #include "counter.hpp"
 #include "link.hpp"
 
@@ -107,5 +108,7 @@ std::uint64_t lookup_reg(const char* call, const void* addr);
 void check_range(const char* call, int pid, std::uint64_t reg, int offset, int nbytes);
 double now_wall();
 double now_cpu();
+// Both clocks now (bsp_time across a move, clock.hpp).
+Moment now_moment();
 
 } // namespace ghost::bsp::vp

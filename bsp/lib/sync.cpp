@@ -35,6 +35,8 @@ void on_wakeup(int) {
 
 void detach_and_wait() {
     State& s = state();
+    // Set before sigsetjmp and never changed after: valid after the jump.
+    const Moment before = now_moment();
     sigset_t usr2, old;
     sigemptyset(&usr2);
     sigaddset(&usr2, SIGUSR2);
@@ -51,6 +53,8 @@ void detach_and_wait() {
             sigsuspend(&wait);
     }
     sigprocmask(SIG_SETMASK, &old, nullptr);
+    // Maybe on another machine now, with a monotonic clock of its own.
+    s.t0 = continued_t0(s.t0, before, now_moment());
     connect_hub(true);
 }
 
