@@ -114,8 +114,7 @@ std::optional<ProcInfo> proc_info(pid_t pid) {
     auto s = proc_stat(pid);
     if (!s)
         return std::nullopt;
-    ProcInfo p;
-    static_cast<ProcStat&>(p) = std::move(*s);
+    ProcInfo p{std::move(*s)};
     struct stat st;
     if (::stat(fmt::format("/proc/{}", pid).c_str(), &st) != 0)
         return std::nullopt;

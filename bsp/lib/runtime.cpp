@@ -27,26 +27,26 @@ State& state() {
     return s;
 }
 
-double now_wall() {
+namespace {
+
+double seconds_on(clockid_t clock) {
     timespec t;
-    ::clock_gettime(CLOCK_MONOTONIC, &t);
+    ::clock_gettime(clock, &t);
     return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_nsec) * 1e-9;
+}
+
+} // namespace
+
+double now_wall() {
+    return seconds_on(CLOCK_MONOTONIC);
 }
 
 Moment now_moment() {
-    timespec m, r;
-    ::clock_gettime(CLOCK_MONOTONIC, &m);
-    ::clock_gettime(CLOCK_REALTIME, &r);
-    const auto sec = [](const timespec& t) {
-        return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_nsec) * 1e-9;
-    };
-    return {sec(m), sec(r)};
+    return {seconds_on(CLOCK_MONOTONIC), seconds_on(CLOCK_REALTIME)};
 }
 
 double now_cpu() {
-    timespec t;
-    ::clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
-    return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_nsec) * 1e-9;
+    return seconds_on(CLOCK_PROCESS_CPUTIME_ID);
 }
 
 namespace {
