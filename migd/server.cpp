@@ -9,9 +9,9 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cstring>
-#include <atomic>
 #include <list>
 #include <memory>
 #include <mutex>
@@ -30,7 +30,9 @@ namespace {
 using ghost::Error;
 using ghost::UniqueFd;
 
-constexpr std::size_t max_line = 64 * 1024;
+// A request line's bound (bsprun's job manifests are the longest: about
+// 80 bytes per VP).
+constexpr std::size_t max_line = 4 << 20;
 
 Error sys_error(std::string what) {
     const int err = errno;
@@ -104,17 +106,21 @@ void serve_client(int fd, const Client& who, const Context& ctx) {
         (void)send_line(fd, j);
     };
     for (;;) {
-        char chunk[4096];
+        char chunk[65536];
         const ssize_t n = ::recv(fd, chunk, sizeof(chunk), 0);
         if (n < 0 && errno == EINTR)
             continue;
         if (n <= 0)
             return;
+        // Only the new bytes can hold the end of the line: a long line is
+        // scanned once, not once per chunk.
+        std::size_t from = buf.size();
         buf.append(chunk, static_cast<std::size_t>(n));
         std::size_t nl;
-        while ((nl = buf.find('\n')) != std::string::npos) {
+        while ((nl = buf.find('\n', from)) != std::string::npos) {
             auto reply = handle_request(std::string_view(buf).substr(0, nl), ctx, who, emit);
             buf.erase(0, nl + 1);
+            from = 0;
             std::lock_guard lock(out);
             if (!send_line(fd, reply))
                 return;

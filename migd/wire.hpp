@@ -22,7 +22,7 @@ namespace migd {
 enum class FrameType : std::uint32_t { Json = 1, Data = 2, End = 3, Abort = 4 };
 
 inline constexpr std::size_t frame_header_size = 8;
-inline constexpr std::size_t max_json_frame = 64 * 1024;
+inline constexpr std::size_t max_json_frame = 4 << 20; // a job manifest of ~50,000 VPs
 inline constexpr std::size_t max_data_frame = 1 << 20;
 
 using nlohmann::json;

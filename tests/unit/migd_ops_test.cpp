@@ -395,6 +395,27 @@ TEST(MigdOps, BspManifestIsStoredOwnerCheckedAndReadFromAnyHost) {
     EXPECT_FALSE(bad.value("ok", true));
 }
 
+// A job of 20,000 VPs has a manifest of about 1.6 MB: it crosses the peer
+// protocol (a JSON frame) both ways whole.
+TEST(MigdOps, BspManifestOfManyVpsCrossesHosts) {
+    Net net(3);
+    json images = json::array();
+    for (int v = 0; v < 20000; ++v)
+        images.push_back({{"id", fmt::format("bsprun-1-abcdef-{:05}", v)},
+                          {"host", fmt::format("h{}", v % 3 + 1)},
+                          {"gid", fmt::format("h1-{}", v)},
+                          {"bytes", 3700000 + v}});
+    const json doc = {{"format", "ghost-bsp-manifest-1"}, {"nprocs", 20000}, {"images", images}};
+    ASSERT_GT(doc.dump().size(), std::size_t{1} << 20);
+    const json put = net["h1"].local(
+        {{"op", "manifest"}, {"server", "h3"}, {"job", "big"}, {"put", doc}}, user, {});
+    ASSERT_TRUE(put.value("ok", false)) << put.value("error", "");
+    const json got =
+        net["h2"].local({{"op", "manifest"}, {"server", "h3"}, {"job", "big"}}, user, {});
+    ASSERT_TRUE(got.value("ok", false)) << got.value("error", "");
+    EXPECT_EQ(got["manifest"], doc);
+}
+
 TEST(MigdOps, ForwardingFollowsAChainAndTheAnswerShortensIt) {
     Net net(3);
     Counter c(net.root());

@@ -51,17 +51,19 @@ json call(std::string_view socket, const json& req, const Progress& progress) {
         return error(fmt::format("cannot talk to migd at {}: {}", socket, std::strerror(errno)));
     std::string buf;
     for (;;) {
-        char chunk[4096];
+        char chunk[65536];
         const ssize_t n = ::recv(fd.get(), chunk, sizeof(chunk), 0);
         if (n < 0 && errno == EINTR)
             continue;
         if (n <= 0)
             return error(fmt::format("migd at {} closed the connection without a reply", socket));
+        std::size_t from = buf.size(); // a long reply is scanned once
         buf.append(chunk, static_cast<std::size_t>(n));
         std::size_t nl;
-        while ((nl = buf.find('\n')) != std::string::npos) {
+        while ((nl = buf.find('\n', from)) != std::string::npos) {
             auto j = json::parse(buf.substr(0, nl), nullptr, false);
             buf.erase(0, nl + 1);
+            from = 0;
             if (j.is_discarded() || !j.is_object())
                 return error(fmt::format("migd at {} sent a malformed reply", socket));
             if (j.contains("progress") && !j.contains("ok")) {
