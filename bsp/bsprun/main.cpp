@@ -16,19 +16,14 @@
 #include <string>
 #include <vector>
 
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
-#include "at_superstep.hpp"
 #include "checkpoint.hpp"
-#include "ckpt_cli.hpp"
-#include "ghost/balance/policy.hpp"
 #include "ghost/engine.hpp"
-#include "help.hpp"
 #include "hub.hpp"
-#include "migd_client.hpp"
 #include "migrate.hpp"
 #include "multihost.hpp"
+#include "options.hpp"
 #include "output.hpp"
 #include "printing.hpp"
 #include "rollback.hpp"
@@ -61,146 +56,18 @@ void copy_out(int from, int to, bool& open) {
 } // namespace
 
 int main(int argc, char** argv) {
-    CLI::App app{"bsprun - run a BSPlib program as P virtual processors (ghost bsp/)", "bsprun"};
-    app.footer(kBsprunFooter);
-    app.prefix_command(); // everything from PROGRAM on is the program's
-    int nprocs = 0;
-    std::string policy; // default: migbsp with --hosts, none on one host
-    unsigned every = 0;
-    bool verbose = false;
-    std::string hosts;
-    bool cluster = false;
-    app.add_option("-n,--nprocs", nprocs,
-                   "number of virtual processors P (at least 1); required but with --restart")
-        ->check(CLI::Range(1, 4096));
-    app.add_option("--policy", policy,
-                   "the balance/ policy called at every barrier: none, migbsp, pub-global, "
-                   "pub-simple, pub-conservative, pub-prediction, or another name balance/ "
-                   "knows (e.g. ghost); default migbsp with --hosts, none on one host (see "
-                   "BALANCING)");
-    app.add_option("--migrate-every", every,
-                   "testing: move one VP at every N-th barrier (see MIGRATION, HOSTS)");
-    app.add_flag("-v,--verbose", verbose, "print every barrier's statistics on standard error");
-    bool dry_run = false;
-    app.add_flag("--dry-run", dry_run,
-                 "with --hosts or --cluster: the policy decides at every barrier and each of its "
-                 "moves is printed as 'would move', but no VP moves after its placement "
-                 "(MigBSP's scenario ii: what the balancer itself costs; see BALANCING)");
-    std::vector<std::string> at_specs;
-    app.add_option("--at-superstep", at_specs,
-                   "run the shell command COMMAND at the barrier before superstep S (S:COMMAND, "
-                   "S >= 1; repeatable), while every VP waits there: e.g. start or stop external "
-                   "load at the same superstep in every run (see LOAD PROFILES)")
-        ->type_name("S:COMMAND")
-        ->allow_extra_args(false); // one value per --at-superstep: PROGRAM follows
-    std::string job_dir, migd_socket{migd_client::default_socket()}, migd_sockets, home,
-        hub_address;
-    app.add_option("--hosts", hosts,
-                   "run VP i on host i mod N of this comma-separated list of migd host names "
-                   "(see HOSTS)");
-    app.add_flag("--cluster", cluster,
-                 "as --hosts with every host of the migd cluster: this host, then the peers of "
-                 "its migd's configuration (see HOSTS)");
-    app.add_option("--job-dir", job_dir,
-                   "with --hosts: the directory of the VPs' output files (default: a new "
-                   "/tmp/bsprun-XXXXXX, removed at the end unless checkpointed); must be at the "
-                   "same path on every host");
-    app.add_option("--migd-socket", migd_socket,
-                   "with --hosts: this host's migd control socket (default $GHOST_MIGD_SOCKET, "
-                   "else /run/ghost/migd.sock)");
-    app.add_option("--migd-sockets", migd_sockets,
-                   "with --hosts: the control socket of another host's migd, with {host} for "
-                   "its name (optional: without it a VP on another host is moved by gid "
-                   "through this host's migd)");
-    app.add_option("--home", home,
-                   "with --hosts: this host's migd name (default $GHOST_CLUSTER_HOST, else the "
-                   "host name)");
-    app.add_option("--hub-address", hub_address,
-                   "with --hosts: the IPv4 address the hub listens on for the other hosts' VPs "
-                   "(default: the first address of an interface that is up, not loopback)");
-    CkptOptions ck;
-    add_checkpoint_options(app, ck);
-    try {
-        app.parse(argc, argv);
-    } catch (const CLI::ParseError& e) {
-        return app.exit(e) == 0 ? 0 : 2;
-    }
-    if (cluster && !hosts.empty()) {
-        std::fprintf(stderr, "bsprun: --cluster and --hosts: give one of them\n");
-        return 2;
-    }
-    const bool restarting = !ck.restart.empty();
-    if (const int u = checkpoint_usage(ck, nprocs, !app.remaining().empty()); u != 0)
-        return u;
-    if (cluster) {
-        auto all = cluster_hosts(migd_socket);
-        if (!all) {
-            std::fprintf(stderr, "bsprun: --cluster: %s\n", all.error().what().c_str());
-            return 1;
-        }
-        hosts = *all;
-    }
-    std::vector<std::string> host_list = split_hosts(hosts);
-    if (!hosts.empty() && host_list.empty()) {
-        std::fprintf(stderr, "bsprun: --hosts '%s' names no host\n", hosts.c_str());
-        return 2;
-    }
-    if (ck.every > 0 && host_list.empty() && !restarting) {
-        std::fprintf(
-            stderr, "bsprun: --checkpoint-every needs --hosts or --cluster (a checkpointed VP must "
-                    "hold no pipe: its output goes to the job directory's files)\n");
-        return 2;
-    }
-    if (restarting && host_list.empty())
-        host_list.push_back(resolve_home(home));
-    std::optional<Manifest> manifest;
-    if (restarting) {
-        int code = 0;
-        manifest = restart_manifest(ck, migd_socket, job_dir, code);
-        if (!manifest)
-            return code;
-        nprocs = manifest->nprocs;
-        job_dir = manifest->job_dir;
-    }
-    const bool multi = !host_list.empty();
-    if (!multi &&
-        (!job_dir.empty() || !migd_sockets.empty() || !home.empty() || !hub_address.empty())) {
-        std::fprintf(stderr, "bsprun: --job-dir, --migd-sockets, --home and --hub-address go "
-                             "with --hosts\n");
-        return 2;
-    }
-    if (dry_run && !multi) {
-        std::fprintf(stderr, "bsprun: --dry-run goes with --hosts or --cluster\n");
-        return 2;
-    }
-    if (policy.empty())
-        policy = multi ? "migbsp" : "none";
-    if (dry_run && policy == "none") {
-        std::fprintf(stderr, "bsprun: --dry-run with --policy none: there is no decision to "
-                             "print\n");
-        return 2;
-    }
-    auto pol = balance::make_policy(policy, balance::Params{});
-    if (!pol) {
-        std::fprintf(stderr, "bsprun: --policy: %s\n", pol.error().what().c_str());
-        return 2;
-    }
-    if (policy == "none")
-        pol->reset();
-    std::vector<SuperstepCommand> at_commands;
-    for (const auto& spec : at_specs) {
-        auto c = parse_at_superstep(spec);
-        if (!c) {
-            std::fprintf(stderr, "bsprun: %s\n", c.error().what().c_str());
-            return 2;
-        }
-        at_commands.push_back(std::move(*c));
-    }
-    std::vector<std::string> cmd = restarting ? manifest->program : app.remaining();
-    if (cmd.empty()) {
-        std::fprintf(stderr, "bsprun: no PROGRAM given (bsprun --help)\n");
-        return 2;
-    }
+    int code = 0;
+    auto plan = make_plan(argc, argv, code);
+    if (!plan)
+        return code;
+    const Options& o = plan->o;
+    const CkptOptions& ck = o.ck;
+    const int nprocs = o.nprocs;
+    const unsigned every = o.every;
+    const bool restarting = plan->restarting, multi = plan->multi();
+    const std::optional<Manifest>& manifest = plan->manifest;
+    const std::vector<std::string>& host_list = plan->host_list;
+    std::vector<std::string>& cmd = plan->cmd;
 
     const std::string job = restarting ? manifest->job : make_job_id();
     auto listen = wire::listen_abstract(job);
@@ -230,15 +97,15 @@ int main(int argc, char** argv) {
         engine = std::move(*e);
     }
     if (ck.every > 0 && !restarting) {
-        if (auto c = check_server(migd_socket, ck.server); !c) {
+        if (auto c = check_server(o.migd_socket, ck.server); !c) {
             std::fprintf(stderr, "bsprun: --checkpoint-every: %s\n", c.error().what().c_str());
             return 1;
         }
     }
     std::optional<MultiHost> mh;
     if (multi) {
-        auto m = MultiHost::make(host_list, home, migd_socket, migd_sockets, hub_address, job_dir,
-                                 nprocs, key);
+        auto m = MultiHost::make(host_list, o.home, o.migd_socket, o.migd_sockets, o.hub_address,
+                                 o.job_dir, nprocs, key);
         if (!m) {
             std::fprintf(stderr, "bsprun: --hosts: %s\n", m.error().what().c_str());
             return 1;
@@ -326,10 +193,10 @@ int main(int argc, char** argv) {
         hub.set_pid(v, pids[static_cast<std::size_t>(v)]);
     EveryNth every_nth(every, nprocs);
     std::unique_ptr<PrintingMover> mover;
-    SuperstepCommands at_hook(mh ? mh->hook(std::move(*pol), every, verbose, dry_run)
+    SuperstepCommands at_hook(mh ? mh->hook(std::move(plan->policy), every, o.verbose, o.dry_run)
                                  : static_cast<BarrierHook&>(every_nth),
-                              at_commands, job);
-    VerboseHook verbose_hook(at_hook, verbose);
+                              plan->at_commands, job);
+    VerboseHook verbose_hook(at_hook, o.verbose);
     hub.set_hook(&verbose_hook);
     if (local) {
         mover = std::make_unique<PrintingMover>(*local, every);
@@ -391,7 +258,7 @@ int main(int argc, char** argv) {
             hub.unwatch(err_r.get());
     });
     hub.watch(sfd.get(), [&] { reap(true); });
-    if (verbose)
+    if (o.verbose)
         std::fprintf(stderr, "bsprun: job %s: %d VPs, hub @%s%s%s\n", job.c_str(), nprocs,
                      wire::socket_name(job).c_str() + 1, mh ? " and TLS on " : "",
                      mh ? mh->hub_address().c_str() : "");
@@ -406,8 +273,9 @@ int main(int argc, char** argv) {
     const Outcome outcome = hub.run();
     const double job_seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - job_start).count();
-    if (mh && policy != "none")
-        std::fprintf(stderr, "%s\n", cost_summary(policy, mh->policy_cost(), job_seconds).c_str());
+    if (mh && o.policy != "none")
+        std::fprintf(stderr, "%s\n",
+                     cost_summary(o.policy, mh->policy_cost(), job_seconds).c_str());
     if (!outcome.ok)
         std::fprintf(stderr, "bsprun: job failed: %s\n", outcome.why.c_str());
     if (ckpt && ckpt->last_complete() == 0)
@@ -454,29 +322,8 @@ int main(int argc, char** argv) {
                 status[static_cast<std::size_t>(v)] = st;
     }
     if (!outcome.ok && ck.on_failure == "rollback" && outcome.lost) {
-        std::vector<std::string> pass_on = {"--migd-socket",
-                                            migd_socket,
-                                            "--checkpoint-every",
-                                            std::to_string(ck.every),
-                                            "--on-failure",
-                                            "rollback",
-                                            "--home",
-                                            mh->home()};
-        for (auto [opt, val] : {std::pair{"--migd-sockets", &migd_sockets},
-                                {"--hub-address", &hub_address},
-                                {"--policy", &policy}})
-            if (!val->empty())
-                pass_on.insert(pass_on.end(), {opt, *val});
-        if (verbose)
-            pass_on.push_back("--verbose");
-        if (dry_run)
-            pass_on.push_back("--dry-run");
-        if (every > 0)
-            pass_on.insert(pass_on.end(), {"--migrate-every", std::to_string(every)});
-        for (const auto& spec : at_specs)
-            pass_on.insert(pass_on.end(), {"--at-superstep", spec});
         rollback(mh->mover(), host_list, *ckpt, ck.server, outcome.why,
-                 pass_on); // on failure: returns
+                 rollback_options(o, mh->home())); // on failure: returns
     }
     if (!outcome.ok) {
         if (outcome.failed_vp >= 0) {
