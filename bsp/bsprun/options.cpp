@@ -62,84 +62,77 @@ void add_options(CLI::App& app, Options& o) {
     add_checkpoint_options(app, o.ck);
 }
 
-// Prints the usage error and gives the exit status 2.
-int usage(const char* what) {
-    std::fprintf(stderr, "bsprun: %s\n", what);
-    return 2;
+// What resolve() and decide() return when bsprun goes on; any other value
+// is the exit status to end with, after saying why.
+constexpr int kGoOn = -1;
+
+// Prints "bsprun: WHAT" and gives the exit status code (2: a usage error).
+int stop(const std::string& what, int code = 2) {
+    std::fprintf(stderr, "bsprun: %s\n", what.c_str());
+    return code;
 }
 
-// The hosts, the manifest and the program: *code set when it cannot go on.
-bool resolve(Plan& p, std::vector<std::string> remaining, int& code) {
+// The hosts, the manifest and the program.
+int resolve(Plan& p, std::vector<std::string> remaining) {
     Options& o = p.o;
     if (o.cluster && !o.hosts.empty())
-        return (code = usage("--cluster and --hosts: give one of them")), false;
+        return stop("--cluster and --hosts: give one of them");
     p.restarting = !o.ck.restart.empty();
-    if ((code = checkpoint_usage(o.ck, o.nprocs, !remaining.empty())) != 0)
-        return false;
+    if (const int u = checkpoint_usage(o.ck, o.nprocs, !remaining.empty()); u != 0)
+        return u;
     if (o.cluster) {
         auto all = cluster_hosts(o.migd_socket);
-        if (!all) {
-            std::fprintf(stderr, "bsprun: --cluster: %s\n", all.error().what().c_str());
-            return (code = 1), false;
-        }
+        if (!all)
+            return stop("--cluster: " + all.error().what(), 1);
         o.hosts = *all;
     }
     p.host_list = split_hosts(o.hosts);
-    if (!o.hosts.empty() && p.host_list.empty()) {
-        std::fprintf(stderr, "bsprun: --hosts '%s' names no host\n", o.hosts.c_str());
-        return (code = 2), false;
-    }
+    if (!o.hosts.empty() && p.host_list.empty())
+        return stop("--hosts '" + o.hosts + "' names no host");
     if (o.ck.every > 0 && p.host_list.empty() && !p.restarting)
-        return (code = usage("--checkpoint-every needs --hosts or --cluster (a checkpointed VP "
-                             "must hold no pipe: its output goes to the job directory's "
-                             "files)")),
-               false;
+        return stop("--checkpoint-every needs --hosts or --cluster (a checkpointed VP must hold "
+                    "no pipe: its output goes to the job directory's files)");
     if (p.restarting && p.host_list.empty())
         p.host_list.push_back(resolve_home(o.home));
     if (p.restarting) {
+        int code = 1;
         p.manifest = restart_manifest(o.ck, o.migd_socket, o.job_dir, code);
         if (!p.manifest)
-            return false;
+            return code;
         o.nprocs = p.manifest->nprocs;
         o.job_dir = p.manifest->job_dir;
     }
     if (!p.multi() && (!o.job_dir.empty() || !o.migd_sockets.empty() || !o.home.empty() ||
                        !o.hub_address.empty()))
-        return (code = usage("--job-dir, --migd-sockets, --home and --hub-address go with "
-                             "--hosts")),
-               false;
+        return stop("--job-dir, --migd-sockets, --home and --hub-address go with --hosts");
     p.cmd = p.restarting ? p.manifest->program : std::move(remaining);
-    return true;
+    return kGoOn;
 }
 
 // The policy and the --at-superstep commands.
-bool decide(Plan& p, int& code) {
+int decide(Plan& p) {
     Options& o = p.o;
     if (o.dry_run && !p.multi())
-        return (code = usage("--dry-run goes with --hosts or --cluster")), false;
+        return stop("--dry-run goes with --hosts or --cluster");
     if (o.policy.empty())
         o.policy = p.multi() ? "migbsp" : "none";
     if (o.dry_run && o.policy == "none")
-        return (code = usage("--dry-run with --policy none: there is no decision to print")), false;
+        return stop("--dry-run with --policy none: there is no decision to print");
     auto pol = balance::make_policy(o.policy, balance::Params{});
-    if (!pol) {
-        std::fprintf(stderr, "bsprun: --policy: %s\n", pol.error().what().c_str());
-        return (code = 2), false;
-    }
+    if (!pol)
+        return stop("--policy: " + pol.error().what());
     p.policy = std::move(*pol);
     if (o.policy == "none")
         p.policy.reset();
     for (const auto& spec : o.at_specs) {
         auto c = parse_at_superstep(spec);
-        if (!c) {
-            std::fprintf(stderr, "bsprun: %s\n", c.error().what().c_str());
-            return (code = 2), false;
-        }
+        if (!c)
+            return stop(c.error().what());
         p.at_commands.push_back(std::move(*c));
     }
     if (p.cmd.empty())
-        return (code = usage("no PROGRAM given (bsprun --help)")), false;
-    return true;
+        return stop("no PROGRAM given (bsprun --help)");
+    return kGoOn;
 }
 
 } // namespace
@@ -157,7 +150,10 @@ std::optional<Plan> make_plan(int argc, char** argv, int& code) {
         code = app.exit(e) == 0 ? 0 : 2;
         return std::nullopt;
     }
-    if (!resolve(p, app.remaining(), code) || !decide(p, code))
+    code = resolve(p, app.remaining());
+    if (code == kGoOn)
+        code = decide(p);
+    if (code != kGoOn)
         return std::nullopt;
     return p;
 }
