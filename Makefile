@@ -49,10 +49,11 @@ demo: deps all
 	GHOST_BUILD=$(abspath $(BUILD)) scripts/demo
 
 # Installs libghost (shared library, headers, pkg-config file), ghostctl and
-# its man page under PREFIX (default /usr/local); DESTDIR is honoured.
+# its man page under PREFIX (default /usr/local); DESTDIR is honoured. The
+# binaries are stripped: the build's debug information stays in $(BUILD).
 PREFIX ?= /usr/local
 install: userland
-	cmake --install $(BUILD) --prefix $(PREFIX)
+	cmake --install $(BUILD) --prefix $(PREFIX) --strip
 
 # Kernel style of the module and the uapi header (checkpatch from linux-source).
 # compat.h exists to compare LINUX_VERSION_CODE, so that check is off there.
