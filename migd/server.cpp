@@ -22,6 +22,7 @@
 #include <fmt/format.h>
 
 #include "ghost/fd.hpp"
+#include "line_reader.hpp"
 
 namespace migd {
 
@@ -99,37 +100,20 @@ bool send_line(int fd, const nlohmann::json& j) {
 // One client: request lines in, reply lines out, until it hangs up. Each
 // client has its own thread, so a long migration never holds up another.
 void serve_client(int fd, const Client& who, const Context& ctx) {
-    std::string buf;
     std::mutex out;
     const Emit emit = [&](const nlohmann::json& j) {
         std::lock_guard lock(out);
         (void)send_line(fd, j);
     };
-    for (;;) {
-        char chunk[65536];
-        const ssize_t n = ::recv(fd, chunk, sizeof(chunk), 0);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0)
+    ghost::migd_client::LineReader lines(fd, max_line);
+    while (const auto line = lines.next()) {
+        auto reply = handle_request(*line, ctx, who, emit);
+        std::lock_guard lock(out);
+        if (!send_line(fd, reply))
             return;
-        // Only the new bytes can hold the end of the line: a long line is
-        // scanned once, not once per chunk.
-        std::size_t from = buf.size();
-        buf.append(chunk, static_cast<std::size_t>(n));
-        std::size_t nl;
-        while ((nl = buf.find('\n', from)) != std::string::npos) {
-            auto reply = handle_request(std::string_view(buf).substr(0, nl), ctx, who, emit);
-            buf.erase(0, nl + 1);
-            from = 0;
-            std::lock_guard lock(out);
-            if (!send_line(fd, reply))
-                return;
-        }
-        if (buf.size() > max_line) {
-            (void)send_line(fd, {{"ok", false}, {"error", "request line too long"}});
-            return;
-        }
     }
+    if (lines.too_long())
+        (void)send_line(fd, {{"ok", false}, {"error", "request line too long"}});
 }
 
 } // namespace

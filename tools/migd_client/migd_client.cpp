@@ -15,6 +15,7 @@
 #include <fmt/format.h>
 
 #include "ghost/fd.hpp"
+#include "line_reader.hpp"
 
 namespace ghost::migd_client {
 
@@ -49,32 +50,20 @@ json call(std::string_view socket, const json& req, const Progress& progress) {
     if (::send(fd.get(), line.data(), line.size(), MSG_NOSIGNAL) !=
         static_cast<ssize_t>(line.size()))
         return error(fmt::format("cannot talk to migd at {}: {}", socket, std::strerror(errno)));
-    std::string buf;
-    for (;;) {
-        char chunk[65536];
-        const ssize_t n = ::recv(fd.get(), chunk, sizeof(chunk), 0);
-        if (n < 0 && errno == EINTR)
+    LineReader lines(fd.get());
+    while (const auto line = lines.next()) {
+        auto j = json::parse(*line, nullptr, false);
+        if (j.is_discarded() || !j.is_object())
+            return error(fmt::format("migd at {} sent a malformed reply", socket));
+        if (j.contains("progress") && !j.contains("ok")) {
+            if (progress)
+                progress(j["progress"].value("done", std::uint64_t{0}),
+                         j["progress"].value("total", std::uint64_t{0}));
             continue;
-        if (n <= 0)
-            return error(fmt::format("migd at {} closed the connection without a reply", socket));
-        std::size_t from = buf.size(); // a long reply is scanned once
-        buf.append(chunk, static_cast<std::size_t>(n));
-        std::size_t nl;
-        while ((nl = buf.find('\n', from)) != std::string::npos) {
-            auto j = json::parse(buf.substr(0, nl), nullptr, false);
-            buf.erase(0, nl + 1);
-            from = 0;
-            if (j.is_discarded() || !j.is_object())
-                return error(fmt::format("migd at {} sent a malformed reply", socket));
-            if (j.contains("progress") && !j.contains("ok")) {
-                if (progress)
-                    progress(j["progress"].value("done", std::uint64_t{0}),
-                             j["progress"].value("total", std::uint64_t{0}));
-                continue;
-            }
-            return j;
         }
+        return j;
     }
+    return error(fmt::format("migd at {} closed the connection without a reply", socket));
 }
 
 } // namespace ghost::migd_client
