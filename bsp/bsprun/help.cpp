@@ -9,12 +9,14 @@ const char* const kBsprunFooter = R"(SYNOPSIS
          [--at-superstep S:COMMAND]... PROGRAM [ARGS...]
   bsprun -n P --hosts H1,H2,... [--job-dir DIR] [--migd-socket PATH]
          [--migd-sockets PATTERN] [--home NAME] [--hub-address ADDR]
+         [--routing hub|relay [--no-broadcast]]
          [--policy NAME [--dry-run]] [--migrate-every N] [--verbose]
          [--at-superstep S:COMMAND]...
          [--checkpoint-every N --server HOST [--on-failure rollback]]
          PROGRAM [ARGS...]
   bsprun --restart JOB --server HOST [--hosts H1,...] [--migd-socket PATH]
          [--migd-sockets PATTERN] [--home NAME] [--hub-address ADDR]
+         [--routing hub|relay [--no-broadcast]]
          [--checkpoint-every N] [--on-failure fail|rollback] [--verbose]
 
 DESCRIPTION
@@ -68,12 +70,30 @@ HOSTS
   Every move is printed (superstep, vp, from HOST:PID, to HOST:PID, why);
   with --migrate-every N, VP (s mod P) moves on to the next host of the
   list. A VP moved by migd is no longer bsprun's child: its end comes
-  through the protocol (bsp_end), and its exit status is taken as 0. A VP
+  through the protocol (bsp_end), and its exit status is the one the migd
+  that restored it reaped (0 when that migd no longer knows it). A VP
   whose connection drops before bsp_end, or that exits while detached,
   fails the job; the other VPs are killed (here by pid, elsewhere through
   migd by gid). --cluster instead of --hosts takes the list from this
   host's migd ({"op":"hosts"}: this host, then its configured peers, in
   the order of its migd.toml).
+
+ROUTING
+  --routing hub (the default) carries every superstep's puts, gets and
+  messages through the hub on the home host. --routing relay follows PUB: a
+  relay (bsp-relay) runs on every host of the job and owns the job's socket
+  there, so the host's VPs connect to it. It passes each VP's control
+  frames to the hub, and sends the VP's puts and messages straight to the
+  relay of the target's host, found in its link table (VP -> host); that
+  relay puts them into the target's DELIVER. A relay starts here holding
+  nothing and migd moves it to its host, as a VP is placed. After a move
+  the hub gives the VP's new host to every relay, or with --no-broadcast
+  only to the old and the new host's: the others' entries go stale, and
+  the old host forwards what they still send there. At the end bsprun
+  prints what the relays carried ("bsprun: routing: relays carried N DATA
+  frames ..., F forwarded by a stale link-table entry, ..."). A relay that
+  dies fails the job (and --on-failure rollback rolls it back). Gets still
+  go through the hub.
 
 BALANCING
   With --hosts, at every barrier after the first the hub's statistics

@@ -3,10 +3,6 @@
 // socket (tools/migd_client).
 #include "hosts.hpp"
 
-#include <arpa/inet.h>
-#include <ifaddrs.h>
-#include <net/if.h>
-#include <netinet/in.h>
 #include <signal.h>
 #include <sys/wait.h>
 
@@ -150,24 +146,6 @@ bool HostsMover::gone(int vp) {
         return false;
     places_.at(static_cast<std::size_t>(vp)).exit_status = r.value("exit_status", -1);
     return true;
-}
-
-Result<std::string> default_hub_address() {
-    ifaddrs* list = nullptr;
-    if (::getifaddrs(&list) != 0)
-        return Error::from_errno(errno, fmt::format("getifaddrs: {}", std::strerror(errno)));
-    std::unique_ptr<ifaddrs, void (*)(ifaddrs*)> guard(list, ::freeifaddrs);
-    for (ifaddrs* i = list; i; i = i->ifa_next) {
-        if (!i->ifa_addr || i->ifa_addr->sa_family != AF_INET || !(i->ifa_flags & IFF_UP) ||
-            (i->ifa_flags & IFF_LOOPBACK))
-            continue;
-        char buf[INET_ADDRSTRLEN];
-        const auto* a = reinterpret_cast<const sockaddr_in*>(i->ifa_addr);
-        if (::inet_ntop(AF_INET, &a->sin_addr, buf, sizeof buf))
-            return std::string(buf);
-    }
-    return Error::from_errno(EADDRNOTAVAIL, "no interface is up with an IPv4 address other than "
-                                            "loopback: give --hub-address");
 }
 
 } // namespace ghost::bsp

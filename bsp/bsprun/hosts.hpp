@@ -70,8 +70,4 @@ class HostsMover final : public Mover, public Placer {
 // "hosts"}: itself, then its peers), as a comma-separated list.
 Result<std::string> cluster_hosts(const std::string& socket);
 
-// The first IPv4 address of an interface that is up and not loopback, or
-// an error naming why there is none.
-Result<std::string> default_hub_address();
-
 } // namespace ghost::bsp

@@ -26,6 +26,7 @@
 #include "options.hpp"
 #include "output.hpp"
 #include "printing.hpp"
+#include "relays.hpp"
 #include "rollback.hpp"
 #include "wire.hpp"
 
@@ -70,7 +71,9 @@ int main(int argc, char** argv) {
     std::vector<std::string>& cmd = plan->cmd;
 
     const std::string job = restarting ? manifest->job : make_job_id();
-    auto listen = wire::listen_abstract(job);
+    // With relays, the job's socket on each host is its relay's.
+    const bool relayed = multi && o.routing == "relay";
+    auto listen = relayed ? Result<UniqueFd>(UniqueFd()) : wire::listen_abstract(job);
     if (!listen) {
         std::fprintf(stderr, "bsprun: cannot start the hub: %s%s\n", listen.error().what().c_str(),
                      restarting ? " (is the job still running?)" : "");
@@ -133,6 +136,21 @@ int main(int argc, char** argv) {
     if (!sfd) {
         std::fprintf(stderr, "bsprun: signalfd: %s\n", std::strerror(errno));
         return 1;
+    }
+
+    std::optional<Relays> relays;
+    if (relayed) {
+        auto r = Relays::start(Relays::hosts_of(mh->home(), host_list), mh->mover(),
+                               mh->output().dir(), job, mh->key_hex(), mh->hub_address());
+        if (!r) {
+            std::fprintf(stderr, "bsprun: --routing relay: %s\n", r.error().what().c_str());
+            return 1;
+        }
+        relays.emplace(std::move(*r));
+        if (auto ready = relays->wait_home_listening(job); !ready) {
+            std::fprintf(stderr, "bsprun: --routing relay: %s\n", ready.error().what().c_str());
+            return 1;
+        }
     }
 
     char host[256] = "?";
@@ -221,6 +239,9 @@ int main(int argc, char** argv) {
                      "%s --server %s)\n",
                      job.c_str(), ck.every, ck.server.c_str(), job.c_str(), ck.server.c_str());
     }
+    if (relays)
+        hub.set_relays(Relays::hosts_of(mh->home(), host_list), !o.no_broadcast,
+                       [&](int v) { return mh->mover().place(v).host; });
     if (mh) {
         mh->attach(hub, pids);
         mh->mover().on_child_left([&](int v) {
@@ -278,6 +299,14 @@ int main(int argc, char** argv) {
                      cost_summary(o.policy, mh->policy_cost(), job_seconds).c_str());
     if (!outcome.ok)
         std::fprintf(stderr, "bsprun: job failed: %s\n", outcome.why.c_str());
+    if (relays) {
+        if (outcome.ok)
+            std::fprintf(stderr, "%s\n",
+                         routing_summary(hub.relay_totals(), !o.no_broadcast).c_str());
+        else
+            relays->kill_all();
+        relays->finish();
+    }
     if (ckpt && ckpt->last_complete() == 0)
         mh->output().keep(false); // no checkpoint names the job directory
 

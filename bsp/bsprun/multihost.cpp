@@ -45,7 +45,7 @@ Result<MultiHost> MultiHost::make(std::vector<std::string> hosts, std::string ho
                                   std::optional<wire::Key> key) {
     home = resolve_home(std::move(home));
     if (hub_address.empty()) {
-        auto a = default_hub_address();
+        auto a = wire::default_address();
         if (!a)
             return a.error();
         hub_address = *a;

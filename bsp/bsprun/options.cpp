@@ -59,6 +59,14 @@ void add_options(CLI::App& app, Options& o) {
     app.add_option("--hub-address", o.hub_address,
                    "with --hosts: the IPv4 address the hub listens on for the other hosts' VPs "
                    "(default: the first address of an interface that is up, not loopback)");
+    app.add_option("--routing", o.routing,
+                   "with --hosts: how puts and messages travel: hub (every superstep's data "
+                   "through the hub at home; the default) or relay (a relay per host, PUB's link "
+                   "tables: straight to the target's host)")
+        ->check(CLI::IsMember({"hub", "relay"}));
+    app.add_flag("--no-broadcast", o.no_broadcast,
+                 "with --routing relay: after a move tell only the old and the new host's relays "
+                 "(others' entries go stale and forward) instead of every relay");
     add_checkpoint_options(app, o.ck);
 }
 
@@ -103,8 +111,11 @@ int resolve(Plan& p, std::vector<std::string> remaining) {
         o.job_dir = p.manifest->job_dir;
     }
     if (!p.multi() && (!o.job_dir.empty() || !o.migd_sockets.empty() || !o.home.empty() ||
-                       !o.hub_address.empty()))
-        return stop("--job-dir, --migd-sockets, --home and --hub-address go with --hosts");
+                       !o.hub_address.empty() || o.routing != "hub"))
+        return stop("--job-dir, --migd-sockets, --home, --hub-address and --routing go with "
+                    "--hosts");
+    if (o.no_broadcast && o.routing != "relay")
+        return stop("--no-broadcast goes with --routing relay");
     p.cmd = p.restarting ? p.manifest->program : std::move(remaining);
     return kGoOn;
 }
@@ -172,6 +183,9 @@ std::vector<std::string> rollback_options(const Options& o, const std::string& h
                             {"--policy", &o.policy}})
         if (!val->empty())
             pass_on.insert(pass_on.end(), {opt, *val});
+    pass_on.insert(pass_on.end(), {"--routing", o.routing});
+    if (o.no_broadcast)
+        pass_on.push_back("--no-broadcast");
     if (o.verbose)
         pass_on.push_back("--verbose");
     if (o.dry_run)

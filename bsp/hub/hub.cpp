@@ -60,6 +60,8 @@ void Hub::fail(int failed_vp, std::string why, bool lost) {
         }
         p.fd.close();
     }
+    for (auto& r : relays_) // each relay then drops its VPs and exits
+        r.link.close();
 }
 
 void Hub::process_exited(int vp, int status) {
@@ -113,6 +115,8 @@ void Hub::accept_tcp() {
 
 void Hub::hello(wire::Link link, bool tcp) {
     auto f = wire::recv_frame(link);
+    if (f && f->type == Type::RelayHello && tcp)
+        return relay_hello(std::move(link), *f);
     if (!f || f->type != Type::Hello)
         return; // not one of ours, or it died at once: its process exit tells
     if (tcp) {  // a VP of ours: from now on it may be slow
@@ -121,7 +125,10 @@ void Hub::hello(wire::Link link, bool tcp) {
         ::setsockopt(link.fd(), SOL_SOCKET, SO_SNDTIMEO, &none, sizeof none);
     }
     wire::Reader r(f->payload);
-    const std::uint32_t version = r.u32(), vp = r.u32(), nprocs = r.u32(), resumed = r.u32();
+    // flags: bit 0 resumed, bit 1 through its host's relay.
+    const std::uint32_t version = r.u32(), vp = r.u32(), nprocs = r.u32(), flags = r.u32();
+    const std::uint32_t resumed = flags & 1;
+    const bool relayed = (flags & 2) != 0;
     const std::string job = r.str();
     // Over TCP the peer's pid is another host's: keep the one the mover
     // reported.
@@ -134,6 +141,12 @@ void Hub::hello(wire::Link link, bool tcp) {
         return fail(-1, fmt::format("pid {} said HELLO as vp {} of {}, but the job has {} "
                                     "processes",
                                     pid, vp, nprocs, nprocs_));
+    if (!relays_.empty() && !relayed)
+        return fail(static_cast<int>(vp),
+                    fmt::format("vp {} (pid {}) reached the hub directly, not through its host's "
+                                "relay (the job routes through relays: is bsp-relay running "
+                                "there?)",
+                                vp, pid));
     Vp& p = vps_[vp];
     const State want = resumed ? State::Detached : State::Absent;
     if (p.state != want)
@@ -142,6 +155,7 @@ void Hub::hello(wire::Link link, bool tcp) {
     p.fd = std::move(link);
     p.pid = pid;
     p.state = State::Running;
+    p.relayed = relayed;
     // A moved VP gets its held DELIVER; one detached for a checkpoint (or
     // restored from one) applied its DELIVER before detaching: none is owed.
     if (resumed && !p.held.empty()) {
@@ -190,6 +204,9 @@ void Hub::on_sync(int vp, Frame&& f) {
     auto s = decode_sync(std::move(f.payload), nprocs_);
     if (!s)
         return fail(vp, fmt::format("vp {}: {}", vp, s.error().what()));
+    if (s->superstep != superstep_)
+        return fail(vp, fmt::format("vp {} sent the SYNC of superstep {} in superstep {}", vp,
+                                    s->superstep, superstep_));
     p.sync = std::move(*s);
     p.state = State::AtSync;
     if (std::all_of(vps_.begin(), vps_.end(), [](const Vp& x) { return x.state == State::AtSync; }))
@@ -209,6 +226,8 @@ void Hub::on_end(int vp) {
         return;
     for (int v = 0; v < nprocs_ && !done_; ++v)
         send_or_fail(v, Type::EndOk, {});
+    if (!done_)
+        end_relays();
     done_ = true;
 }
 
@@ -288,6 +307,10 @@ void Hub::barrier() {
                              p.sync.instructions, p.sync.instructions_errno});
         }
     }
+    expected_.assign(vps_.size(), 0);
+    for (const auto& p : vps_)
+        for (const auto& x : p.sync.relayed)
+            expected_[x.pid] += x.frames;
     std::vector<int> moves;
     if (hook_)
         moves = hook_->barrier(superstep_, stats);
@@ -304,7 +327,7 @@ void Hub::barrier() {
         if (std::find(moves.begin(), moves.end(), v) != moves.end())
             continue;
         vps_[static_cast<std::size_t>(v)].state = State::Running;
-        send_or_fail(v, Type::Deliver, out[static_cast<std::size_t>(v)]);
+        deliver(v, out[static_cast<std::size_t>(v)]);
     }
     if (!done_ && !moves.empty())
         detach_and_move(moves, out);
@@ -316,84 +339,6 @@ void Hub::resume(const HubState& st) {
     for (auto& p : vps_) {
         p.state = State::Detached;
         p.held.clear();
-    }
-}
-
-void Hub::wake(int v) {
-    const pid_t pid = vps_[static_cast<std::size_t>(v)].pid;
-    if (mover_) {
-        if (auto w = mover_->wake(v, pid); !w)
-            fail(v, w.error().what(), true); // its host is unreachable?
-    } else if (::kill(pid, SIGUSR2) != 0) {
-        fail(
-            v,
-            fmt::format("vp {}: cannot wake pid {} with SIGUSR2: {}", v, pid, std::strerror(errno)),
-            true);
-    }
-}
-
-// Hector's coordinated checkpoint at a barrier: every VP gets DETACH (u32 1:
-// "apply the DELIVER that follows, then detach") and its DELIVER, so when
-// all have detached no message is in flight and the hub holds nothing.
-void Hub::checkpoint_all(std::vector<std::vector<std::byte>>& out) {
-    wire::Writer w;
-    w.u32(1);
-    for (int v = 0; v < nprocs_ && !done_; ++v) {
-        send_or_fail(v, Type::Detach, w.data());
-        if (!done_)
-            send_or_fail(v, Type::Deliver, out[static_cast<std::size_t>(v)]);
-    }
-    std::vector<pid_t> pids;
-    for (int v = 0; v < nprocs_ && !done_; ++v) {
-        Vp& p = vps_[static_cast<std::size_t>(v)];
-        auto f = wire::recv_frame(p.fd);
-        if (!f || f->type != Type::Detached)
-            return fail(
-                v, fmt::format("vp {} (pid {}) did not answer the checkpoint's DETACH", v, p.pid),
-                !f);
-        if (auto eof = wire::recv_frame(p.fd); eof)
-            return fail(v,
-                        fmt::format("vp {} sent {} after DETACHED", v, wire::type_name(eof->type)));
-        p.fd.close();
-        p.state = State::Detached;
-        p.held.clear();
-        pids.push_back(p.pid);
-    }
-    if (done_)
-        return;
-    checkpointer_->checkpoint(hub_state(), pids);
-    for (int v = 0; v < nprocs_ && !done_; ++v)
-        wake(v);
-}
-
-void Hub::detach_and_move(const std::vector<int>& moves, std::vector<std::vector<std::byte>>& out) {
-    for (int v : moves) {
-        if (v < 0 || v >= nprocs_ || done_)
-            continue;
-        Vp& p = vps_[static_cast<std::size_t>(v)];
-        send_or_fail(v, Type::Detach, {});
-        if (done_)
-            return;
-        // DETACHED, then EOF: the VP has closed its only descriptor of the
-        // socket and is on its way into sigsuspend (with SIGUSR2 blocked
-        // until it gets there, so the wake-up cannot be lost).
-        auto f = wire::recv_frame(p.fd);
-        if (!f || f->type != Type::Detached)
-            return fail(v, fmt::format("vp {} (pid {}) did not answer DETACH", v, p.pid));
-        auto eof = wire::recv_frame(p.fd);
-        if (eof)
-            return fail(v,
-                        fmt::format("vp {} sent {} after DETACHED", v, wire::type_name(eof->type)));
-        p.fd.close();
-        p.state = State::Detached;
-        p.held = std::move(out[static_cast<std::size_t>(v)]);
-        const pid_t old = p.pid;
-        auto moved = mover_->move(v, old, superstep_ - 1); // the superstep that ended
-        if (moved)
-            p.pid = *moved;
-        // On failure the original is still there, waiting: wake it where it is.
-        if (auto w = mover_->wake(v, p.pid); !w)
-            return fail(v, w.error().what(), true); // its host is unreachable?
     }
 }
 
@@ -410,6 +355,9 @@ std::vector<std::vector<std::uint64_t>> received_bytes(std::span<const SyncReque
         for (const auto& g : syncs[src].gets) // src reads from g.pid
             if (g.pid < n)
                 r[src][g.pid] += g.len;
+        for (const auto& x : syncs[src].relayed) // what its relay carried
+            if (x.pid < n)
+                r[x.pid][src] += x.bytes;
     }
     return r;
 }
@@ -423,12 +371,20 @@ Outcome Hub::run() {
                 pending = true;
                 on_frame(v);
             }
+        for (std::size_t i = 0; i < relays_.size() && !done_; ++i)
+            if (relays_[i].link.pending()) {
+                pending = true;
+                on_relay_frame(i);
+            }
         if (pending)
             continue;
         std::vector<pollfd> fds;
-        std::vector<int> who; // VP index, -1 listen, -3 tcp, -4 - i watch i
-        fds.push_back({listen_.get(), POLLIN, 0});
-        who.push_back(-1);
+        // VP index, -1 listen, -3 tcp, -4 - i watch i, nprocs + i relay i
+        std::vector<int> who;
+        if (listen_) { // none when relays own the job's socket
+            fds.push_back({listen_.get(), POLLIN, 0});
+            who.push_back(-1);
+        }
         if (tcp_) {
             fds.push_back({tcp_.get(), POLLIN, 0});
             who.push_back(-3);
@@ -442,6 +398,11 @@ Outcome Hub::run() {
             fds.push_back({watches_[i].fd, POLLIN, 0});
             who.push_back(-4 - static_cast<int>(i));
         }
+        for (std::size_t i = 0; i < relays_.size(); ++i)
+            if (relays_[i].link) {
+                fds.push_back({relays_[i].link.fd(), POLLIN, 0});
+                who.push_back(nprocs_ + static_cast<int>(i));
+            }
         if (::poll(fds.data(), fds.size(), -1) < 0) {
             if (errno == EINTR)
                 continue;
@@ -455,6 +416,8 @@ Outcome Hub::run() {
                 accept_one();
             else if (who[i] == -3)
                 accept_tcp();
+            else if (who[i] >= nprocs_)
+                on_relay_frame(static_cast<std::size_t>(who[i] - nprocs_));
             else if (who[i] >= 0)
                 on_frame(who[i]);
             else {

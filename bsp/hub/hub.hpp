@@ -91,6 +91,15 @@ class Checkpointer {
     virtual void checkpoint(const HubState& st, std::span<const pid_t> pids) = 0;
 };
 
+// What the relays did (their RELAY_STATS, summed at the job's end).
+struct RelayTotals {
+    std::uint64_t frames = 0, bytes = 0; // DATA frames VPs' relays originated, payload bytes
+    std::uint64_t local = 0;             // of those, delivered on their own host
+    std::uint64_t forwarded = 0;         // forwards by a stale link-table entry
+    std::uint64_t held = 0;              // frames that waited for their VP to arrive
+    int reported = 0;                    // relays that answered END
+};
+
 class Hub {
   public:
     // listen: the job's abstract socket; nprocs VPs are expected.
@@ -129,6 +138,15 @@ class Hub {
     // migd for a VP on another host).
     void set_killer(std::function<void(int vp, pid_t pid)> k) { killer_ = std::move(k); }
 
+    // Routing through relays (bsprun --routing relay, bsp/relay/): one relay
+    // per host of hosts connects over TCP (RELAY_HELLO); every VP must come
+    // through its host's relay. host_of gives a VP's host now (after a
+    // move too). broadcast: a move's new link-table entry goes to every
+    // relay (else to the old and the new host's only).
+    void set_relays(std::vector<std::string> hosts, bool broadcast,
+                    std::function<std::string(int vp)> host_of);
+    const RelayTotals& relay_totals() const { return relay_totals_; }
+
     // Runs until every VP called bsp_end (ENDOK sent) or the job failed.
     Outcome run();
 
@@ -142,6 +160,11 @@ class Hub {
         wire::Link fd;
         SyncRequest sync;            // while AtSync
         std::vector<std::byte> held; // DELIVER kept while Detached
+        bool relayed = false;        // connected through its host's relay
+    };
+    struct RelaySlot {
+        std::string host, address;
+        wire::Link link;
     };
 
     void accept_one();
@@ -156,6 +179,15 @@ class Hub {
     void wake(int vp);
     void detach_and_move(const std::vector<int>& moves, std::vector<std::vector<std::byte>>& out);
     void send_or_fail(int vp, wire::Type type, std::span<const std::byte> payload);
+    // DELIVER, or through a relay DELIVER_RELAYED with the DATA count it
+    // waits for (back: the relay returns it completed, for a VP to move).
+    void deliver(int vp, std::span<const std::byte> payload, bool back = false);
+    void relay_hello(wire::Link link, const Frame& f);
+    void on_relay_frame(std::size_t i);
+    void send_directory();
+    void reroute(int vp);
+    void end_relays();
+    int relay_index(const std::string& host) const;
 
     UniqueFd listen_;
     UniqueFd tcp_;
@@ -174,6 +206,12 @@ class Hub {
     std::vector<Watch> watches_;
     std::uint64_t superstep_ = 0;
     std::int64_t tagsize_ = 0;
+    std::vector<RelaySlot> relays_;
+    bool broadcast_ = true;
+    std::function<std::string(int)> host_of_;
+    std::vector<int> route_;              // vp -> relay index, as the relays were told
+    std::vector<std::uint32_t> expected_; // vp -> DATA frames of this barrier
+    RelayTotals relay_totals_;
     bool done_ = false;
     Outcome outcome_;
 };

@@ -18,6 +18,7 @@ Result<SyncRequest> decode_sync(std::vector<std::byte> payload, int nprocs) {
     s.memory_bytes = r.u64();
     s.instructions = r.u64();
     s.instructions_errno = static_cast<int>(r.i64());
+    s.superstep = r.u64();
     s.tagsize = r.i64();
     const std::uint32_t nops = r.u32();
     for (std::uint32_t i = 0; i < nops && !r.failed(); ++i) {
@@ -53,6 +54,14 @@ Result<SyncRequest> decode_sync(std::vector<std::byte> payload, int nprocs) {
         m.payload = r.blob();
         s.msgs.push_back(m);
     }
+    const std::uint32_t nrel = r.u32();
+    for (std::uint32_t i = 0; i < nrel && !r.failed(); ++i) {
+        RelayedRec x;
+        x.pid = r.u32();
+        x.frames = r.u32();
+        x.bytes = r.u64();
+        s.relayed.push_back(x);
+    }
     if (r.failed() || !r.at_end())
         return Error::from_errno(EPROTO, "malformed SYNC frame");
     const auto bad = [&](std::uint32_t pid) { return pid >= static_cast<std::uint32_t>(nprocs); };
@@ -68,7 +77,57 @@ Result<SyncRequest> decode_sync(std::vector<std::byte> payload, int nprocs) {
         if (bad(m.pid))
             return Error::from_errno(EPROTO,
                                      fmt::format("SYNC: send to pid {} of {}", m.pid, nprocs));
+    for (const auto& x : s.relayed)
+        if (bad(x.pid))
+            return Error::from_errno(
+                EPROTO, fmt::format("SYNC: relayed data to pid {} of {}", x.pid, nprocs));
     return s;
+}
+
+std::vector<std::byte> encode_sync(const SyncRequest& s) {
+    wire::Writer w;
+    w.f64(s.wall);
+    w.f64(s.cpu);
+    w.u64(s.bytes_sent);
+    w.u64(s.memory_bytes);
+    w.u64(s.instructions);
+    w.i64(s.instructions_errno);
+    w.u64(s.superstep);
+    w.i64(s.tagsize);
+    w.u32(static_cast<std::uint32_t>(s.ops.size()));
+    for (const auto& op : s.ops) {
+        w.u8(op.kind);
+        w.u64(op.id);
+        w.i64(op.size);
+    }
+    w.u32(static_cast<std::uint32_t>(s.puts.size()));
+    for (const auto& p : s.puts) {
+        w.u32(p.pid);
+        w.u64(p.reg);
+        w.u64(p.off);
+        w.blob(p.data);
+    }
+    w.u32(static_cast<std::uint32_t>(s.gets.size()));
+    for (const auto& g : s.gets) {
+        w.u32(g.pid);
+        w.u64(g.reg);
+        w.u64(g.off);
+        w.u64(g.len);
+    }
+    w.u32(static_cast<std::uint32_t>(s.msgs.size()));
+    for (const auto& m : s.msgs) {
+        w.u32(m.pid);
+        w.blob(m.tag);
+        w.blob(m.payload);
+    }
+    w.u32(static_cast<std::uint32_t>(s.relayed.size()));
+    for (const auto& x : s.relayed) {
+        w.u32(x.pid);
+        w.u32(x.frames);
+        w.u64(x.bytes);
+    }
+    auto d = w.data();
+    return {d.begin(), d.end()};
 }
 
 namespace {

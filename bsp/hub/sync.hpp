@@ -36,22 +36,35 @@ struct MsgRec {
     std::span<const std::byte> tag, payload;
 };
 
+// What a relay took out of a SYNC for one target: that many DATA frames
+// (one per source VP and target) of that many payload bytes.
+struct RelayedRec {
+    std::uint32_t pid = 0; // target
+    std::uint32_t frames = 0;
+    std::uint64_t bytes = 0; // put data, message tags and payloads
+};
+
 struct SyncRequest {
     double wall = 0, cpu = 0;
     std::uint64_t bytes_sent = 0;
     std::uint64_t memory_bytes = 0; // resident size at the sync
     std::uint64_t instructions = 0; // user-mode instructions of the computation, if counted
     int instructions_errno = 0;     // why they were not (perf_event_open's errno); 0: counted
+    std::uint64_t superstep = 0;    // the superstep the VP ends
     std::int64_t tagsize = -1;      // a bsp_set_tagsize of the superstep, else -1
     std::vector<RegOp> ops;
     std::vector<PutRec> puts;
     std::vector<GetRec> gets;
     std::vector<MsgRec> msgs;
-    std::vector<std::byte> storage; // the frame's payload the spans point into
+    std::vector<RelayedRec> relayed; // filled in by the VP's relay
+    std::vector<std::byte> storage;  // the frame's payload the spans point into
 };
 
 // EPROTO naming the field on a malformed payload or a pid out of range.
 Result<SyncRequest> decode_sync(std::vector<std::byte> payload, int nprocs);
+
+// The SYNC payload of s (what decode_sync reads back).
+std::vector<std::byte> encode_sync(const SyncRequest& s);
 
 // The collective rules of one superstep: every VP did the same registration
 // operations in the same order, and set the same tag size (or none did).

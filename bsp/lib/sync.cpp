@@ -187,6 +187,7 @@ extern "C" void bsp_sync(void) {
     w.u64(resident_bytes());
     w.u64(counted.instructions);
     w.i64(counted.error);
+    w.u64(s.superstep);
     w.i64(s.new_tagsize);
     w.u32(static_cast<std::uint32_t>(s.ops.size()));
     for (const auto& op : s.ops) {
@@ -213,6 +214,7 @@ extern "C" void bsp_sync(void) {
     }
     w.u32(s.nsends);
     w.bytes(s.sends.data());
+    w.u32(0); // relayed counts: a relay fills them in
     s.puts.clear();
     s.sends.clear();
     s.nsends = 0;

@@ -4,6 +4,8 @@
 #include "link.hpp"
 
 #include <arpa/inet.h>
+#include <ifaddrs.h>
+#include <net/if.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <signal.h>
@@ -167,6 +169,10 @@ Result<TlsContext> TlsContext::make(Role role, const Key& key) {
         !SSL_CTX_set_ciphersuites(c, "TLS_AES_128_GCM_SHA256"))
         return Error::from_errno(EPROTO, fmt::format("TLS 1.3 setup: {}", ssl_errors()));
     SSL_CTX_set_options(c, SSL_OP_IGNORE_UNEXPECTED_EOF | SSL_OP_NO_TICKET);
+    // No NewSessionTicket after the handshake (TLS 1.3 sends stateful ones
+    // even with SSL_OP_NO_TICKET): a peer that polls its connection must
+    // not see a readable socket with no frame behind it.
+    SSL_CTX_set_num_tickets(c, 0);
     SSL_CTX_set_app_data(c, t.key_.get());
     if (role == Role::Client)
         SSL_CTX_set_psk_use_session_callback(c, use_session);
@@ -388,6 +394,24 @@ std::string peer_address(int fd) {
     char buf[INET_ADDRSTRLEN] = "?";
     ::inet_ntop(AF_INET, &a.sin_addr, buf, sizeof buf);
     return fmt::format("{}:{}", buf, ntohs(a.sin_port));
+}
+
+Result<std::string> default_address() {
+    ifaddrs* list = nullptr;
+    if (::getifaddrs(&list) != 0)
+        return Error::from_errno(errno, fmt::format("getifaddrs: {}", std::strerror(errno)));
+    std::unique_ptr<ifaddrs, void (*)(ifaddrs*)> guard(list, ::freeifaddrs);
+    for (ifaddrs* i = list; i; i = i->ifa_next) {
+        if (!i->ifa_addr || i->ifa_addr->sa_family != AF_INET || !(i->ifa_flags & IFF_UP) ||
+            (i->ifa_flags & IFF_LOOPBACK))
+            continue;
+        char buf[INET_ADDRSTRLEN];
+        const auto* a = reinterpret_cast<const sockaddr_in*>(i->ifa_addr);
+        if (::inet_ntop(AF_INET, &a->sin_addr, buf, sizeof buf))
+            return std::string(buf);
+    }
+    return Error::from_errno(EADDRNOTAVAIL, "no interface is up with an IPv4 address other than "
+                                            "loopback: give --hub-address");
 }
 
 } // namespace ghost::bsp::wire

@@ -81,6 +81,9 @@ Result<Link> tls_connect(const TlsContext& ctx, UniqueFd fd);
 // "addr:port" in *bound. connect_tcp takes "addr:port".
 Result<UniqueFd> listen_tcp(std::string_view addr, std::string* bound);
 Result<UniqueFd> connect_tcp(std::string_view addr_port);
+// The first IPv4 address of an interface that is up and not loopback, or
+// an error naming why there is none.
+Result<std::string> default_address();
 // "a.b.c.d:port" of a TCP socket's peer.
 std::string peer_address(int fd);
 

@@ -36,6 +36,20 @@ std::string_view type_name(Type t) {
         return "ENDOK";
     case Type::Abort:
         return "ABORT";
+    case Type::RelayHello:
+        return "RELAY_HELLO";
+    case Type::Directory:
+        return "DIRECTORY";
+    case Type::Route:
+        return "ROUTE";
+    case Type::Data:
+        return "DATA";
+    case Type::DeliverRelayed:
+        return "DELIVER_RELAYED";
+    case Type::DeliverBack:
+        return "DELIVER_BACK";
+    case Type::RelayStats:
+        return "RELAY_STATS";
     }
     return "unknown";
 }

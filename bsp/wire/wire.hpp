@@ -19,7 +19,8 @@
 
 namespace ghost::bsp::wire {
 
-inline constexpr std::uint32_t kVersion = 1;
+// 2: SYNC carries its superstep and the relayed counts (relays, bsp/relay/).
+inline constexpr std::uint32_t kVersion = 2;
 // Largest payload accepted (1 GiB): a bound against a corrupt header.
 inline constexpr std::uint64_t kMaxPayload = std::uint64_t{1} << 30;
 
@@ -34,6 +35,15 @@ enum class Type : std::uint32_t {
     End = 8,      // VP -> hub: bsp_end
     EndOk = 9,    // hub -> VP: every VP called bsp_end
     Abort = 10,   // VP -> hub: bsp_abort or misuse, with the message
+    // Relays (bsprun --routing relay, bsp/relay/): a process per host that
+    // carries its VPs' puts and messages to the target's host directly.
+    RelayHello = 11,     // relay -> hub: version, job, host, its TCP address
+    Directory = 12,      // hub -> relay: every relay's host and address
+    Route = 13,          // hub -> relay: (vp, host index) link-table entries
+    Data = 14,           // relay -> relay: one VP's puts and messages to one VP
+    DeliverRelayed = 15, // hub -> relay: expected DATA count, back flag, DELIVER
+    DeliverBack = 16,    // relay -> hub: the completed DELIVER of a VP to move
+    RelayStats = 17,     // relay -> hub (after END): its routing counters
 };
 
 std::string_view type_name(Type t);

@@ -1,0 +1,46 @@
+// SPDX-License-Identifier: GPL-2.0
+// What relays carry between hosts, pure: a VP's puts and messages to one
+// target cut out of its SYNC (DATA frames), and DATA frames spliced into the
+// target's DELIVER (Documentation/bsp.md, "Routing through relays").
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "ghost/result.hpp"
+#include "sync.hpp"
+
+namespace ghost::bsp::relay {
+
+// A DATA payload: u32 target, u32 source, u64 superstep (the one the source
+// ended), u32 hops (relays it was forwarded by), then u32 n + n × put (u64
+// registration, u64 offset, blob data) and u32 n + n × message (blob tag,
+// blob payload). The payload is kept whole, so forwarding only patches hops.
+struct DataFrame {
+    std::uint32_t target = 0, source = 0;
+    std::uint64_t superstep = 0;
+    std::uint32_t hops = 0;
+    std::vector<std::byte> payload;
+};
+
+inline constexpr std::size_t kHopsOffset = 16;
+
+// EPROTO when the payload is malformed.
+Result<DataFrame> decode_data(std::vector<std::byte> payload);
+// Sets the hop count in the frame and its payload.
+void set_hops(DataFrame& f, std::uint32_t hops);
+
+// Takes s's puts and messages out of it: one DATA frame per target, in
+// target order, and s.relayed says how many frames and bytes went to whom.
+std::vector<DataFrame> strip_sync(SyncRequest& s, std::uint32_t source);
+
+// The DELIVER payload with the frames' puts and messages in its last two
+// sections, by source VP (one frame per source; the hub's own DELIVER for a
+// relayed VP has none there). nprocs: the job's (a registration carries
+// every VP's size). EPROTO on a malformed DELIVER or frame.
+Result<std::vector<std::byte>> splice_deliver(std::span<const std::byte> deliver,
+                                              std::vector<DataFrame> frames, int nprocs);
+
+} // namespace ghost::bsp::relay

@@ -1,0 +1,98 @@
+// SPDX-License-Identifier: GPL-2.0
+// A BSP job's relay on one host (PUB's per-host process with its link
+// table; Documentation/bsp.md, "Routing through relays"). It owns the job's
+// abstract socket there, so the host's VPs connect to it with no change;
+// it passes each VP's control frames to the hub on an upstream of its own,
+// and carries the VP's puts and messages straight to the relay of the
+// target's host as DATA frames, which the target's relay splices into the
+// target's DELIVER. A link-table entry that is out of date forwards; data
+// for a VP that is not here yet waits.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "data.hpp"
+#include "link.hpp"
+
+namespace ghost::bsp::relay {
+
+struct Config {
+    std::string job;         // the job id: the abstract socket's name
+    std::string host;        // this host's migd name, as the hub knows it
+    std::string hub_address; // the hub's TLS listener, "addr:port"
+    std::string address;     // where to listen for other relays ("" : the default)
+    wire::Key key{};
+};
+
+// Its routing counters (RELAY_STATS).
+struct Counters {
+    std::uint64_t frames = 0;    // DATA frames its VPs originated
+    std::uint64_t bytes = 0;     // their payload bytes
+    std::uint64_t local = 0;     // of those, delivered on this host
+    std::uint64_t forwarded = 0; // DATA frames it forwarded (a stale entry elsewhere)
+    std::uint64_t held = 0;      // DATA frames that waited here for their VP
+};
+
+class Relay {
+  public:
+    // Listens (abstract socket, TCP), connects to the hub and says
+    // RELAY_HELLO. The error names what failed.
+    static Result<std::unique_ptr<Relay>> start(Config c);
+    explicit Relay(Config c) : c_(std::move(c)) {} // then start()'s work
+    // Serves until the hub says END (0) or the hub is lost (1).
+    int run();
+
+  private:
+    struct Peer { // what goes to another host's relay (its writer thread's)
+        std::string address;
+        std::deque<DataFrame> queue;
+    };
+
+    // Control: frames from the hub.
+    void on_directory(const wire::Frame& f);
+    void on_route(const wire::Frame& f);
+    // A DATA frame from a local VP's SYNC (from_peer false) or another
+    // relay: kept here for its target, or sent on by the link table.
+    void route(DataFrame f, bool from_peer);
+    // With mu_ held: hand f to the relay of host h.
+    void send_to(int h, DataFrame f);
+    // The DATA frames of (target, superstep) once n arrived (false: the
+    // relay is shutting down).
+    bool take(std::uint32_t target, std::uint64_t superstep, std::uint32_t n,
+              std::vector<DataFrame>& out);
+
+    void session(UniqueFd vp);     // a local VP, on a thread of its own
+    void peer_reader(UniqueFd fd); // another relay's DATA frames
+    void peer_writer(int h);       // sends what send_to() queued for host h
+    [[noreturn]] void fatal(const std::string& why);
+
+    Config c_;
+    UniqueFd local_, tcp_;
+    std::unique_ptr<wire::TlsContext> client_, server_;
+    wire::Link hub_;
+    std::string my_address_;
+
+    std::mutex mu_;
+    std::condition_variable cv_;
+    bool ready_ = false, ending_ = false;
+    int me_ = -1;
+    std::vector<std::string> hosts_, addresses_;
+    std::vector<int> table_;       // vp -> host index: the link table
+    std::set<std::uint32_t> here_; // VPs connected to this relay now
+    std::map<std::pair<std::uint32_t, std::uint64_t>, std::vector<DataFrame>> store_;
+    std::vector<std::unique_ptr<Peer>> peers_;
+    Counters n_;
+    int sessions_ = 0;
+};
+
+} // namespace ghost::bsp::relay
