@@ -19,6 +19,7 @@
 #include "hub.hpp"
 #include "state.hpp"
 #include "sync_vp.hpp"
+#include "wakeup.hpp"
 
 namespace ghost::bsp::vp {
 
@@ -254,7 +255,7 @@ void bsp_begin(int maxprocs) {
         s.nprocs = maxprocs;
         fork_job(s);
     }
-    install_wakeup_handler();
+    ghost::bsp::wire::install_wakeup_handler(); // a SIGUSR2 before any DETACH does nothing
     connect_hub(false);
     s.t0 = now_wall();
     s.last_wall = s.t0;

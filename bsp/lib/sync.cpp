@@ -1,7 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 // bsp_sync: the SYNC frame, the GETS round, DETACH (close the socket, wait
 // for SIGUSR2 in sigsuspend, reconnect) and applying DELIVER.
-#include <setjmp.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -14,45 +13,22 @@
 
 #include "bsp.h"
 #include "state.hpp"
+#include "sync.hpp"
 #include "sync_vp.hpp"
+#include "wakeup.hpp"
 
 namespace ghost::bsp::vp {
 
 namespace {
 
-sigjmp_buf g_wake;
-volatile sig_atomic_t g_armed = 0;
-
-// Jumps out of the wait, wherever the process is: in sigsuspend, or (in a
-// restarted copy) on the instruction that re-enters it, so the wake-up is
-// never lost.
-void on_wakeup(int) {
-    if (g_armed) {
-        g_armed = 0;
-        siglongjmp(g_wake, 1);
-    }
-}
-
 void detach_and_wait() {
     State& s = state();
-    // Set before sigsetjmp and never changed after: valid after the jump.
     const Moment before = now_moment();
-    sigset_t usr2, old;
-    sigemptyset(&usr2);
-    sigaddset(&usr2, SIGUSR2);
-    sigprocmask(SIG_BLOCK, &usr2, &old);
-    // sigsetjmp saves the mask with SIGUSR2 blocked; siglongjmp restores it.
-    if (sigsetjmp(g_wake, 1) == 0) {
-        g_armed = 1;
+    wire::wait_for_wakeup([&s] {
         std::fflush(nullptr);
         (void)wire::send_frame(s.sock, wire::Type::Detached);
         disconnect_hub(); // no socket, no TLS state across the move
-        sigset_t wait = old;
-        sigdelset(&wait, SIGUSR2);
-        for (;;)
-            sigsuspend(&wait);
-    }
-    sigprocmask(SIG_SETMASK, &old, nullptr);
+    });
     // Maybe on another machine now, with a monotonic clock of its own.
     s.t0 = continued_t0(s.t0, before, now_moment());
     connect_hub(true);
@@ -159,15 +135,39 @@ std::uint64_t resident_bytes() {
            static_cast<std::uint64_t>(::sysconf(_SC_PAGESIZE));
 }
 
-} // namespace
-
-void install_wakeup_handler() {
-    struct sigaction sa {};
-    sa.sa_handler = on_wakeup;
-    sigemptyset(&sa.sa_mask);
-    sa.sa_flags = 0; // not SA_RESTART: the handler never returns while armed
-    sigaction(SIGUSR2, &sa, nullptr);
+// The SYNC payload of this superstep (encode_sync: the hub's own layout).
+// Puts point at their copies, or for bsp_hpput at the source, read now.
+std::vector<std::byte> sync_payload(double wall, double cpu, const InstructionCounter::Count& n) {
+    State& s = state();
+    SyncRequest req;
+    req.wall = wall;
+    req.cpu = cpu;
+    req.bytes_sent = s.bytes_sent;
+    req.memory_bytes = resident_bytes();
+    req.instructions = n.instructions;
+    req.instructions_errno = n.error;
+    req.superstep = s.superstep;
+    req.tagsize = s.new_tagsize;
+    for (const auto& op : s.ops)
+        req.ops.push_back({op.kind, op.id, op.size});
+    for (const auto& p : s.puts)
+        req.puts.push_back({p.pid, p.reg, p.off,
+                            p.hp ? std::span(static_cast<const std::byte*>(p.hp), p.len)
+                                 : std::span<const std::byte>(p.copy)});
+    for (const auto& g : s.gets)
+        req.gets.push_back({g.pid, g.reg, g.off, g.len});
+    wire::Reader r(s.sends.data()); // bsp_send's: u32 destination, blob tag, blob payload
+    for (std::uint32_t i = 0; i < s.nsends; ++i) {
+        ghost::bsp::MsgRec m;
+        m.pid = r.u32();
+        m.tag = r.blob();
+        m.payload = r.blob();
+        req.msgs.push_back(m);
+    }
+    return encode_sync(req);
 }
+
+} // namespace
 
 } // namespace ghost::bsp::vp
 
@@ -180,47 +180,12 @@ extern "C" void bsp_sync(void) {
     const double wall = now_wall(), cpu = now_cpu();
     // Closed before anything else: this sync may migrate or checkpoint us.
     const InstructionCounter::Count counted = s.instructions.stop();
-    wire::Writer w;
-    w.f64(wall - s.last_wall);
-    w.f64(cpu - s.last_cpu);
-    w.u64(s.bytes_sent);
-    w.u64(resident_bytes());
-    w.u64(counted.instructions);
-    w.i64(counted.error);
-    w.u64(s.superstep);
-    w.i64(s.new_tagsize);
-    w.u32(static_cast<std::uint32_t>(s.ops.size()));
-    for (const auto& op : s.ops) {
-        w.u8(op.kind);
-        w.u64(op.id);
-        w.i64(op.size);
-    }
-    w.u32(static_cast<std::uint32_t>(s.puts.size()));
-    for (const auto& p : s.puts) {
-        w.u32(p.pid);
-        w.u64(p.reg);
-        w.u64(p.off);
-        if (p.hp) // bsp_hpput: its source is read now
-            w.blob({static_cast<const std::byte*>(p.hp), p.len});
-        else
-            w.blob(p.copy);
-    }
-    w.u32(static_cast<std::uint32_t>(s.gets.size()));
-    for (const auto& g : s.gets) {
-        w.u32(g.pid);
-        w.u64(g.reg);
-        w.u64(g.off);
-        w.u64(g.len);
-    }
-    w.u32(s.nsends);
-    w.bytes(s.sends.data());
-    w.u32(0); // relayed counts: a relay fills them in
+    const auto payload = sync_payload(wall - s.last_wall, cpu - s.last_cpu, counted);
     s.puts.clear();
     s.sends.clear();
     s.nsends = 0;
-    if (auto r = wire::send_frame(s.sock, wire::Type::Sync, w.data()); !r)
+    if (auto r = wire::send_frame(s.sock, wire::Type::Sync, payload); !r)
         die("bsp_sync", fmt::format("lost the hub (the job was aborted?): {}", r.error().what()));
-    w.clear();
     for (;;) {
         auto f = wire::recv_frame(s.sock);
         if (!f)

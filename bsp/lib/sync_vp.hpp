@@ -11,7 +11,5 @@ namespace ghost::bsp::vp {
 void connect_hub(bool resumed);
 // Closes the connection (TLS close_notify first) and frees its TLS state.
 void disconnect_hub();
-// The SIGUSR2 handler that ends the wait of a detached VP (bsp_begin).
-void install_wakeup_handler();
 
 } // namespace ghost::bsp::vp

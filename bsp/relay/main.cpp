@@ -7,7 +7,6 @@
 //   (the hub's TLS listener), GHOST_BSP_RELAY_HOST (this host's migd name),
 //   GHOST_BSP_RELAY_WAIT=1 (wait for SIGUSR2 first), GHOST_BSP_RELAY_ADDRESS
 //   (optional: where to listen for other relays).
-#include <setjmp.h>
 #include <signal.h>
 
 #include <cstdio>
@@ -16,43 +15,11 @@
 #include <string>
 
 #include "relay.hpp"
+#include "wakeup.hpp"
 
 using namespace ghost::bsp;
 
 namespace {
-
-sigjmp_buf g_wake;
-volatile sig_atomic_t g_armed = 0;
-
-void on_wakeup(int) {
-    if (g_armed) {
-        g_armed = 0;
-        siglongjmp(g_wake, 1);
-    }
-}
-
-// Holds nothing but memory until SIGUSR2: migd can move the process now.
-// The handler jumps out wherever the process is (in sigsuspend, or in a
-// restored copy about to re-enter it), so the wake-up cannot be lost.
-void wait_for_wakeup() {
-    struct sigaction sa {};
-    sa.sa_handler = on_wakeup;
-    sigemptyset(&sa.sa_mask);
-    sigset_t usr2, old;
-    sigemptyset(&usr2);
-    sigaddset(&usr2, SIGUSR2);
-    sigprocmask(SIG_BLOCK, &usr2, &old);
-    sigaction(SIGUSR2, &sa, nullptr);
-    if (sigsetjmp(g_wake, 1) == 0) {
-        g_armed = 1;
-        std::fflush(nullptr);
-        sigset_t wait = old;
-        sigdelset(&wait, SIGUSR2);
-        for (;;)
-            sigsuspend(&wait);
-    }
-    sigprocmask(SIG_SETMASK, &old, nullptr);
-}
 
 std::string env(const char* name) {
     const char* v = std::getenv(name);
@@ -90,8 +57,8 @@ int main(int argc, char** argv) {
         return 2;
     }
     c.key = *k;
-    if (env("GHOST_BSP_RELAY_WAIT") == "1")
-        wait_for_wakeup();
+    if (env("GHOST_BSP_RELAY_WAIT") == "1") // holds nothing migd cannot move
+        wire::wait_for_wakeup([] { std::fflush(nullptr); });
     ::signal(SIGPIPE, SIG_IGN); // a dead peer is an error on the write, not a signal
     auto r = relay::Relay::start(std::move(c));
     if (!r) {
