@@ -210,6 +210,7 @@ class Hub {
     bool broadcast_ = true;
     std::function<std::string(int)> host_of_;
     std::vector<int> route_;              // vp -> relay index, as the relays were told
+    std::vector<std::uint32_t> epoch_;    // vp -> its moves between hosts so far
     std::vector<std::uint32_t> expected_; // vp -> DATA frames of this barrier
     RelayTotals relay_totals_;
     bool done_ = false;

@@ -79,6 +79,7 @@ void Hub::relay_hello(wire::Link link, const Frame& f) {
 // VP is (all at home at the start; after a restart, where they were put).
 void Hub::send_directory() {
     route_.assign(vps_.size(), -1);
+    epoch_.assign(vps_.size(), 0);
     for (int v = 0; v < nprocs_; ++v) {
         const std::string host = host_of_(v);
         route_[static_cast<std::size_t>(v)] = relay_index(host);
@@ -116,6 +117,7 @@ void Hub::reroute(int vp) {
     w.u32(1);
     w.u32(static_cast<std::uint32_t>(vp));
     w.u32(static_cast<std::uint32_t>(now));
+    w.u32(++epoch_[static_cast<std::size_t>(vp)]);
     for (std::size_t i = 0; i < relays_.size() && !done_; ++i) {
         const int ii = static_cast<int>(i);
         if (!broadcast_ && ii != was && ii != now)

@@ -15,14 +15,14 @@ namespace ghost::bsp::relay {
 
 namespace {
 
-// The body of a DATA frame (after its 20-byte head) read front to back.
+// The body of a DATA frame (after its head) read front to back.
 struct Body {
     std::vector<PutRec> puts;
     std::vector<MsgRec> msgs;
 };
 
 Result<Body> read_body(std::span<const std::byte> payload) {
-    wire::Reader r(payload.subspan(std::min<std::size_t>(payload.size(), 20)));
+    wire::Reader r(payload.subspan(std::min(payload.size(), kHeadSize)));
     Body b;
     const std::uint32_t nputs = r.u32();
     for (std::uint32_t i = 0; i < nputs && !r.failed(); ++i) {
@@ -39,7 +39,7 @@ Result<Body> read_body(std::span<const std::byte> payload) {
         m.payload = r.blob();
         b.msgs.push_back(m);
     }
-    if (r.failed() || !r.at_end() || payload.size() < 20)
+    if (r.failed() || !r.at_end() || payload.size() < kHeadSize)
         return Error::from_errno(EPROTO, "malformed DATA frame");
     return b;
 }
@@ -53,17 +53,31 @@ Result<DataFrame> decode_data(std::vector<std::byte> payload) {
     f.source = r.u32();
     f.superstep = r.u64();
     f.hops = r.u32();
+    f.epoch = r.u32();
     if (r.failed())
         return Error::from_errno(EPROTO, "malformed DATA frame (short head)");
     f.payload = std::move(payload);
     return f;
 }
 
+namespace {
+
+void patch(DataFrame& f, std::size_t at, std::uint32_t v) {
+    const std::uint32_t le = htole32(v);
+    if (f.payload.size() >= at + sizeof le)
+        std::memcpy(f.payload.data() + at, &le, sizeof le);
+}
+
+} // namespace
+
 void set_hops(DataFrame& f, std::uint32_t hops) {
     f.hops = hops;
-    const std::uint32_t le = htole32(hops);
-    if (f.payload.size() >= kHopsOffset + sizeof le)
-        std::memcpy(f.payload.data() + kHopsOffset, &le, sizeof le);
+    patch(f, kHopsOffset, hops);
+}
+
+void set_epoch(DataFrame& f, std::uint32_t epoch) {
+    f.epoch = epoch;
+    patch(f, kEpochOffset, epoch);
 }
 
 std::vector<DataFrame> strip_sync(SyncRequest& s, std::uint32_t source) {
@@ -89,7 +103,8 @@ std::vector<DataFrame> strip_sync(SyncRequest& s, std::uint32_t source) {
         w.u32(target);
         w.u32(source);
         w.u64(s.superstep);
-        w.u32(0);
+        w.u32(0); // hops
+        w.u32(0); // epoch: the relay stamps its entry's
         w.u32(static_cast<std::uint32_t>(o.puts.size()));
         for (const PutRec* p : o.puts) {
             w.u64(p->reg);
@@ -101,7 +116,7 @@ std::vector<DataFrame> strip_sync(SyncRequest& s, std::uint32_t source) {
             w.blob(m->tag);
             w.blob(m->payload);
         }
-        DataFrame f{target, source, s.superstep, 0, {}};
+        DataFrame f{target, source, s.superstep, 0, 0, {}};
         auto d = w.data();
         f.payload.assign(d.begin(), d.end());
         frames.push_back(std::move(f));

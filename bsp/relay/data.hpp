@@ -15,22 +15,26 @@
 namespace ghost::bsp::relay {
 
 // A DATA payload: u32 target, u32 source, u64 superstep (the one the source
-// ended), u32 hops (relays it was forwarded by), then u32 n + n × put (u64
-// registration, u64 offset, blob data) and u32 n + n × message (blob tag,
-// blob payload). The payload is kept whole, so forwarding only patches hops.
+// ended), u32 hops (relays it was forwarded by), u32 epoch (of the sender's
+// link-table entry for the target: the number of the target's moves it
+// knew), then u32 n + n × put (u64 registration, u64 offset, blob data) and
+// u32 n + n × message (blob tag, blob payload). The payload is kept whole,
+// so forwarding only patches hops and epoch.
 struct DataFrame {
     std::uint32_t target = 0, source = 0;
     std::uint64_t superstep = 0;
     std::uint32_t hops = 0;
+    std::uint32_t epoch = 0;
     std::vector<std::byte> payload;
 };
 
-inline constexpr std::size_t kHopsOffset = 16;
+inline constexpr std::size_t kHopsOffset = 16, kEpochOffset = 20, kHeadSize = 24;
 
 // EPROTO when the payload is malformed.
 Result<DataFrame> decode_data(std::vector<std::byte> payload);
-// Sets the hop count in the frame and its payload.
+// Set the hop count or the epoch in the frame and its payload.
 void set_hops(DataFrame& f, std::uint32_t hops);
+void set_epoch(DataFrame& f, std::uint32_t epoch);
 
 // Takes s's puts and messages out of it: one DATA frame per target, in
 // target order, and s.relayed says how many frames and bytes went to whom.

@@ -94,11 +94,11 @@ void Relay::on_directory(const wire::Frame& f) {
     }
     const std::uint32_t nprocs = r.u32();
     for (std::uint32_t i = 0; i < nprocs && !r.failed(); ++i)
-        table_.push_back(static_cast<int>(r.u32()));
+        table_.push_back({static_cast<int>(r.u32()), 0});
     if (r.failed() || !r.at_end() || me_ < 0 || me_ >= static_cast<int>(nhosts))
         fatal("malformed DIRECTORY frame from the hub");
-    for (int h : table_)
-        if (h < 0 || h >= static_cast<int>(nhosts))
+    for (const Entry& e : table_)
+        if (e.host < 0 || e.host >= static_cast<int>(nhosts))
             fatal("the hub's link table names an unknown host");
     for (std::uint32_t i = 0; i < nhosts; ++i)
         peers_.push_back(nullptr);
@@ -111,25 +111,29 @@ void Relay::on_route(const wire::Frame& f) {
     std::lock_guard lk(mu_);
     const std::uint32_t n = r.u32();
     for (std::uint32_t i = 0; i < n && !r.failed(); ++i) {
-        const std::uint32_t vp = r.u32(), h = r.u32();
+        const std::uint32_t vp = r.u32(), h = r.u32(), epoch = r.u32();
         if (r.failed() || vp >= table_.size() || h >= hosts_.size())
             fatal("malformed ROUTE frame from the hub");
-        table_[vp] = static_cast<int>(h);
-        if (static_cast<int>(h) == me_)
-            continue;
-        // What waited here for it follows it (a stale entry forwards).
-        for (auto it = store_.begin(); it != store_.end();) {
-            if (it->first.first != vp) {
-                ++it;
-                continue;
+        Entry& e = table_[vp];
+        if (epoch < e.epoch)
+            continue; // an older move's: the entry knows better
+        e = {static_cast<int>(h), epoch};
+        // What waited here for the VP, or for this entry to catch up, goes
+        // where the entry now says.
+        std::vector<DataFrame> again = std::move(waiting_[vp]);
+        waiting_.erase(vp);
+        if (e.host != me_)
+            for (auto it = store_.begin(); it != store_.end();) {
+                if (it->first.first != vp) {
+                    ++it;
+                    continue;
+                }
+                for (auto& d : it->second)
+                    again.push_back(std::move(d));
+                it = store_.erase(it);
             }
-            for (auto& d : it->second) {
-                ++n_.forwarded;
-                set_hops(d, d.hops + 1);
-                send_to(static_cast<int>(h), std::move(d));
-            }
-            it = store_.erase(it);
-        }
+        for (auto& d : again)
+            place(std::move(d), true, true);
     }
     if (r.failed() || !r.at_end())
         fatal("malformed ROUTE frame from the hub");
@@ -140,14 +144,29 @@ void Relay::route(DataFrame f, bool from_peer) {
     cv_.wait(lk, [&] { return ready_; });
     if (f.target >= table_.size())
         fatal(fmt::format("a DATA frame for vp {} of {}", f.target, table_.size()));
-    const int h = table_[f.target];
-    if (h == me_) {
+    place(std::move(f), from_peer);
+}
+
+// Epochs keep frames from bouncing between relays whose entries disagree
+// for a moment: a frame stamped with a newer epoch than this relay's entry
+// waits here for the ROUTE that brings the entry up to date, and every
+// forward stamps the forwarder's epoch, so a frame only ever moves on to
+// an entry as new as the last one it followed.
+void Relay::place(DataFrame f, bool from_peer, bool again) {
+    const Entry& e = table_[f.target];
+    if (e.host == me_) {
         if (!from_peer)
             ++n_.local;
-        if (!here_.contains(f.target))
+        if (!here_.contains(f.target) && !again)
             ++n_.held;
         store_[{f.target, f.superstep}].push_back(std::move(f));
         cv_.notify_all();
+        return;
+    }
+    if (from_peer && f.epoch > e.epoch) {
+        if (!again)
+            ++n_.held;
+        waiting_[f.target].push_back(std::move(f));
         return;
     }
     if (from_peer) {
@@ -158,7 +177,8 @@ void Relay::route(DataFrame f, bool from_peer) {
         ++n_.forwarded;
         set_hops(f, f.hops + 1);
     }
-    send_to(h, std::move(f));
+    set_epoch(f, e.epoch);
+    send_to(e.host, std::move(f));
 }
 
 void Relay::send_to(int h, DataFrame f) {

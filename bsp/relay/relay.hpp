@@ -64,6 +64,9 @@ class Relay {
     // A DATA frame from a local VP's SYNC (from_peer false) or another
     // relay: kept here for its target, or sent on by the link table.
     void route(DataFrame f, bool from_peer);
+    // With mu_ held: keep f, let it wait, or forward it (route()'s work).
+    // again: it waited here already (and was counted held).
+    void place(DataFrame f, bool from_peer, bool again = false);
     // With mu_ held: hand f to the relay of host h.
     void send_to(int h, DataFrame f);
     // The DATA frames of (target, superstep) once n arrived (false: the
@@ -87,7 +90,13 @@ class Relay {
     bool ready_ = false, ending_ = false;
     int me_ = -1;
     std::vector<std::string> hosts_, addresses_;
-    std::vector<int> table_;       // vp -> host index: the link table
+    struct Entry {
+        int host = -1;
+        std::uint32_t epoch = 0; // the VP's moves the hub had told of
+    };
+    std::vector<Entry> table_; // vp -> host: the link table
+    // Frames stamped with a newer epoch than our entry: until its ROUTE.
+    std::map<std::uint32_t, std::vector<DataFrame>> waiting_;
     std::set<std::uint32_t> here_; // VPs connected to this relay now
     std::map<std::pair<std::uint32_t, std::uint64_t>, std::vector<DataFrame>> store_;
     std::vector<std::unique_ptr<Peer>> peers_;

@@ -7,6 +7,7 @@
 #include <sys/time.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 
 #include <fmt/format.h>
@@ -39,6 +40,13 @@ void Relay::session(UniqueFd fd) {
             r->cv_.notify_all();
         }
     } done{this};
+    if (!wire::peer_is_ours(fd.get())) {
+        std::fprintf(stderr,
+                     "bsp-relay %s: refused a local connection from pid %d: another "
+                     "user's process\n",
+                     c_.host.c_str(), wire::peer_pid(fd.get()));
+        return;
+    }
     wire::Link vp(std::move(fd));
     auto hello = wire::recv_frame(vp);
     if (!hello || hello->type != Type::Hello)
@@ -49,8 +57,8 @@ void Relay::session(UniqueFd fd) {
     {
         std::unique_lock lk(mu_);
         cv_.wait(lk, [&] { return ready_; });
-        if (me < table_.size()) { // the VP is here: that beats any entry
-            table_[me] = me_;
+        if (me < table_.size()) {  // the VP is here: that beats any entry
+            table_[me].host = me_; // its epoch comes with the hub's ROUTE
             here_.insert(me);
             done.vp = me;
         }

@@ -55,9 +55,12 @@ TEST(BspRelayData, StripMakesOneFramePerTargetAndCountsThem) {
     ASSERT_TRUE(d);
     EXPECT_EQ(d->target, 2U);
     relay::set_hops(*d, 3);
+    relay::set_epoch(*d, 9);
     auto again = relay::decode_data(d->payload);
     ASSERT_TRUE(again);
     EXPECT_EQ(again->hops, 3U);
+    EXPECT_EQ(again->epoch, 9U);
+    EXPECT_EQ(again->payload, d->payload);
 }
 
 TEST(BspRelayData, SpliceGivesTheDeliverTheHubWouldHaveBuilt) {
