@@ -280,8 +280,9 @@ int main(int argc, char** argv) {
     });
     hub.watch(sfd.get(), [&] { reap(true); });
     if (o.verbose)
-        std::fprintf(stderr, "bsprun: job %s: %d VPs, hub @%s%s%s\n", job.c_str(), nprocs,
-                     wire::socket_name(job).c_str() + 1, mh ? " and TLS on " : "",
+        std::fprintf(stderr, "bsprun: job %s: %d VPs, %s @%s%s%s\n", job.c_str(), nprocs,
+                     relays ? "relays" : "hub", wire::socket_name(job).c_str() + 1,
+                     mh ? (relays ? ", hub on TLS " : " and TLS on ") : "",
                      mh ? mh->hub_address().c_str() : "");
     if (restarting) {
         hub.resume(manifest->hub);

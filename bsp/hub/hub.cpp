@@ -88,6 +88,13 @@ void Hub::send_or_fail(int vp, Type type, std::span<const std::byte> payload) {
 
 void Hub::accept_one() {
     UniqueFd fd(::accept4(listen_.get(), nullptr, nullptr, SOCK_CLOEXEC));
+    if (fd && !wire::peer_is_ours(fd.get())) {
+        std::fprintf(stderr,
+                     "ghost-bsp: hub: refused a local connection from pid %d: another "
+                     "user's process\n",
+                     wire::peer_pid(fd.get()));
+        return;
+    }
     if (fd)
         hello(wire::Link(std::move(fd)), false);
 }

@@ -192,4 +192,12 @@ pid_t peer_pid(int fd) {
     return c.pid;
 }
 
+bool peer_is_ours(int fd) {
+    ucred c{};
+    socklen_t len = sizeof c;
+    if (::getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &c, &len) != 0)
+        return false;
+    return c.uid == ::getuid() || c.uid == 0;
+}
+
 } // namespace ghost::bsp::wire

@@ -111,5 +111,8 @@ Result<UniqueFd> listen_abstract(std::string_view job);
 Result<UniqueFd> connect_abstract(std::string_view job);
 // The process at the other end of a connected Unix socket (SO_PEERCRED).
 pid_t peer_pid(int fd);
+// Whether that process runs as this process's user (or root): an abstract
+// socket has no permissions, so anyone on the host may connect to it.
+bool peer_is_ours(int fd);
 
 } // namespace ghost::bsp::wire
