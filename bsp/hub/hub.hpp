@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "data.hpp"
 #include "ghost/fd.hpp"
 #include "ghost/result.hpp"
 #include "link.hpp"
@@ -92,12 +93,8 @@ class Checkpointer {
 };
 
 // What the relays did (their RELAY_STATS, summed at the job's end).
-struct RelayTotals {
-    std::uint64_t frames = 0, bytes = 0; // DATA frames VPs' relays originated, payload bytes
-    std::uint64_t local = 0;             // of those, delivered on their own host
-    std::uint64_t forwarded = 0;         // forwards by a stale link-table entry
-    std::uint64_t held = 0;              // frames that waited for their VP to arrive
-    int reported = 0;                    // relays that answered END
+struct RelayTotals : relay::Counters {
+    int reported = 0; // relays that answered END
 };
 
 class Hub {

@@ -2,9 +2,6 @@
 // The hub's side of routing through relays (bsp/relay/): the relays'
 // directory and link-table entries, DELIVER_RELAYED, and their counters at
 // the end.
-#include <sys/socket.h>
-#include <sys/time.h>
-
 #include <algorithm>
 
 #include <fmt/format.h>
@@ -51,9 +48,6 @@ void Hub::deliver(int vp, std::span<const std::byte> payload, bool back) {
 }
 
 void Hub::relay_hello(wire::Link link, const Frame& f) {
-    const timeval none{0, 0}; // ours: from now on it may be slow
-    ::setsockopt(link.fd(), SOL_SOCKET, SO_RCVTIMEO, &none, sizeof none);
-    ::setsockopt(link.fd(), SOL_SOCKET, SO_SNDTIMEO, &none, sizeof none);
     wire::Reader r(f.payload);
     const std::uint32_t version = r.u32();
     const std::string job = r.str(), host = r.str(), address = r.str();
@@ -145,17 +139,11 @@ void Hub::end_relays() {
         if (!r.link || !wire::send_frame(r.link, Type::End))
             continue;
         auto f = wire::recv_frame(r.link);
-        if (f && f->type == Type::RelayStats) {
-            wire::Reader rd(f->payload);
-            (void)rd.str();
-            relay_totals_.frames += rd.u64();
-            relay_totals_.bytes += rd.u64();
-            relay_totals_.local += rd.u64();
-            relay_totals_.forwarded += rd.u64();
-            relay_totals_.held += rd.u64();
-            if (!rd.failed())
+        if (f && f->type == Type::RelayStats)
+            if (auto n = relay::decode_stats(f->payload); n) {
+                relay_totals_ += *n;
                 ++relay_totals_.reported;
-        }
+            }
         r.link.close();
     }
 }

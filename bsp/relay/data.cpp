@@ -46,6 +46,35 @@ Result<Body> read_body(std::span<const std::byte> payload) {
 
 } // namespace
 
+Counters& Counters::operator+=(const Counters& o) {
+    frames += o.frames;
+    bytes += o.bytes;
+    local += o.local;
+    forwarded += o.forwarded;
+    held += o.held;
+    return *this;
+}
+
+std::vector<std::byte> encode_stats(std::string_view host, const Counters& n) {
+    wire::Writer w;
+    w.str(host);
+    for (std::uint64_t v : {n.frames, n.bytes, n.local, n.forwarded, n.held})
+        w.u64(v);
+    auto d = w.data();
+    return {d.begin(), d.end()};
+}
+
+Result<Counters> decode_stats(std::span<const std::byte> payload) {
+    wire::Reader r(payload);
+    (void)r.str();
+    Counters n;
+    for (std::uint64_t* v : {&n.frames, &n.bytes, &n.local, &n.forwarded, &n.held})
+        *v = r.u64();
+    if (r.failed() || !r.at_end())
+        return Error::from_errno(EPROTO, "malformed RELAY_STATS frame");
+    return n;
+}
+
 Result<DataFrame> decode_data(std::vector<std::byte> payload) {
     wire::Reader r(payload);
     DataFrame f;

@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <span>
+#include <string_view>
 #include <vector>
 
 #include "ghost/result.hpp"
@@ -29,6 +30,19 @@ struct DataFrame {
 };
 
 inline constexpr std::size_t kHopsOffset = 16, kEpochOffset = 20, kHeadSize = 24;
+
+// A relay's routing counters. RELAY_STATS: str host, then these as u64.
+struct Counters {
+    std::uint64_t frames = 0;    // DATA frames its VPs originated
+    std::uint64_t bytes = 0;     // their payload bytes
+    std::uint64_t local = 0;     // of those, delivered on their own host
+    std::uint64_t forwarded = 0; // DATA frames forwarded (a stale entry elsewhere)
+    std::uint64_t held = 0;      // DATA frames that waited for their VP
+    Counters& operator+=(const Counters& o);
+};
+std::vector<std::byte> encode_stats(std::string_view host, const Counters& n);
+// EPROTO when the payload is malformed.
+Result<Counters> decode_stats(std::span<const std::byte> payload);
 
 // EPROTO when the payload is malformed.
 Result<DataFrame> decode_data(std::vector<std::byte> payload);

@@ -223,8 +223,7 @@ void Relay::peer_writer(int h) {
     }
 }
 
-bool Relay::take(std::uint32_t target, std::uint64_t superstep, std::uint32_t n,
-                 std::vector<DataFrame>& out) {
+std::vector<DataFrame> Relay::take(std::uint32_t target, std::uint64_t superstep, std::uint32_t n) {
     std::unique_lock lk(mu_);
     const auto key = std::make_pair(target, superstep);
     cv_.wait(lk, [&] {
@@ -233,13 +232,13 @@ bool Relay::take(std::uint32_t target, std::uint64_t superstep, std::uint32_t n,
     });
     auto it = store_.find(key);
     if (it == store_.end())
-        return true;
+        return {};
     if (it->second.size() > n)
         fatal(fmt::format("vp {}: {} DATA frames for superstep {}, the hub expected {}", target,
                           it->second.size(), superstep, n));
-    out = std::move(it->second);
+    std::vector<DataFrame> out = std::move(it->second);
     store_.erase(it);
-    return true;
+    return out;
 }
 
 int Relay::run() {
@@ -282,17 +281,12 @@ int Relay::run() {
             on_route(*f);
             break;
         case Type::End: {
-            wire::Writer w;
+            std::vector<std::byte> stats;
             {
                 std::lock_guard lk(mu_);
-                w.str(c_.host);
-                w.u64(n_.frames);
-                w.u64(n_.bytes);
-                w.u64(n_.local);
-                w.u64(n_.forwarded);
-                w.u64(n_.held);
+                stats = encode_stats(c_.host, n_);
             }
-            (void)wire::send_frame(hub_, Type::RelayStats, w.data());
+            (void)wire::send_frame(hub_, Type::RelayStats, stats);
             // Let the sessions pass ENDOK on before the process goes.
             std::unique_lock lk(mu_);
             cv_.wait_for(lk, std::chrono::seconds(30), [&] { return sessions_ == 0; });

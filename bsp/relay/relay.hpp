@@ -34,15 +34,6 @@ struct Config {
     wire::Key key{};
 };
 
-// Its routing counters (RELAY_STATS).
-struct Counters {
-    std::uint64_t frames = 0;    // DATA frames its VPs originated
-    std::uint64_t bytes = 0;     // their payload bytes
-    std::uint64_t local = 0;     // of those, delivered on this host
-    std::uint64_t forwarded = 0; // DATA frames it forwarded (a stale entry elsewhere)
-    std::uint64_t held = 0;      // DATA frames that waited here for their VP
-};
-
 class Relay {
   public:
     // Listens (abstract socket, TCP), connects to the hub and says
@@ -69,10 +60,8 @@ class Relay {
     void place(DataFrame f, bool from_peer, bool again = false);
     // With mu_ held: hand f to the relay of host h.
     void send_to(int h, DataFrame f);
-    // The DATA frames of (target, superstep) once n arrived (false: the
-    // relay is shutting down).
-    bool take(std::uint32_t target, std::uint64_t superstep, std::uint32_t n,
-              std::vector<DataFrame>& out);
+    // The DATA frames of (target, superstep), once n have arrived.
+    std::vector<DataFrame> take(std::uint32_t target, std::uint64_t superstep, std::uint32_t n);
 
     void session(UniqueFd vp);     // a local VP, on a thread of its own
     void peer_reader(UniqueFd fd); // another relay's DATA frames
@@ -87,7 +76,7 @@ class Relay {
 
     std::mutex mu_;
     std::condition_variable cv_;
-    bool ready_ = false, ending_ = false;
+    bool ready_ = false;
     int me_ = -1;
     std::vector<std::string> hosts_, addresses_;
     struct Entry {

@@ -133,9 +133,8 @@ void Relay::session(UniqueFd fd) {
             if (dr.failed() || next == 0)
                 fatal(fmt::format("vp {}: malformed DELIVER_RELAYED from the hub", me));
             const auto deliver = std::span<const std::byte>(f->payload).subspan(8);
-            std::vector<DataFrame> data;
-            take(me, next - 1, expected, data);
-            auto out = splice_deliver(deliver, std::move(data), static_cast<int>(nprocs));
+            auto out =
+                splice_deliver(deliver, take(me, next - 1, expected), static_cast<int>(nprocs));
             if (!out)
                 fatal(fmt::format("vp {}: {}", me, out.error().what()));
             if (!wire::send_frame(back ? *up : vp, back ? Type::DeliverBack : Type::Deliver, *out))

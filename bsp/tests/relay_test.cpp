@@ -92,6 +92,22 @@ TEST(BspRelayData, SpliceRefusesADeliverThatCarriesPutsAlready) {
     EXPECT_NE(got.error().what().find("empty puts and messages"), std::string::npos);
 }
 
+TEST(BspRelayData, StatsTravelWholeAndAddUp) {
+    relay::Counters a{10, 2000, 3, 4, 5};
+    auto back = relay::decode_stats(relay::encode_stats("h2", a));
+    ASSERT_TRUE(back) << back.error().what();
+    relay::Counters sum{1, 1, 1, 1, 1};
+    sum += *back;
+    EXPECT_EQ(sum.frames, 11U);
+    EXPECT_EQ(sum.bytes, 2001U);
+    EXPECT_EQ(sum.local, 4U);
+    EXPECT_EQ(sum.forwarded, 5U);
+    EXPECT_EQ(sum.held, 6U);
+    auto cut = relay::encode_stats("h2", a);
+    cut.pop_back();
+    EXPECT_FALSE(relay::decode_stats(cut));
+}
+
 TEST(BspRelayData, MalformedDataIsRefused) {
     auto f = relay::decode_data(std::vector<std::byte>(7));
     EXPECT_FALSE(f);
