@@ -108,16 +108,30 @@ Result<std::string> cluster_hosts(const std::string& socket) {
     return list;
 }
 
+Result<void> migd_kill(const std::string& socket, const std::string& gid, int sig) {
+    const json r = migd_client::call(socket, {{"op", "kill"}, {"gid", gid}, {"signal", sig}});
+    if (!r.value("ok", false))
+        return Error::from_errno(EIO, r.value("error", "refused without a reason"));
+    return {};
+}
+
+bool migd_gone(const std::string& socket, const std::string& gid, int* status) {
+    const json r = migd_client::call(socket, {{"op", "where"}, {"gid", gid}});
+    if (!r.value("ok", false))
+        return true;
+    if (r.value("state", "") != "exited")
+        return false;
+    *status = r.value("exit_status", -1);
+    return true;
+}
+
 Result<void> HostsMover::wake(int vp, pid_t pid) {
     const Place& pl = places_.at(static_cast<std::size_t>(vp));
     if (pl.gid.empty())
         return Mover::wake(vp, pid);
-    const json r =
-        migd_client::call(home_socket_, {{"op", "kill"}, {"gid", pl.gid}, {"signal", SIGUSR2}});
-    if (!r.value("ok", false))
+    if (auto k = migd_kill(home_socket_, pl.gid, SIGUSR2); !k)
         return Error::from_errno(EIO, fmt::format("vp {}: cannot wake {} ({}:{}) through migd: {}",
-                                                  vp, pl.gid, pl.host, pl.pid,
-                                                  r.value("error", "refused without a reason")));
+                                                  vp, pl.gid, pl.host, pl.pid, k.error().what()));
     return {};
 }
 
@@ -127,25 +141,14 @@ void HostsMover::kill(int vp, pid_t pid) {
         ::kill(pid, SIGKILL);
         return;
     }
-    const json r =
-        migd_client::call(home_socket_, {{"op", "kill"}, {"gid", pl.gid}, {"signal", SIGKILL}});
-    if (!r.value("ok", false))
+    if (auto k = migd_kill(home_socket_, pl.gid, SIGKILL); !k)
         std::fprintf(stderr, "bsprun: killing vp %d (%s, %s:%d) through migd: %s\n", vp,
-                     pl.gid.c_str(), pl.host.c_str(), pl.pid,
-                     r.value("error", "refused without a reason").c_str());
+                     pl.gid.c_str(), pl.host.c_str(), pl.pid, k.error().what().c_str());
 }
 
 bool HostsMover::gone(int vp) {
-    const Place& pl = places_.at(static_cast<std::size_t>(vp));
-    if (pl.gid.empty())
-        return false;
-    const json r = migd_client::call(home_socket_, {{"op", "where"}, {"gid", pl.gid}});
-    if (!r.value("ok", false))
-        return true;
-    if (r.value("state", "") != "exited")
-        return false;
-    places_.at(static_cast<std::size_t>(vp)).exit_status = r.value("exit_status", -1);
-    return true;
+    Place& pl = places_.at(static_cast<std::size_t>(vp));
+    return !pl.gid.empty() && migd_gone(home_socket_, pl.gid, &pl.exit_status);
 }
 
 } // namespace ghost::bsp

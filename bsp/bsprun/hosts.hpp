@@ -66,6 +66,14 @@ class HostsMover final : public Mover, public Placer {
     std::function<void(int)> child_left_;
 };
 
+// {"op":"kill","gid":G,"signal":S} to the migd on socket, which passes it
+// on to the host where G runs. The error is migd's, or why it could not be
+// asked.
+Result<void> migd_kill(const std::string& socket, const std::string& gid, int sig);
+// Whether the process migd knows as gid has exited, or migd no longer knows
+// it. *status: its wait status when migd reaped it (else left as it was).
+bool migd_gone(const std::string& socket, const std::string& gid, int* status);
+
 // Every host of the migd cluster as the migd on socket knows it ({"op":
 // "hosts"}: itself, then its peers), as a comma-separated list.
 Result<std::string> cluster_hosts(const std::string& socket);

@@ -240,7 +240,7 @@ int main(int argc, char** argv) {
                      job.c_str(), ck.every, ck.server.c_str(), job.c_str(), ck.server.c_str());
     }
     if (relays)
-        hub.set_relays(Relays::hosts_of(mh->home(), host_list), !o.no_broadcast,
+        hub.set_relays(relays->hosts(), !o.no_broadcast,
                        [&](int v) { return mh->mover().place(v).host; });
     if (mh) {
         mh->attach(hub, pids);

@@ -128,12 +128,10 @@ Result<Relays> Relays::start(const std::vector<std::string>& hosts, HostsMover& 
         }
         r.pid = reply.value("pid", -1);
         r.gid = reply.value("gid", "");
-        const json w = migd_client::call(mover.home_socket(),
-                                         {{"op", "kill"}, {"gid", r.gid}, {"signal", SIGUSR2}});
-        if (!w.value("ok", false))
+        if (auto w = migd_kill(mover.home_socket(), r.gid, SIGUSR2); !w)
             return Error::from_errno(EIO, fmt::format("the relay on {} ({}): cannot wake it "
                                                       "through migd: {}",
-                                                      host, r.gid, w.value("error", "refused")));
+                                                      host, r.gid, w.error().what()));
     }
     return rs;
 }
@@ -160,14 +158,21 @@ std::string routing_summary(const RelayTotals& t, bool broadcast) {
                        broadcast ? "broadcast to every relay" : "told to the old and new host");
 }
 
+std::vector<std::string> Relays::hosts() const {
+    std::vector<std::string> out;
+    for (const auto& r : procs_)
+        out.push_back(r.host);
+    return out;
+}
+
 bool Relays::gone(const RelayProc& r) {
     if (r.gid.empty()) {
         int st;
         const pid_t p = ::waitpid(r.pid, &st, WNOHANG);
         return p == r.pid || (p < 0 && errno == ECHILD);
     }
-    const json w = migd_client::call(mover_->home_socket(), {{"op", "where"}, {"gid", r.gid}});
-    return !w.value("ok", false) || w.value("state", "") == "exited";
+    int status = -1;
+    return migd_gone(mover_->home_socket(), r.gid, &status);
 }
 
 void Relays::kill_all() {
@@ -179,8 +184,7 @@ void Relays::kill_all() {
         if (r.gid.empty())
             ::kill(r.pid, SIGKILL);
         else
-            (void)migd_client::call(mover_->home_socket(),
-                                    {{"op", "kill"}, {"gid", r.gid}, {"signal", SIGKILL}});
+            (void)migd_kill(mover_->home_socket(), r.gid, SIGKILL); // gone either way soon
     }
     finish();
 }

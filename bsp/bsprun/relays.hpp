@@ -41,6 +41,8 @@ class Relays {
     // Once the home relay listens on the job's socket (VPs started here
     // connect to it at once); ETIMEDOUT after 10 s.
     Result<void> wait_home_listening(const std::string& job);
+    // The relays' hosts, in the order they were started (hosts_of's).
+    std::vector<std::string> hosts() const;
     // SIGKILL to every relay still there (by pid, or through migd by gid).
     void kill_all();
     // After the job: waits (at most 30 s) until every relay exited, then
