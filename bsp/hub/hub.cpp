@@ -251,14 +251,26 @@ bool Hub::answer_gets(std::vector<std::vector<std::byte>>& replies) {
         any = any || !syncs[r].gets.empty();
     }
     std::vector<std::vector<std::byte>> data(vps_.size());
+    // Through relays, a target's relay sends each requester's replies to
+    // the requester's relay (DATA frames) and the hub gets an empty GETDATA.
+    const bool relayed = !relays_.empty();
     if (any) {
         // Everyone is in bsp_sync: ask every target, then read every answer.
         std::vector<bool> asked(vps_.size());
         for (int t = 0; t < nprocs_ && !done_; ++t) {
+            const auto target = static_cast<std::uint32_t>(t);
+            if (relayed) {
+                auto g = relay::encode_routed_gets(target, superstep_, syncs);
+                if (!g)
+                    continue;
+                asked[target] = true;
+                send_or_fail(t, Type::GetsRelayed, *g);
+                continue;
+            }
             auto g = gets_for(t, syncs);
             if (wire::Reader(g).u32() == 0)
                 continue;
-            asked[static_cast<std::size_t>(t)] = true;
+            asked[target] = true;
             send_or_fail(t, Type::Gets, g);
         }
         for (int t = 0; t < nprocs_ && !done_; ++t) {
@@ -270,9 +282,13 @@ bool Hub::answer_gets(std::vector<std::vector<std::byte>>& replies) {
                                     f ? std::string(wire::type_name(f->type)) : f.error().what()));
                 break;
             }
+            if (relayed && f->payload.empty())
+                continue; // its relay sent the replies on
             data[static_cast<std::size_t>(t)] = std::move(f->payload);
             if (auto s = split_getdata(t, data[static_cast<std::size_t>(t)], syncs, per_get); !s)
                 fail(t, s.error().what());
+            else if (relayed) // the relay could not cut it (it logs why)
+                fail(t, fmt::format("vp {}'s relay passed its GETDATA on uncut", t));
         }
     }
     if (!done_)
@@ -316,9 +332,20 @@ void Hub::barrier() {
         }
     }
     expected_.assign(vps_.size(), 0);
-    for (const auto& p : vps_)
+    for (std::size_t v = 0; v < vps_.size(); ++v) {
+        const auto& p = vps_[v];
         for (const auto& x : p.sync.relayed)
             expected_[x.pid] += x.frames;
+        if (relays_.empty())
+            continue;
+        // One DATA frame of replies from every VP this one reads from.
+        std::vector<bool> from(vps_.size());
+        for (const auto& g : p.sync.gets)
+            if (!from[g.pid]) {
+                from[g.pid] = true;
+                ++expected_[v];
+            }
+    }
     std::vector<int> moves;
     if (hook_)
         moves = hook_->barrier(superstep_, stats);

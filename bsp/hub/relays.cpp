@@ -51,10 +51,10 @@ void Hub::relay_hello(wire::Link link, const Frame& f) {
     wire::Reader r(f.payload);
     const std::uint32_t version = r.u32();
     const std::string job = r.str(), host = r.str(), address = r.str();
-    if (r.failed() || version != wire::kVersion || job != job_)
+    if (r.failed() || version != wire::kRelayVersion || job != job_)
         return fail(-1, fmt::format("a relay said RELAY_HELLO for job '{}' version {}, not this "
                                     "job '{}' version {}",
-                                    job, version, job_, wire::kVersion));
+                                    job, version, job_, wire::kRelayVersion));
     const int i = relay_index(host);
     if (i < 0)
         return fail(-1,

@@ -16,9 +16,14 @@ namespace ghost::bsp::relay {
 namespace {
 
 // The body of a DATA frame (after its head) read front to back.
+struct Reply {
+    std::uint32_t index = 0;
+    std::span<const std::byte> data;
+};
 struct Body {
     std::vector<PutRec> puts;
     std::vector<MsgRec> msgs;
+    std::vector<Reply> replies;
 };
 
 Result<Body> read_body(std::span<const std::byte> payload) {
@@ -38,6 +43,13 @@ Result<Body> read_body(std::span<const std::byte> payload) {
         m.tag = r.blob();
         m.payload = r.blob();
         b.msgs.push_back(m);
+    }
+    const std::uint32_t nreplies = r.u32();
+    for (std::uint32_t i = 0; i < nreplies && !r.failed(); ++i) {
+        Reply g;
+        g.index = r.u32();
+        g.data = r.blob();
+        b.replies.push_back(g);
     }
     if (r.failed() || !r.at_end() || payload.size() < kHeadSize)
         return Error::from_errno(EPROTO, "malformed DATA frame");
@@ -145,6 +157,7 @@ std::vector<DataFrame> strip_sync(SyncRequest& s, std::uint32_t source) {
             w.blob(m->tag);
             w.blob(m->payload);
         }
+        w.u32(0); // get replies: split_replies() sends those
         DataFrame f{target, source, s.superstep, 0, 0, {}};
         auto d = w.data();
         f.payload.assign(d.begin(), d.end());
@@ -156,10 +169,109 @@ std::vector<DataFrame> strip_sync(SyncRequest& s, std::uint32_t source) {
     return frames;
 }
 
+std::optional<std::vector<std::byte>> encode_routed_gets(std::uint32_t target,
+                                                         std::uint64_t superstep,
+                                                         std::span<const SyncRequest> syncs) {
+    wire::Writer w;
+    w.u64(superstep);
+    w.u32(0);
+    std::uint32_t n = 0;
+    for (std::size_t r = 0; r < syncs.size(); ++r)
+        for (std::size_t i = 0; i < syncs[r].gets.size(); ++i) {
+            const GetRec& g = syncs[r].gets[i];
+            if (g.pid != target)
+                continue;
+            w.u32(static_cast<std::uint32_t>(r));
+            w.u32(static_cast<std::uint32_t>(i));
+            w.u64(g.reg);
+            w.u64(g.off);
+            w.u64(g.len);
+            ++n;
+        }
+    if (n == 0)
+        return std::nullopt;
+    w.patch_u32(8, n);
+    auto d = w.data();
+    return std::vector<std::byte>(d.begin(), d.end());
+}
+
+Result<RoutedGets> decode_routed_gets(std::span<const std::byte> payload) {
+    wire::Reader r(payload);
+    RoutedGets g;
+    g.superstep = r.u64();
+    const std::uint32_t n = r.u32();
+    for (std::uint32_t i = 0; i < n && !r.failed(); ++i) {
+        RoutedGet x;
+        x.requester = r.u32();
+        x.index = r.u32();
+        x.reg = r.u64();
+        x.off = r.u64();
+        x.len = r.u64();
+        g.gets.push_back(x);
+    }
+    if (r.failed() || !r.at_end())
+        return Error::from_errno(EPROTO, "malformed GETS_RELAYED frame");
+    return g;
+}
+
+std::vector<std::byte> plain_gets(const RoutedGets& g) {
+    wire::Writer w;
+    w.u32(static_cast<std::uint32_t>(g.gets.size()));
+    for (const auto& x : g.gets) {
+        w.u64(x.reg);
+        w.u64(x.off);
+        w.u64(x.len);
+    }
+    auto d = w.data();
+    return {d.begin(), d.end()};
+}
+
+Result<std::vector<DataFrame>> split_replies(const RoutedGets& g, std::span<const std::byte> data,
+                                             std::uint32_t source) {
+    std::uint64_t total = 0;
+    for (const auto& x : g.gets) {
+        if (x.len > data.size() - std::min<std::uint64_t>(total, data.size()))
+            return Error::from_errno(
+                EPROTO, fmt::format("GETDATA of vp {} is too short for its gets", source));
+        total += x.len;
+    }
+    if (total != data.size())
+        return Error::from_errno(EPROTO,
+                                 fmt::format("GETDATA of vp {} is too long for its gets", source));
+    // Gets come by requester: one frame per run of the same requester.
+    std::vector<DataFrame> frames;
+    std::size_t pos = 0;
+    for (std::size_t i = 0; i < g.gets.size();) {
+        const std::uint32_t requester = g.gets[i].requester;
+        std::size_t end = i;
+        while (end < g.gets.size() && g.gets[end].requester == requester)
+            ++end;
+        wire::Writer w;
+        w.u32(requester);
+        w.u32(source);
+        w.u64(g.superstep);
+        w.u32(0); // hops
+        w.u32(0); // epoch
+        w.u32(0); // puts
+        w.u32(0); // messages
+        w.u32(static_cast<std::uint32_t>(end - i));
+        for (; i < end; ++i) {
+            w.u32(g.gets[i].index);
+            w.blob(data.subspan(pos, g.gets[i].len));
+            pos += g.gets[i].len;
+        }
+        DataFrame f{requester, source, g.superstep, 0, 0, {}};
+        auto d = w.data();
+        f.payload.assign(d.begin(), d.end());
+        frames.push_back(std::move(f));
+    }
+    return frames;
+}
+
 Result<std::vector<std::byte>> splice_deliver(std::span<const std::byte> deliver,
                                               std::vector<DataFrame> frames, int nprocs) {
-    // Skip to the puts section: superstep, tag size, pushes (each with
-    // every VP's size), pops, get replies.
+    // Skip to the gets section: superstep, tag size, pushes (each with
+    // every VP's size), pops.
     wire::Reader r(deliver);
     (void)r.u64();
     (void)r.i64();
@@ -168,26 +280,42 @@ Result<std::vector<std::byte>> splice_deliver(std::span<const std::byte> deliver
         (void)r.bytes(8 + 8 * static_cast<std::uint64_t>(nprocs));
     const std::uint32_t npop = r.u32();
     (void)r.bytes(8 * static_cast<std::uint64_t>(npop));
+    const std::size_t head = r.position();
     const std::uint32_t nget = r.u32();
+    bool empty_replies = true;
     for (std::uint32_t i = 0; i < nget && !r.failed(); ++i)
-        (void)r.blob();
+        empty_replies = r.blob().empty() && empty_replies;
     // What remains must be the two empty sections: two u32 zeros.
-    const std::size_t head = deliver.size() - std::min<std::size_t>(deliver.size(), 8);
     const std::uint32_t hub_puts = r.u32(), hub_msgs = r.u32();
-    if (r.failed() || !r.at_end() || hub_puts != 0 || hub_msgs != 0)
-        return Error::from_errno(EPROTO, "a relayed DELIVER must end with empty puts and "
-                                         "messages sections");
-    std::sort(frames.begin(), frames.end(),
-              [](const DataFrame& a, const DataFrame& b) { return a.source < b.source; });
+    if (r.failed() || !r.at_end() || hub_puts != 0 || hub_msgs != 0 || !empty_replies)
+        return Error::from_errno(EPROTO, "a relayed DELIVER must have empty get replies and "
+                                         "empty puts and messages sections");
+    std::stable_sort(frames.begin(), frames.end(),
+                     [](const DataFrame& a, const DataFrame& b) { return a.source < b.source; });
     std::vector<Body> bodies;
+    std::vector<std::span<const std::byte>> replies(nget);
+    std::vector<bool> replied(nget);
     for (const auto& f : frames) {
         auto b = read_body(f.payload);
         if (!b)
             return b.error();
+        for (const auto& g : b->replies) {
+            if (g.index >= nget || replied[g.index])
+                return Error::from_errno(
+                    EPROTO, fmt::format("vp {} sent a reply to get {} of {} it was not asked for",
+                                        f.source, g.index, nget));
+            replied[g.index] = true;
+            replies[g.index] = g.data;
+        }
         bodies.push_back(std::move(*b));
     }
+    if (std::find(replied.begin(), replied.end(), false) != replied.end())
+        return Error::from_errno(EPROTO, "a relayed DELIVER lacks the reply to one of its gets");
     wire::Writer w;
     w.bytes(deliver.first(head));
+    w.u32(nget);
+    for (const auto& g : replies)
+        w.blob(g);
     std::uint32_t nputs = 0, nmsgs = 0;
     for (const auto& b : bodies) {
         nputs += static_cast<std::uint32_t>(b.puts.size());

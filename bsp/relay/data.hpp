@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string_view>
 #include <vector>
@@ -18,9 +19,11 @@ namespace ghost::bsp::relay {
 // A DATA payload: u32 target, u32 source, u64 superstep (the one the source
 // ended), u32 hops (relays it was forwarded by), u32 epoch (of the sender's
 // link-table entry for the target: the number of the target's moves it
-// knew), then u32 n + n × put (u64 registration, u64 offset, blob data) and
-// u32 n + n × message (blob tag, blob payload). The payload is kept whole,
-// so forwarding only patches hops and epoch.
+// knew), then u32 n + n × put (u64 registration, u64 offset, blob data),
+// u32 n + n × message (blob tag, blob payload) and u32 n + n × get reply
+// (u32 index: the get's place among the target's bsp_get calls, blob
+// data: what the source read for it). The payload is kept whole, so
+// forwarding only patches hops and epoch.
 struct DataFrame {
     std::uint32_t target = 0, source = 0;
     std::uint64_t superstep = 0;
@@ -50,14 +53,41 @@ Result<DataFrame> decode_data(std::vector<std::byte> payload);
 void set_hops(DataFrame& f, std::uint32_t hops);
 void set_epoch(DataFrame& f, std::uint32_t epoch);
 
+// The gets that read from one VP, for its relay (GETS_RELAYED, hub ->
+// relay): u64 superstep (the one the VPs end), u32 n + n × (u32 requester,
+// u32 index among the requester's gets, u64 registration, u64 offset, u64
+// length), in the order of gets_for(): by requester, then call order.
+struct RoutedGet {
+    std::uint32_t requester = 0, index = 0;
+    std::uint64_t reg = 0, off = 0, len = 0;
+};
+struct RoutedGets {
+    std::uint64_t superstep = 0;
+    std::vector<RoutedGet> gets;
+};
+// The GETS_RELAYED payload for target, or nothing when no VP reads from it.
+std::optional<std::vector<std::byte>> encode_routed_gets(std::uint32_t target,
+                                                         std::uint64_t superstep,
+                                                         std::span<const SyncRequest> syncs);
+// EPROTO when the payload is malformed.
+Result<RoutedGets> decode_routed_gets(std::span<const std::byte> payload);
+// The GETS payload the target VP reads (what gets_for() gives it).
+std::vector<std::byte> plain_gets(const RoutedGets& g);
+// The target's GETDATA cut into one DATA frame per requester, in requester
+// order. EPROTO when its size is not the sum of the lengths.
+Result<std::vector<DataFrame>> split_replies(const RoutedGets& g, std::span<const std::byte> data,
+                                             std::uint32_t source);
+
 // Takes s's puts and messages out of it: one DATA frame per target, in
 // target order, and s.relayed says how many frames and bytes went to whom.
 std::vector<DataFrame> strip_sync(SyncRequest& s, std::uint32_t source);
 
-// The DELIVER payload with the frames' puts and messages in its last two
-// sections, by source VP (one frame per source; the hub's own DELIVER for a
-// relayed VP has none there). nprocs: the job's (a registration carries
-// every VP's size). EPROTO on a malformed DELIVER or frame.
+// The DELIVER payload with the frames' get replies in its gets section (the
+// hub's DELIVER for a relayed VP has an empty reply in each place) and
+// their puts and messages in its last two sections, by source VP (the
+// hub's has none there). nprocs: the job's (a registration carries every
+// VP's size). EPROTO on a malformed DELIVER or frame, a reply for a get
+// the VP did not make, or two for one get.
 Result<std::vector<std::byte>> splice_deliver(std::span<const std::byte> deliver,
                                               std::vector<DataFrame> frames, int nprocs);
 

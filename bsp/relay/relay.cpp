@@ -66,7 +66,7 @@ Result<std::unique_ptr<Relay>> Relay::start(Config c) {
             fmt::format("the hub at {}: {}", r->c_.hub_address, hub.error().what()));
     r->hub_ = std::move(*hub);
     wire::Writer w;
-    w.u32(wire::kVersion);
+    w.u32(wire::kRelayVersion);
     w.str(r->c_.job);
     w.str(r->c_.host);
     w.str(r->my_address_);
@@ -137,6 +137,17 @@ void Relay::on_route(const wire::Frame& f) {
     }
     if (r.failed() || !r.at_end())
         fatal("malformed ROUTE frame from the hub");
+}
+
+void Relay::originate(std::vector<DataFrame> frames) {
+    for (auto& d : frames) {
+        {
+            std::lock_guard lk(mu_);
+            ++n_.frames;
+            n_.bytes += d.payload.size();
+        }
+        route(std::move(d), false);
+    }
 }
 
 void Relay::route(DataFrame f, bool from_peer) {

@@ -52,6 +52,8 @@ class Relay {
     // Control: frames from the hub.
     void on_directory(const wire::Frame& f);
     void on_route(const wire::Frame& f);
+    // A local VP's DATA frames (from its SYNC or its GETDATA): counted, routed.
+    void originate(std::vector<DataFrame> frames);
     // A DATA frame from a local VP's SYNC (from_peer false) or another
     // relay: kept here for its target, or sent on by the link table.
     void route(DataFrame f, bool from_peer);

@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <optional>
 
 #include <fmt/format.h>
 
@@ -77,6 +78,7 @@ void Relay::session(UniqueFd fd) {
     w.str(job);
     if (!wire::send_frame(*up, Type::Hello, w.data()))
         return;
+    std::optional<RoutedGets> gets; // asked of the VP, for its GETDATA
     for (;;) {
         bool from_vp = false, from_hub = up->pending();
         if (!from_hub) {
@@ -102,15 +104,21 @@ void Relay::session(UniqueFd fd) {
                     continue;
                 }
                 auto frames = strip_sync(*s, me);
-                for (auto& d : frames) {
-                    {
-                        std::lock_guard lk(mu_);
-                        ++n_.frames;
-                        n_.bytes += d.payload.size();
-                    }
-                    route(std::move(d), false);
-                }
+                originate(std::move(frames));
                 if (!wire::send_frame(*up, Type::Sync, encode_sync(*s)))
+                    return;
+            } else if (f->type == Type::GetData && gets) {
+                auto frames = split_replies(*gets, f->payload, me);
+                gets.reset();
+                if (!frames) { // the hub fails the job on the frame as it is
+                    std::fprintf(stderr, "bsp-relay %s: vp %u: %s\n", c_.host.c_str(), me,
+                                 frames.error().what().c_str());
+                    if (!wire::send_frame(*up, Type::GetData, f->payload))
+                        return;
+                    continue;
+                }
+                originate(std::move(*frames));
+                if (!wire::send_frame(*up, Type::GetData, {}))
                     return;
             } else if (!wire::send_frame(*up, f->type, f->payload)) {
                 return;
@@ -121,6 +129,15 @@ void Relay::session(UniqueFd fd) {
             if (!f) { // the job failed or ended: the VP sees its hub go
                 vp.close();
                 return;
+            }
+            if (f->type == Type::GetsRelayed) {
+                auto g = decode_routed_gets(f->payload);
+                if (!g)
+                    fatal(fmt::format("vp {}: {}", me, g.error().what()));
+                if (!wire::send_frame(vp, Type::Gets, plain_gets(*g)))
+                    return;
+                gets = std::move(*g);
+                continue;
             }
             if (f->type != Type::DeliverRelayed) {
                 if (!wire::send_frame(vp, f->type, f->payload))

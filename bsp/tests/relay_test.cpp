@@ -1,10 +1,12 @@
 // SPDX-License-Identifier: GPL-2.0
 // What relays carry, pure (bsp/relay/data.cpp): a SYNC's puts and messages
-// cut into one DATA frame per target, and DATA frames spliced into the
-// target's DELIVER by source, as the hub would have built it.
+// cut into one DATA frame per target, a GETDATA cut into one per requester,
+// and DATA frames spliced into the target's DELIVER by source, as the hub
+// would have built it.
 #include <gtest/gtest.h>
 
 #include <string>
+#include <string_view>
 
 #include "data.hpp"
 #include "sync.hpp"
@@ -12,12 +14,13 @@
 namespace ghost::bsp {
 namespace {
 
-std::span<const std::byte> bytes_of(const std::string& s) {
+std::span<const std::byte> bytes_of(std::string_view s) {
     return std::as_bytes(std::span(s.data(), s.size()));
 }
 
 // A SYNC of source `src` in superstep 4: puts and messages to VPs 0 and 2.
-SyncRequest sample(const std::string& tag) {
+// The spans point into tag: a string literal.
+SyncRequest sample(std::string_view tag) {
     static const std::string a = "put-to-0", b = "put-to-2", c = "msg-to-2", d = "second";
     SyncRequest s;
     s.superstep = 4;
@@ -90,6 +93,107 @@ TEST(BspRelayData, SpliceRefusesADeliverThatCarriesPutsAlready) {
     auto got = relay::splice_deliver(full, {}, 3);
     ASSERT_FALSE(got);
     EXPECT_NE(got.error().what().find("empty puts and messages"), std::string::npos);
+}
+
+// What a target VP answers to a GETS payload: each get's bytes are a
+// pattern of its registration, offset and length.
+std::vector<std::byte> answer(std::span<const std::byte> gets) {
+    wire::Reader r(gets);
+    std::vector<std::byte> out;
+    const std::uint32_t n = r.u32();
+    for (std::uint32_t i = 0; i < n; ++i) {
+        const std::uint64_t reg = r.u64(), off = r.u64(), len = r.u64();
+        for (std::uint64_t k = 0; k < len; ++k)
+            out.push_back(static_cast<std::byte>(reg * 31 + off * 7 + k));
+    }
+    return out;
+}
+
+// Three VPs with puts, messages and gets: 0 reads twice from 2, 1 reads
+// from 2 and from 0 (and nothing, a zero-length get, from 0), 2 reads from 0.
+std::vector<SyncRequest> with_gets() {
+    std::vector<SyncRequest> all = {sample("a"), sample("b"), SyncRequest{}};
+    for (auto& s : all)
+        s.superstep = 4;
+    all[0].gets = {{2, 1, 0, 5}, {2, 3, 8, 2}};
+    all[1].gets = {{2, 1, 5, 4}, {0, 2, 0, 6}, {0, 2, 6, 0}};
+    all[2].gets = {{0, 1, 1, 3}};
+    return all;
+}
+
+TEST(BspRelayData, GetRepliesGoStraightToTheRequestersAsTheHubWouldDeliverThem) {
+    // The hub's way: GETS to each target, its GETDATA split by requester,
+    // every reply in the requester's DELIVER.
+    const auto all = with_gets();
+    std::vector<std::vector<std::span<const std::byte>>> per_get(3);
+    for (std::size_t r = 0; r < 3; ++r)
+        per_get[r].resize(all[r].gets.size());
+    std::vector<std::vector<std::byte>> data(3);
+    for (int t = 0; t < 3; ++t) {
+        data[t] = answer(gets_for(t, all));
+        ASSERT_TRUE(split_getdata(t, data[t], all, per_get));
+    }
+    // The relays' way: GETS_RELAYED to the target's relay, which asks the
+    // VP the same GETS and cuts its GETDATA into DATA frames.
+    auto stripped = with_gets();
+    std::vector<std::vector<relay::DataFrame>> to(3);
+    for (std::uint32_t v = 0; v < 3; ++v)
+        for (auto& f : relay::strip_sync(stripped[v], v))
+            to[f.target].push_back(std::move(f));
+    for (std::uint32_t t = 0; t < 3; ++t) {
+        auto routed = relay::encode_routed_gets(t, 4, stripped);
+        ASSERT_EQ(routed.has_value(), t != 1) << "nobody reads from vp 1 only";
+        if (!routed)
+            continue;
+        auto g = relay::decode_routed_gets(*routed);
+        ASSERT_TRUE(g) << g.error().what();
+        EXPECT_EQ(g->superstep, 4U);
+        EXPECT_EQ(relay::plain_gets(*g), gets_for(static_cast<int>(t), all));
+        auto frames = relay::split_replies(*g, answer(relay::plain_gets(*g)), t);
+        ASSERT_TRUE(frames) << frames.error().what();
+        for (auto& f : *frames) {
+            EXPECT_EQ(f.source, t);
+            to[f.target].insert(to[f.target].begin(), std::move(f)); // out of order
+        }
+    }
+    // One frame of replies per VP read from: 0 gets 2 (puts from 0 and 1)
+    // + 1 (replies from 2), 1 gets 0 + 2, 2 gets 2 + 1.
+    EXPECT_EQ(to[0].size(), 3U);
+    EXPECT_EQ(to[1].size(), 2U);
+    EXPECT_EQ(to[2].size(), 3U);
+    for (int v = 0; v < 3; ++v) {
+        const auto want = build_deliver(v, 5, 0, all, per_get[v]);
+        const std::vector<std::span<const std::byte>> empty(all[v].gets.size());
+        const auto hub_part = build_deliver(v, 5, 0, stripped, empty);
+        auto got = relay::splice_deliver(hub_part, std::move(to[v]), 3);
+        ASSERT_TRUE(got) << "vp " << v << ": " << got.error().what();
+        EXPECT_EQ(*got, want) << "vp " << v;
+    }
+}
+
+TEST(BspRelayData, GetRepliesOfTheWrongSizeOrPlaceAreRefused) {
+    const auto all = with_gets();
+    auto g = relay::decode_routed_gets(*relay::encode_routed_gets(2, 4, all));
+    ASSERT_TRUE(g);
+    auto data = answer(relay::plain_gets(*g));
+    data.push_back(std::byte{0});
+    auto long_ = relay::split_replies(*g, data, 2);
+    ASSERT_FALSE(long_);
+    EXPECT_NE(long_.error().what().find("too long"), std::string::npos);
+    data.resize(data.size() - 2);
+    EXPECT_FALSE(relay::split_replies(*g, data, 2));
+    EXPECT_FALSE(relay::encode_routed_gets(1, 4, all)) << "nobody reads from vp 1";
+    // VP 0's DELIVER: two gets from 2. The same frame twice, and none.
+    auto frames = relay::split_replies(*g, answer(relay::plain_gets(*g)), 2);
+    ASSERT_TRUE(frames);
+    const std::vector<std::span<const std::byte>> empty(2);
+    const auto hub_part = build_deliver(0, 5, 0, std::vector<SyncRequest>(3), empty);
+    auto twice = relay::splice_deliver(hub_part, {(*frames)[0], (*frames)[0]}, 3);
+    ASSERT_FALSE(twice);
+    EXPECT_NE(twice.error().what().find("not asked for"), std::string::npos);
+    auto none = relay::splice_deliver(hub_part, {}, 3);
+    ASSERT_FALSE(none);
+    EXPECT_NE(none.error().what().find("lacks the reply"), std::string::npos);
 }
 
 TEST(BspRelayData, StatsTravelWholeAndAddUp) {

@@ -50,6 +50,8 @@ std::string_view type_name(Type t) {
         return "DELIVER_BACK";
     case Type::RelayStats:
         return "RELAY_STATS";
+    case Type::GetsRelayed:
+        return "GETS_RELAYED";
     }
     return "unknown";
 }

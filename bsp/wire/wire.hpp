@@ -21,6 +21,9 @@ namespace ghost::bsp::wire {
 
 // 2: SYNC carries its superstep and the relayed counts (relays, bsp/relay/).
 inline constexpr std::uint32_t kVersion = 2;
+// The relays' protocol, in RELAY_HELLO (frames 11-18): 3: DATA frames carry
+// get replies, and the hub sends a relay GETS_RELAYED.
+inline constexpr std::uint32_t kRelayVersion = 3;
 // Largest payload accepted (1 GiB): a bound against a corrupt header.
 inline constexpr std::uint64_t kMaxPayload = std::uint64_t{1} << 30;
 
@@ -44,6 +47,7 @@ enum class Type : std::uint32_t {
     DeliverRelayed = 15, // hub -> relay: expected DATA count, back flag, DELIVER
     DeliverBack = 16,    // relay -> hub: the completed DELIVER of a VP to move
     RelayStats = 17,     // relay -> hub (after END): its routing counters
+    GetsRelayed = 18,    // hub -> relay: a VP's GETS with each get's requester
 };
 
 std::string_view type_name(Type t);
@@ -93,6 +97,7 @@ class Reader {
     std::string str();
     bool failed() const { return failed_; }
     bool at_end() const { return pos_ == b_.size(); }
+    std::size_t position() const { return pos_; } // bytes read so far
 
   private:
     std::span<const std::byte> b_;
