@@ -88,7 +88,10 @@ class Relay {
     std::vector<Entry> table_; // vp -> host: the link table
     // Frames stamped with a newer epoch than our entry: until its ROUTE.
     std::map<std::uint32_t, std::vector<DataFrame>> waiting_;
-    std::set<std::uint32_t> here_; // VPs connected to this relay now
+    // VPs connected to this relay now, once per session: a VP that says
+    // HELLO again (after a checkpoint) may do so before its old session
+    // has seen its socket close.
+    std::multiset<std::uint32_t> here_;
     std::map<std::pair<std::uint32_t, std::uint64_t>, std::vector<DataFrame>> store_;
     std::vector<std::unique_ptr<Peer>> peers_;
     Counters n_;

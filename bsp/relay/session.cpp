@@ -37,7 +37,8 @@ void Relay::session(UniqueFd fd) {
         ~Done() {
             std::lock_guard lk(r->mu_);
             --r->sessions_;
-            r->here_.erase(vp);
+            if (auto it = r->here_.find(vp); it != r->here_.end())
+                r->here_.erase(it); // this session's only
             r->cv_.notify_all();
         }
     } done{this};
