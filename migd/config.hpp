@@ -46,6 +46,8 @@ struct Config {
     std::uint64_t max_image_bytes = 0; // refuse larger incoming images, 0: none
     unsigned max_transfers = 4;        // concurrent incoming + outgoing streams
     unsigned io_timeout_ms = 10000;    // a peer silent this long is gone
+    unsigned max_clients = 256;         // local control connections at once
+    unsigned max_clients_per_user = 16; // of those, one uid's (root: no own limit)
     // [migration]: pre-copy (Documentation/migd-protocol.md, "Pre-copy")
     std::uint64_t precopy_min_bytes = 64ULL << 20; // pre-copy by default from this size
     unsigned precopy_max_rounds = 8;               // images before the last, at most

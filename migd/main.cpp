@@ -154,6 +154,8 @@ int main(int argc, char** argv) {
     server.socket_path = cfg.socket;
     server.ctx.device = cfg.device;
     server.ctx.daemon = &daemon;
+    server.max_clients = cfg.max_clients;
+    server.max_clients_per_user = cfg.max_clients_per_user;
 
     std::unique_ptr<migd::Listener> listener;
     if (tls) {

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include <fmt/format.h>
+#include <spdlog/spdlog.h>
 
 #include "ghost/fd.hpp"
 #include "line_reader.hpp"
@@ -135,10 +136,27 @@ ghost::Result<void> serve(const ServerConfig& cfg) {
 
     struct Conn {
         UniqueFd fd;
+        uid_t uid = 0;
         std::thread thread;
         std::shared_ptr<std::atomic<bool>> done;
     };
     std::list<Conn> conns;
+    // Each client has a thread: a limit on them all, and one per user so
+    // that one user cannot take them all (root has none of its own).
+    const auto over_limit = [&](uid_t uid) -> std::string {
+        std::size_t mine = 0;
+        for (const auto& k : conns)
+            mine += k.uid == uid;
+        if (conns.size() >= cfg.max_clients)
+            return fmt::format("migd has {} local clients connected, its limit ([limits] "
+                               "max_clients); try again when one has finished",
+                               conns.size());
+        if (uid != 0 && mine >= cfg.max_clients_per_user)
+            return fmt::format("uid {} has {} connections to migd open, its limit ([limits] "
+                               "max_clients_per_user); close one and try again",
+                               uid, mine);
+        return {};
+    };
     for (;;) {
         pollfd pfds[2] = {{sig.get(), POLLIN, 0}, {lfd->get(), POLLIN, 0}};
         if (::poll(pfds, 2, 1000) < 0) {
@@ -169,8 +187,14 @@ ghost::Result<void> serve(const ServerConfig& cfg) {
                                                 "(SO_PEERCRED)"}});
             continue;
         }
+        if (const std::string why = over_limit(who->uid); !why.empty()) {
+            spdlog::warn("refused a local client (pid {}): {}", who->pid, why);
+            (void)send_line(c.get(), {{"ok", false}, {"error", why}});
+            continue;
+        }
         Conn& k = conns.emplace_back();
         k.fd = std::move(c);
+        k.uid = who->uid;
         k.done = std::make_shared<std::atomic<bool>>(false);
         k.thread = std::thread([fd = k.fd.get(), w = *who, &ctx = cfg.ctx, done = k.done] {
             serve_client(fd, w, ctx);

@@ -13,6 +13,8 @@ namespace migd {
 struct ServerConfig {
     std::string socket_path;
     Context ctx;
+    unsigned max_clients = 256;         // connections at once
+    unsigned max_clients_per_user = 16; // of one uid (root: none of its own)
 };
 
 // Serves until SIGINT or SIGTERM, then removes the socket. Fails early (socket

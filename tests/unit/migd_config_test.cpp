@@ -52,6 +52,8 @@ allow_root = true
 max_image_bytes = 4096
 max_transfers = 8
 io_timeout_ms = 2500
+max_clients = 40
+max_clients_per_user = 5
 )",
                                 "/etc/ghost/migd.toml");
     ASSERT_TRUE(r) << r.error().what();
@@ -82,6 +84,8 @@ io_timeout_ms = 2500
     EXPECT_EQ(c.max_image_bytes, 4096u);
     EXPECT_EQ(c.max_transfers, 8u);
     EXPECT_EQ(c.io_timeout_ms, 2500u);
+    EXPECT_EQ(c.max_clients, 40u);
+    EXPECT_EQ(c.max_clients_per_user, 5u);
     EXPECT_EQ(c.source, "/etc/ghost/migd.toml");
 }
 
@@ -101,6 +105,8 @@ TEST(MigdConfig, EmptyFileGivesTheDefaultsAndTheHostName) {
     EXPECT_FALSE(r->allow_root);
     EXPECT_EQ(r->max_transfers, 4u);
     EXPECT_EQ(r->io_timeout_ms, 10000u);
+    EXPECT_EQ(r->max_clients, 256u);
+    EXPECT_EQ(r->max_clients_per_user, 16u);
 }
 
 TEST(MigdConfig, UnknownKeysAndTablesNameFileLineAndKey) {
