@@ -251,9 +251,13 @@ bool Hub::answer_gets(std::vector<std::vector<std::byte>>& replies) {
         any = any || !syncs[r].gets.empty();
     }
     std::vector<std::vector<std::byte>> data(vps_.size());
-    // Through relays, a target's relay sends each requester's replies to
-    // the requester's relay (DATA frames) and the hub gets an empty GETDATA.
-    const bool relayed = !relays_.empty();
+    // Through relays, a target's relay can send each requester's replies to
+    // the requester's relay (DATA frames) and the hub an empty GETDATA.
+    // That pays off for large replies only (bench/bsp_routing_bench): a
+    // superstep whose gets read less on average per pair of VPs goes
+    // through the hub.
+    gets_relayed_ = !relays_.empty() && relay::worth_relaying(syncs);
+    const bool relayed = gets_relayed_;
     if (any) {
         // Everyone is in bsp_sync: ask every target, then read every answer.
         std::vector<bool> asked(vps_.size());
@@ -336,7 +340,7 @@ void Hub::barrier() {
         const auto& p = vps_[v];
         for (const auto& x : p.sync.relayed)
             expected_[x.pid] += x.frames;
-        if (relays_.empty())
+        if (!gets_relayed_)
             continue;
         // One DATA frame of replies from every VP this one reads from.
         std::vector<bool> from(vps_.size());

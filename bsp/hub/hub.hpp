@@ -209,6 +209,7 @@ class Hub {
     std::vector<int> route_;              // vp -> relay index, as the relays were told
     std::vector<std::uint32_t> epoch_;    // vp -> its moves between hosts so far
     std::vector<std::uint32_t> expected_; // vp -> DATA frames of this barrier
+    bool gets_relayed_ = false;           // this barrier's get replies go as DATA frames
     RelayTotals relay_totals_;
     bool done_ = false;
     Outcome outcome_;

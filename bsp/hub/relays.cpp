@@ -42,7 +42,7 @@ void Hub::deliver(int vp, std::span<const std::byte> payload, bool back) {
     }
     wire::Writer w;
     w.u32(expected);
-    w.u32(back ? 1 : 0);
+    w.u32((back ? relay::kDeliverBack : 0) | (gets_relayed_ ? relay::kRepliesRelayed : 0));
     w.bytes(payload);
     send_or_fail(vp, Type::DeliverRelayed, w.data());
 }

@@ -6,6 +6,7 @@
 #include <cerrno>
 #include <cstring>
 #include <map>
+#include <set>
 
 #include <endian.h>
 
@@ -268,8 +269,20 @@ Result<std::vector<DataFrame>> split_replies(const RoutedGets& g, std::span<cons
     return frames;
 }
 
+bool worth_relaying(std::span<const SyncRequest> syncs) {
+    std::uint64_t bytes = 0;
+    std::set<std::pair<std::size_t, std::uint32_t>> pairs;
+    for (std::size_t r = 0; r < syncs.size(); ++r)
+        for (const auto& g : syncs[r].gets) {
+            bytes += g.len;
+            pairs.emplace(r, g.pid);
+        }
+    return !pairs.empty() && bytes >= kRelayGetsMin * pairs.size();
+}
+
 Result<std::vector<std::byte>> splice_deliver(std::span<const std::byte> deliver,
-                                              std::vector<DataFrame> frames, int nprocs) {
+                                              std::vector<DataFrame> frames, int nprocs,
+                                              bool replies_relayed) {
     // Skip to the gets section: superstep, tag size, pushes (each with
     // every VP's size), pops.
     wire::Reader r(deliver);
@@ -282,25 +295,29 @@ Result<std::vector<std::byte>> splice_deliver(std::span<const std::byte> deliver
     (void)r.bytes(8 * static_cast<std::uint64_t>(npop));
     const std::size_t head = r.position();
     const std::uint32_t nget = r.u32();
+    std::vector<std::span<const std::byte>> replies(nget);
     bool empty_replies = true;
-    for (std::uint32_t i = 0; i < nget && !r.failed(); ++i)
-        empty_replies = r.blob().empty() && empty_replies;
+    for (std::uint32_t i = 0; i < nget && !r.failed(); ++i) {
+        replies[i] = r.blob();
+        empty_replies = replies[i].empty() && empty_replies;
+    }
     // What remains must be the two empty sections: two u32 zeros.
     const std::uint32_t hub_puts = r.u32(), hub_msgs = r.u32();
-    if (r.failed() || !r.at_end() || hub_puts != 0 || hub_msgs != 0 || !empty_replies)
-        return Error::from_errno(EPROTO, "a relayed DELIVER must have empty get replies and "
-                                         "empty puts and messages sections");
+    if (r.failed() || !r.at_end() || hub_puts != 0 || hub_msgs != 0 ||
+        (replies_relayed && !empty_replies))
+        return Error::from_errno(EPROTO, "a relayed DELIVER must have empty puts and messages "
+                                         "sections (and empty get replies when they are "
+                                         "relayed)");
     std::stable_sort(frames.begin(), frames.end(),
                      [](const DataFrame& a, const DataFrame& b) { return a.source < b.source; });
     std::vector<Body> bodies;
-    std::vector<std::span<const std::byte>> replies(nget);
-    std::vector<bool> replied(nget);
+    std::vector<bool> replied(nget, !replies_relayed);
     for (const auto& f : frames) {
         auto b = read_body(f.payload);
         if (!b)
             return b.error();
         for (const auto& g : b->replies) {
-            if (g.index >= nget || replied[g.index])
+            if (g.index >= nget || replied[g.index]) // the hub's own, or a second one
                 return Error::from_errno(
                     EPROTO, fmt::format("vp {} sent a reply to get {} of {} it was not asked for",
                                         f.source, g.index, nget));

@@ -53,6 +53,17 @@ Result<DataFrame> decode_data(std::vector<std::byte> payload);
 void set_hops(DataFrame& f, std::uint32_t hops);
 void set_epoch(DataFrame& f, std::uint32_t epoch);
 
+// DELIVER_RELAYED's flags: return the DELIVER completed (the VP is about to
+// move); its get replies come as DATA frames (else the hub's DELIVER has them).
+inline constexpr std::uint32_t kDeliverBack = 1, kRepliesRelayed = 2;
+
+// Relaying get replies pays off only for large ones: on the test cluster
+// the relays' extra thread hand-offs made 1 kB per pair 1.4x slower and
+// 100 kB per pair 1.1x faster (bench/bsp_routing_bench). Whether the gets
+// of a superstep read kRelayGetsMin bytes per pair of VPs on average.
+inline constexpr std::uint64_t kRelayGetsMin = 32 * 1024;
+bool worth_relaying(std::span<const SyncRequest> syncs);
+
 // The gets that read from one VP, for its relay (GETS_RELAYED, hub ->
 // relay): u64 superstep (the one the VPs end), u32 n + n × (u32 requester,
 // u32 index among the requester's gets, u64 registration, u64 offset, u64
@@ -82,13 +93,15 @@ Result<std::vector<DataFrame>> split_replies(const RoutedGets& g, std::span<cons
 // target order, and s.relayed says how many frames and bytes went to whom.
 std::vector<DataFrame> strip_sync(SyncRequest& s, std::uint32_t source);
 
-// The DELIVER payload with the frames' get replies in its gets section (the
-// hub's DELIVER for a relayed VP has an empty reply in each place) and
-// their puts and messages in its last two sections, by source VP (the
-// hub's has none there). nprocs: the job's (a registration carries every
-// VP's size). EPROTO on a malformed DELIVER or frame, a reply for a get
-// the VP did not make, or two for one get.
+// The DELIVER payload with the frames' puts and messages in its last two
+// sections, by source VP (the hub's DELIVER for a relayed VP has none
+// there), and with replies_relayed their get replies in its gets section
+// (where the hub's has an empty reply in each place; else the hub's replies
+// stay). nprocs: the job's (a registration carries every VP's size).
+// EPROTO on a malformed DELIVER or frame, a reply for a get the VP did not
+// make, two for one get, or one missing.
 Result<std::vector<std::byte>> splice_deliver(std::span<const std::byte> deliver,
-                                              std::vector<DataFrame> frames, int nprocs);
+                                              std::vector<DataFrame> frames, int nprocs,
+                                              bool replies_relayed);
 
 } // namespace ghost::bsp::relay

@@ -146,13 +146,15 @@ void Relay::session(UniqueFd fd) {
                 continue;
             }
             wire::Reader dr(f->payload);
-            const std::uint32_t expected = dr.u32(), back = dr.u32();
+            const std::uint32_t expected = dr.u32(), flags = dr.u32();
+            const bool back = flags & kDeliverBack;
             const std::uint64_t next = dr.u64();
             if (dr.failed() || next == 0)
                 fatal(fmt::format("vp {}: malformed DELIVER_RELAYED from the hub", me));
             const auto deliver = std::span<const std::byte>(f->payload).subspan(8);
             auto out =
-                splice_deliver(deliver, take(me, next - 1, expected), static_cast<int>(nprocs));
+                splice_deliver(deliver, take(me, next - 1, expected), static_cast<int>(nprocs),
+                               flags & kRepliesRelayed);
             if (!out)
                 fatal(fmt::format("vp {}: {}", me, out.error().what()));
             if (!wire::send_frame(back ? *up : vp, back ? Type::DeliverBack : Type::Deliver, *out))

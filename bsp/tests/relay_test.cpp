@@ -82,7 +82,7 @@ TEST(BspRelayData, SpliceGivesTheDeliverTheHubWouldHaveBuilt) {
                 to2.insert(to2.begin(), std::move(f)); // source 1 first
     ASSERT_EQ(to2.size(), 2U);
     const auto hub_part = build_deliver(2, 5, 1, stripped, {});
-    auto got = relay::splice_deliver(hub_part, std::move(to2), 3);
+    auto got = relay::splice_deliver(hub_part, std::move(to2), 3, false);
     ASSERT_TRUE(got) << got.error().what();
     EXPECT_EQ(*got, want);
 }
@@ -90,7 +90,7 @@ TEST(BspRelayData, SpliceGivesTheDeliverTheHubWouldHaveBuilt) {
 TEST(BspRelayData, SpliceRefusesADeliverThatCarriesPutsAlready) {
     std::vector<SyncRequest> all = {sample("a"), SyncRequest{}, SyncRequest{}};
     const auto full = build_deliver(2, 5, 0, all, {});
-    auto got = relay::splice_deliver(full, {}, 3);
+    auto got = relay::splice_deliver(full, {}, 3, false);
     ASSERT_FALSE(got);
     EXPECT_NE(got.error().what().find("empty puts and messages"), std::string::npos);
 }
@@ -165,10 +165,53 @@ TEST(BspRelayData, GetRepliesGoStraightToTheRequestersAsTheHubWouldDeliverThem) 
         const auto want = build_deliver(v, 5, 0, all, per_get[v]);
         const std::vector<std::span<const std::byte>> empty(all[v].gets.size());
         const auto hub_part = build_deliver(v, 5, 0, stripped, empty);
-        auto got = relay::splice_deliver(hub_part, std::move(to[v]), 3);
+        auto got = relay::splice_deliver(hub_part, std::move(to[v]), 3, true);
         ASSERT_TRUE(got) << "vp " << v << ": " << got.error().what();
         EXPECT_EQ(*got, want) << "vp " << v;
     }
+}
+
+TEST(BspRelayData, SmallGetRepliesStayInTheHubsDeliver) {
+    // The hub answered the gets itself: its DELIVER has the replies, the
+    // relay adds only the puts and messages.
+    const auto all = with_gets();
+    EXPECT_FALSE(relay::worth_relaying(all)) << "a few bytes per pair";
+    std::vector<std::vector<std::span<const std::byte>>> per_get(3);
+    for (std::size_t r = 0; r < 3; ++r)
+        per_get[r].resize(all[r].gets.size());
+    std::vector<std::vector<std::byte>> data(3);
+    for (int t = 0; t < 3; ++t) {
+        data[t] = answer(gets_for(t, all));
+        ASSERT_TRUE(split_getdata(t, data[t], all, per_get));
+    }
+    auto stripped = with_gets();
+    std::vector<relay::DataFrame> to0;
+    for (std::uint32_t v = 0; v < 3; ++v)
+        for (auto& f : relay::strip_sync(stripped[v], v))
+            if (f.target == 0)
+                to0.push_back(std::move(f));
+    const auto want = build_deliver(0, 5, 0, all, per_get[0]);
+    auto got = relay::splice_deliver(build_deliver(0, 5, 0, stripped, per_get[0]), to0, 3, false);
+    ASSERT_TRUE(got) << got.error().what();
+    EXPECT_EQ(*got, want);
+    // A reply frame when the hub has the replies is refused.
+    auto g = relay::decode_routed_gets(*relay::encode_routed_gets(2, 4, all));
+    auto frames = relay::split_replies(*g, answer(relay::plain_gets(*g)), 2);
+    to0.push_back((*frames)[0]);
+    EXPECT_FALSE(
+        relay::splice_deliver(build_deliver(0, 5, 0, stripped, per_get[0]), to0, 3, false));
+}
+
+TEST(BspRelayData, GetsAreRelayedFromTheirAverageSizePerPair) {
+    std::vector<SyncRequest> s(3);
+    EXPECT_FALSE(relay::worth_relaying(s)) << "no gets";
+    // Two pairs (0 from 1, 2 from 1): 2 x kRelayGetsMin in all is enough,
+    // one byte less is not, however it is shared out.
+    s[0].gets = {{1, 1, 0, relay::kRelayGetsMin * 2 - 1}, {1, 1, 0, 0}};
+    s[2].gets = {{1, 1, 0, 0}};
+    EXPECT_FALSE(relay::worth_relaying(s));
+    s[2].gets[0].len = 1;
+    EXPECT_TRUE(relay::worth_relaying(s));
 }
 
 TEST(BspRelayData, GetRepliesOfTheWrongSizeOrPlaceAreRefused) {
@@ -188,10 +231,10 @@ TEST(BspRelayData, GetRepliesOfTheWrongSizeOrPlaceAreRefused) {
     ASSERT_TRUE(frames);
     const std::vector<std::span<const std::byte>> empty(2);
     const auto hub_part = build_deliver(0, 5, 0, std::vector<SyncRequest>(3), empty);
-    auto twice = relay::splice_deliver(hub_part, {(*frames)[0], (*frames)[0]}, 3);
+    auto twice = relay::splice_deliver(hub_part, {(*frames)[0], (*frames)[0]}, 3, true);
     ASSERT_FALSE(twice);
     EXPECT_NE(twice.error().what().find("not asked for"), std::string::npos);
-    auto none = relay::splice_deliver(hub_part, {}, 3);
+    auto none = relay::splice_deliver(hub_part, {}, 3, true);
     ASSERT_FALSE(none);
     EXPECT_NE(none.error().what().find("lacks the reply"), std::string::npos);
 }
@@ -220,7 +263,7 @@ TEST(BspRelayData, MalformedDataIsRefused) {
     auto bad = frames[0];
     bad.payload.resize(bad.payload.size() - 1); // cut short
     std::vector<SyncRequest> none(3);
-    auto got = relay::splice_deliver(build_deliver(0, 5, 0, none, {}), {bad}, 3);
+    auto got = relay::splice_deliver(build_deliver(0, 5, 0, none, {}), {bad}, 3, false);
     EXPECT_FALSE(got);
 }
 
