@@ -91,10 +91,10 @@ ROUTING
   only to the old and the new host's: the others' entries go stale, and
   the old host forwards what they still send there. At the end bsprun
   prints what the relays carried ("bsprun: routing: relays carried N DATA
-  frames ..., F forwarded by a stale link-table entry, ..."). Get replies
-  go the same way: the relay of the VP read from sends them to the relay
-  of the VP that asked. A relay that dies fails the job (and
-  --on-failure rollback rolls it back).
+  frames ..., F forwarded by a stale link-table entry, ..."). Large get
+  replies (32 KiB or more per pair of VPs) go the same way: the relay of
+  the VP read from sends them to the relay of the VP that asked. A relay
+  that dies fails the job (and --on-failure rollback rolls it back).
 
 BALANCING
   With --hosts, at every barrier after the first the hub's statistics
