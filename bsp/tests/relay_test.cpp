@@ -121,18 +121,28 @@ std::vector<SyncRequest> with_gets() {
     return all;
 }
 
+// The hub's way with gets: GETS to each target, its GETDATA (kept in
+// data) split by requester: per_get[r] are r's replies in call order.
+std::vector<std::vector<std::span<const std::byte>>>
+hub_replies(const std::vector<SyncRequest>& all, std::vector<std::vector<std::byte>>& data) {
+    std::vector<std::vector<std::span<const std::byte>>> per_get(all.size());
+    for (std::size_t r = 0; r < all.size(); ++r)
+        per_get[r].resize(all[r].gets.size());
+    data.assign(all.size(), {});
+    for (std::size_t t = 0; t < all.size(); ++t) {
+        data[t] = answer(gets_for(static_cast<int>(t), all));
+        auto ok = split_getdata(static_cast<int>(t), data[t], all, per_get);
+        EXPECT_TRUE(ok) << ok.error().what();
+    }
+    return per_get;
+}
+
 TEST(BspRelayData, GetRepliesGoStraightToTheRequestersAsTheHubWouldDeliverThem) {
     // The hub's way: GETS to each target, its GETDATA split by requester,
     // every reply in the requester's DELIVER.
     const auto all = with_gets();
-    std::vector<std::vector<std::span<const std::byte>>> per_get(3);
-    for (std::size_t r = 0; r < 3; ++r)
-        per_get[r].resize(all[r].gets.size());
-    std::vector<std::vector<std::byte>> data(3);
-    for (int t = 0; t < 3; ++t) {
-        data[t] = answer(gets_for(t, all));
-        ASSERT_TRUE(split_getdata(t, data[t], all, per_get));
-    }
+    std::vector<std::vector<std::byte>> data;
+    const auto per_get = hub_replies(all, data);
     // The relays' way: GETS_RELAYED to the target's relay, which asks the
     // VP the same GETS and cuts its GETDATA into DATA frames.
     auto stripped = with_gets();
@@ -176,14 +186,8 @@ TEST(BspRelayData, SmallGetRepliesStayInTheHubsDeliver) {
     // relay adds only the puts and messages.
     const auto all = with_gets();
     EXPECT_FALSE(relay::worth_relaying(all)) << "a few bytes per pair";
-    std::vector<std::vector<std::span<const std::byte>>> per_get(3);
-    for (std::size_t r = 0; r < 3; ++r)
-        per_get[r].resize(all[r].gets.size());
-    std::vector<std::vector<std::byte>> data(3);
-    for (int t = 0; t < 3; ++t) {
-        data[t] = answer(gets_for(t, all));
-        ASSERT_TRUE(split_getdata(t, data[t], all, per_get));
-    }
+    std::vector<std::vector<std::byte>> data;
+    const auto per_get = hub_replies(all, data);
     auto stripped = with_gets();
     std::vector<relay::DataFrame> to0;
     for (std::uint32_t v = 0; v < 3; ++v)
