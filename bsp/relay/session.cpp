@@ -152,9 +152,8 @@ void Relay::session(UniqueFd fd) {
             if (dr.failed() || next == 0)
                 fatal(fmt::format("vp {}: malformed DELIVER_RELAYED from the hub", me));
             const auto deliver = std::span<const std::byte>(f->payload).subspan(8);
-            auto out =
-                splice_deliver(deliver, take(me, next - 1, expected), static_cast<int>(nprocs),
-                               flags & kRepliesRelayed);
+            auto out = splice_deliver(deliver, take(me, next - 1, expected),
+                                      static_cast<int>(nprocs), flags & kRepliesRelayed);
             if (!out)
                 fatal(fmt::format("vp {}: {}", me, out.error().what()));
             if (!wire::send_frame(back ? *up : vp, back ? Type::DeliverBack : Type::Deliver, *out))

@@ -80,9 +80,8 @@ struct Migd {
                 ::execl(MIGD_PATH, MIGD_PATH, "--socket", socket.c_str(), "--device",
                         "/nonexistent/ghost", "--state-dir", state.c_str(), nullptr);
             else
-                ::execl(MIGD_PATH, MIGD_PATH, "--config", toml.c_str(), "--socket",
-                        socket.c_str(), "--device", "/nonexistent/ghost", "--state-dir",
-                        state.c_str(), nullptr);
+                ::execl(MIGD_PATH, MIGD_PATH, "--config", toml.c_str(), "--socket", socket.c_str(),
+                        "--device", "/nonexistent/ghost", "--state-dir", state.c_str(), nullptr);
             ::_exit(127);
         }
     }
