@@ -92,7 +92,7 @@ ROUTING
   the old host forwards what they still send there. At the end bsprun
   prints what the relays carried ("bsprun: routing: relays carried N DATA
   frames ..., F forwarded by a stale link-table entry, ..."). Large get
-  replies (32 KiB or more per pair of VPs) go the same way: the relay of
+  replies (24 KiB or more per pair of VPs) go the same way: the relay of
   the VP read from sends them to the relay of the VP that asked. A relay
   that dies fails the job (and --on-failure rollback rolls it back).
 

@@ -58,10 +58,11 @@ void set_epoch(DataFrame& f, std::uint32_t epoch);
 inline constexpr std::uint32_t kDeliverBack = 1, kRepliesRelayed = 2;
 
 // Relaying get replies pays off only for large ones: on the test cluster
-// the relays' extra thread hand-offs made 1 kB per pair 1.4x slower and
-// 100 kB per pair 1.1x faster (bench/bsp_routing_bench). Whether the gets
-// of a superstep read kRelayGetsMin bytes per pair of VPs on average.
-inline constexpr std::uint64_t kRelayGetsMin = 32 * 1024;
+// relaying them was slower up to 4 kB per pair, even at 16 kB, and faster
+// from 32 kB (bench/bsp_routing_bench, Documentation/performance.md).
+// Whether the gets of a superstep read kRelayGetsMin bytes per pair of VPs
+// on average.
+inline constexpr std::uint64_t kRelayGetsMin = 24 * 1024;
 bool worth_relaying(std::span<const SyncRequest> syncs);
 
 // The gets that read from one VP, for its relay (GETS_RELAYED, hub ->
