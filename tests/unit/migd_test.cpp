@@ -10,10 +10,11 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <thread>
+#include <vector>
 
 #include "control.hpp"
 #include "ghost/fd.hpp"
@@ -69,19 +70,17 @@ struct Migd {
         socket = (dir / "migd.sock").string();
         const std::string state = (dir / "state").string();
         const std::string toml = (dir / "migd.toml").string();
+        std::vector<const char*> argv = {MIGD_PATH,    "--socket",           socket.c_str(),
+                                         "--device",   "/nonexistent/ghost", "--state-dir",
+                                         state.c_str()};
         if (!config.empty()) {
-            FILE* f = std::fopen(toml.c_str(), "w");
-            std::fputs(config.c_str(), f);
-            std::fclose(f);
+            std::ofstream(toml) << config;
+            argv.insert(argv.begin() + 1, {"--config", toml.c_str()});
         }
+        argv.push_back(nullptr);
         pid = ::fork();
         if (pid == 0) {
-            if (config.empty())
-                ::execl(MIGD_PATH, MIGD_PATH, "--socket", socket.c_str(), "--device",
-                        "/nonexistent/ghost", "--state-dir", state.c_str(), nullptr);
-            else
-                ::execl(MIGD_PATH, MIGD_PATH, "--config", toml.c_str(), "--socket", socket.c_str(),
-                        "--device", "/nonexistent/ghost", "--state-dir", state.c_str(), nullptr);
+            ::execv(MIGD_PATH, const_cast<char* const*>(argv.data()));
             ::_exit(127);
         }
     }
