@@ -14,10 +14,14 @@ double cpu_share(const VpStats& s) {
 
 namespace {
 
-double median(std::vector<double> v) {
-    std::sort(v.begin(), v.end());
+// The median of v, reordering v (a scratch vector).
+double median(std::vector<double>& v) {
     const std::size_t n = v.size();
-    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+    const auto mid = v.begin() + static_cast<std::ptrdiff_t>(n / 2);
+    std::nth_element(v.begin(), mid, v.end());
+    if (n % 2)
+        return *mid;
+    return (*std::max_element(v.begin(), mid) + *mid) / 2;
 }
 
 } // namespace
@@ -34,36 +38,54 @@ std::size_t Observer::index(const std::string& host) const {
     return static_cast<std::size_t>(std::find(hosts_.begin(), hosts_.end(), host) - hosts_.begin());
 }
 
-balance::Observation Observer::observe(std::uint64_t superstep, double now,
-                                       std::span<const VpStats> stats,
-                                       std::span<const std::size_t> where) {
+void Observer::observe(std::uint64_t superstep, double now, std::span<const VpStats> stats,
+                       std::span<const std::size_t> where, balance::Observation& o) {
     const std::size_t nh = hosts_.size();
-    const auto host_of = [&](std::size_t v) {
+    const std::size_t np = stats.size();
+    host_of_.resize(np);
+    for (std::size_t v = 0; v < np; ++v) {
         const std::size_t h = v < where.size() ? where[v] : 0;
-        return h < nh ? h : 0;
-    };
-    balance::Observation o;
+        host_of_[v] = h < nh ? h : 0;
+    }
+    // The VPs grouped by host (a counting sort): by_host_[first_[h] ..
+    // first_[h + 1]) are host h's.
+    first_.assign(nh + 1, 0);
+    for (std::size_t v = 0; v < np; ++v)
+        ++first_[host_of_[v] + 1];
+    for (std::size_t h = 0; h < nh; ++h)
+        first_[h + 1] += first_[h];
+    by_host_.resize(np);
+    fill_.assign(first_.begin(), first_.end() - 1);
+    for (std::size_t v = 0; v < np; ++v)
+        by_host_[fill_[host_of_[v]]++] = v;
     o.superstep = superstep + 1;
     o.now = now;
     o.sets = nh;
-    std::vector<std::vector<double>> shares(nh), rates(nh);
-    for (std::size_t v = 0; v < stats.size(); ++v) {
-        shares[host_of(v)].push_back(cpu_share(stats[v]));
+    shares_.resize(nh);
+    rates_.resize(nh);
+    for (std::size_t h = 0; h < nh; ++h) {
+        shares_[h].clear();
+        rates_[h].clear();
+    }
+    for (std::size_t v = 0; v < np; ++v) {
+        shares_[host_of_[v]].push_back(cpu_share(stats[v]));
         // Counted instructions per CPU second: the speed of the host's
         // processors, whatever else runs there.
         if (counted(stats[v]) && stats[v].comp_cpu > 0)
-            rates[host_of(v)].push_back(static_cast<double>(stats[v].instructions) /
-                                        stats[v].comp_cpu);
+            rates_[host_of_[v]].push_back(static_cast<double>(stats[v].instructions) /
+                                          stats[v].comp_cpu);
     }
+    o.hosts.resize(nh);
     for (std::size_t h = 0; h < nh; ++h) {
-        balance::Host host;
+        balance::Host& host = o.hosts[h];
+        host = balance::Host{};
         host.set = static_cast<balance::SetId>(h);
         host.processors = 1;
-        host.managed = static_cast<unsigned>(shares[h].size());
-        if (!shares[h].empty())
-            share_[h] = median(shares[h]);
-        if (!rates[h].empty())
-            power_[h] = median(rates[h]);
+        host.managed = static_cast<unsigned>(shares_[h].size());
+        if (!shares_[h].empty())
+            share_[h] = median(shares_[h]);
+        if (!rates_[h].empty())
+            power_[h] = median(rates_[h]);
         // A CPU quota or other users' load shows as a share below 1: it is
         // external load on a processor of the host's power (nominal, or
         // measured where instructions are counted). Putting it in cpu_power
@@ -71,34 +93,49 @@ balance::Observation Observer::observe(std::uint64_t superstep, double now,
         // (1 - external_load) * cpu_power.
         host.cpu_power = power_[h];
         host.external_load = std::clamp(1.0 - share_[h], 0.0, 1.0);
-        host.load_average = static_cast<double>(shares[h].size()) + host.external_load;
-        o.hosts.push_back(host);
+        host.load_average = static_cast<double>(host.managed) + host.external_load;
     }
-    for (std::size_t v = 0; v < stats.size(); ++v) {
+    o.procs.resize(np);
+    for (std::size_t v = 0; v < np; ++v) {
         const VpStats& s = stats[v];
-        balance::Process p;
-        p.host = static_cast<balance::HostId>(host_of(v));
+        balance::Process& p = o.procs[v];
+        p.host = static_cast<balance::HostId>(host_of_[v]);
         p.memory_bytes = s.memory_bytes ? s.memory_bytes : opt_.default_memory;
         p.instructions =
             counted(s) ? static_cast<double>(s.instructions) : s.comp_cpu * power_[p.host];
         p.comp_time = s.comp_wall;
         p.step_time = s.comp_wall;
+        // Bytes from each Set, summed exactly (integers, the sources grouped
+        // by host) and converted once; the time to receive them is the
+        // bytes from other Sets at the configured rate.
         p.bytes_from_set.assign(nh, 0.0);
         p.recv_time_from_set.assign(nh, 0.0);
-        for (std::size_t src = 0; src < s.bytes_from.size(); ++src) {
-            const std::size_t from = host_of(src);
-            const double b = static_cast<double>(s.bytes_from[src]);
-            p.bytes_from_set[from] += b;
-            p.recv_time_from_set[from] += from == p.host ? 0.0 : b * opt_.byte_time;
+        const std::span<const std::uint64_t> from_vp(s.bytes_from);
+        for (std::size_t h = 0; h < nh; ++h) {
+            std::uint64_t sum = 0;
+            for (std::size_t k = first_[h]; k < first_[h + 1]; ++k)
+                if (const std::size_t src = by_host_[k]; src < from_vp.size())
+                    sum += from_vp[src];
+            p.bytes_from_set[h] = static_cast<double>(sum);
         }
-        o.procs.push_back(std::move(p));
+        // A source VP beyond the job's (a malformed report) counts on host 0.
+        for (std::size_t src = np; src < from_vp.size(); ++src)
+            p.bytes_from_set[0] += static_cast<double>(from_vp[src]);
+        for (std::size_t from = 0; from < nh; ++from)
+            if (from != p.host)
+                p.recv_time_from_set[from] = p.bytes_from_set[from] * opt_.byte_time;
     }
-    o.net.byte_time.assign(nh * nh, 0.0);
+    o.net.byte_time.assign(nh * nh, opt_.byte_time);
     for (std::size_t a = 0; a < nh; ++a)
-        for (std::size_t b = 0; b < nh; ++b)
-            if (a != b)
-                o.net.byte_time[a * nh + b] = opt_.byte_time;
+        o.net.byte_time[a * nh + a] = 0.0;
     o.net.migration_cost = opt_.migration_cost;
+}
+
+balance::Observation Observer::observe(std::uint64_t superstep, double now,
+                                       std::span<const VpStats> stats,
+                                       std::span<const std::size_t> where) {
+    balance::Observation o;
+    observe(superstep, now, stats, where, o);
     return o;
 }
 

@@ -49,12 +49,17 @@ class Observer {
     double power(std::size_t h) const { return power_.at(h); }
 
     // The observation of the superstep that just ended (superstep counts
-    // from 0 in the hub, from 1 in the Observation). where[v]: VP v's host
-    // index (a VP on a host that is not listed counts on host 0). Updates
-    // each host's estimate: the median share of its VPs (external load =
-    // 1 - share) and power() (cpu_power); a host with no VP keeps its last
-    // ones. A VP's instructions are its counted ones, else its CPU seconds
-    // times its host's power.
+    // from 0 in the hub, from 1 in the Observation), written into `out`,
+    // whose vectors are reused: at every barrier of a job the same sizes
+    // recur, so after the first one nothing is allocated. where[v]: VP v's
+    // host index (a VP on a host that is not listed counts on host 0).
+    // Updates each host's estimate: the median share of its VPs (external
+    // load = 1 - share) and power() (cpu_power); a host with no VP keeps its
+    // last ones. A VP's instructions are its counted ones, else its CPU
+    // seconds times its host's power.
+    void observe(std::uint64_t superstep, double now, std::span<const VpStats> stats,
+                 std::span<const std::size_t> where, balance::Observation& out);
+    // The same, into a new Observation.
     balance::Observation observe(std::uint64_t superstep, double now,
                                  std::span<const VpStats> stats,
                                  std::span<const std::size_t> where);
@@ -64,6 +69,11 @@ class Observer {
     ObserveOptions opt_;
     std::vector<double> share_;
     std::vector<double> power_;
+    // Scratch kept between barriers so that observing allocates nothing:
+    // each VP's host, the VPs grouped by host, and per host its VPs' shares
+    // and counted rates.
+    std::vector<std::size_t> host_of_, by_host_, first_, fill_;
+    std::vector<std::vector<double>> shares_, rates_;
 };
 
 } // namespace ghost::bsp

@@ -33,9 +33,22 @@ class Placer {
 // meanwhile, so wall / the job's wall time is the policy's share of the job.
 struct PolicyCost {
     std::uint64_t decisions = 0; // barriers at which the policy was called
-    double wall = 0;             // seconds, CLOCK_MONOTONIC
-    double cpu = 0;              // seconds of bsprun's CPU time (CLOCK_THREAD_CPUTIME_ID)
+    double wall = 0;             // seconds, CLOCK_MONOTONIC, at every decision
+    std::uint64_t sampled = 0;   // decisions whose CPU time was read (samples_cpu)
+    double sampled_cpu = 0;      // their seconds of bsprun's CPU (CLOCK_THREAD_CPUTIME_ID)
+
+    // The CPU time of all decisions, estimated from the sampled ones.
+    double cpu() const {
+        return sampled ? sampled_cpu * static_cast<double>(decisions) / static_cast<double>(sampled)
+                       : 0.0;
+    }
 };
+
+// Whether the decision numbered `index` (from 0) has its CPU time read:
+// the first 16, then one in 16.
+constexpr bool samples_cpu(std::uint64_t index) {
+    return index < 16 || index % 16 == 0;
+}
 
 // bsprun's summary line for --policy NAME:
 //   "bsprun: policy NAME: N decisions took W s (CPU C s), X% of the job's J s"
@@ -58,10 +71,17 @@ class PolicyHook final : public BarrierHook {
     // What observing and deciding cost so far.
     const PolicyCost& cost() const { return cost_; }
 
-    // The last observation given to the policy (for tests and --verbose).
+    // The last observation given to the policy (for tests; none is built
+    // without a policy).
     const balance::Observation& last() const { return last_; }
 
   private:
+    void locate();
+    // Whether VP v is on host h (by name: --hosts may list a host twice).
+    bool on(int v, std::size_t h) const;
+    // The name of VP v's host as planned so far in this barrier.
+    const std::string& name_of(int v) const;
+
     Placer& placer_;
     std::vector<std::string> hosts_;
     std::unique_ptr<balance::Policy> policy_;
@@ -70,6 +90,7 @@ class PolicyHook final : public BarrierHook {
     bool verbose_;
     bool dry_run_ = false;
     Observer observer_;
+    std::vector<std::size_t> at_; // each VP's host index (hosts_.size(): not listed)
     balance::Observation last_;
     double now_ = 0;
     PolicyCost cost_;

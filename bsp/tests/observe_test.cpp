@@ -132,6 +132,56 @@ TEST(BspObserve, BytesPerSourceSet) {
     EXPECT_DOUBLE_EQ(obs.net.migration_cost, 0.2);
 }
 
+// bsprun observes into the same Observation at every barrier: what is left
+// from a larger earlier one (more VPs, more hosts, other figures) must not
+// show through, and the result must equal a fresh observation's.
+TEST(BspObserve, ReusedObservationEqualsAFreshOne) {
+    std::vector<VpStats> big = {stat(0, 1, 0.5, {1, 2, 3}, 99), stat(1, 2, 2, {4, 5, 6}),
+                                stat(2, 1, 1, {7, 8, 9})};
+    std::vector<std::size_t> big_where = {0, 1, 2};
+    std::vector<VpStats> small = {stat(0, 1, 1, {10, 300, 5}), stat(1, 1, 0.25, {0, 0, 0})};
+    std::vector<std::size_t> small_where = {1, 1};
+    Observer reused({"a", "b", "c"}), fresh({"a", "b", "c"});
+    balance::Observation o;
+    reused.observe(0, 1, big, big_where, o);
+    fresh.observe(0, 1, big, big_where);
+    reused.observe(1, 2, small, small_where, o);
+    const auto want = fresh.observe(1, 2, small, small_where);
+    EXPECT_EQ(o.superstep, want.superstep);
+    EXPECT_DOUBLE_EQ(o.now, want.now);
+    ASSERT_EQ(o.hosts.size(), want.hosts.size());
+    for (std::size_t h = 0; h < want.hosts.size(); ++h) {
+        EXPECT_EQ(o.hosts[h].managed, want.hosts[h].managed) << h;
+        EXPECT_DOUBLE_EQ(o.hosts[h].external_load, want.hosts[h].external_load) << h;
+        EXPECT_DOUBLE_EQ(o.hosts[h].load_average, want.hosts[h].load_average) << h;
+        EXPECT_DOUBLE_EQ(o.hosts[h].cpu_power, want.hosts[h].cpu_power) << h;
+    }
+    ASSERT_EQ(o.procs.size(), 2u);
+    for (std::size_t v = 0; v < 2; ++v) {
+        EXPECT_EQ(o.procs[v].host, want.procs[v].host);
+        EXPECT_EQ(o.procs[v].memory_bytes, want.procs[v].memory_bytes);
+        EXPECT_EQ(o.procs[v].bytes_from_set, want.procs[v].bytes_from_set) << v;
+        EXPECT_EQ(o.procs[v].recv_time_from_set, want.procs[v].recv_time_from_set) << v;
+    }
+    // vp 0 on b: 10 + 300 from its own host b (vps 0, 1), 5 from a (vp 2,
+    // beyond the job's two: counted on host 0).
+    EXPECT_DOUBLE_EQ(o.procs[0].bytes_from_set[1], 310);
+    EXPECT_DOUBLE_EQ(o.procs[0].bytes_from_set[0], 5);
+    EXPECT_DOUBLE_EQ(o.procs[0].recv_time_from_set[0], 5 / 100e6);
+    EXPECT_EQ(o.net.byte_time, want.net.byte_time);
+}
+
+// A host's median share with an even number of VPs is the mean of the
+// middle two, whatever order the VPs come in.
+TEST(BspObserve, MedianOfAnEvenCount) {
+    Observer o({"a"});
+    std::vector<VpStats> st = {stat(0, 1, 0.9), stat(1, 1, 0.1), stat(2, 1, 0.5), stat(3, 1, 0.3)};
+    std::vector<std::size_t> where = {0, 0, 0, 0};
+    auto obs = o.observe(0, 0, st, where);
+    EXPECT_NEAR(o.share(0), 0.4, 1e-12);
+    EXPECT_NEAR(obs.hosts[0].external_load, 0.6, 1e-12);
+}
+
 TEST(BspObserve, ReceivedBytesFromSyncs) {
     std::vector<std::byte> buf(100);
     std::vector<SyncRequest> s(3);
@@ -269,6 +319,67 @@ TEST(BspPolicyHook, NoPolicyMovesNothingButMigrateEveryStillForces) {
     ASSERT_EQ(m, std::vector<int>({1}));
     EXPECT_EQ(placer.planned.back().to, "h1");
     EXPECT_EQ(placer.planned.back().why, "forced: --migrate-every 2");
+}
+
+// The policy's cost: every barrier but the first is a decision; the CPU
+// clock (a system call) is read at the first 16 and then one in 16, and
+// the CPU time reported is scaled from those.
+TEST(BspPolicyHook, CostCountsDecisionsAndSamplesTheCpuClock) {
+    FakePlacer placer({"h1", "h1"});
+    auto pol = balance::make_policy("migbsp", balance::Params{});
+    ASSERT_TRUE(pol);
+    PolicyHook hook(placer, {"h1", "h2", "h3"}, std::move(*pol), 0, 2);
+    std::vector<VpStats> st = {stat(0, 1, 1, {8, 8}), stat(1, 1, 1, {8, 8})};
+    for (std::uint64_t s = 0; s < 40; ++s)
+        hook.barrier(s, st);
+    const PolicyCost& c = hook.cost();
+    EXPECT_EQ(c.decisions, 39u);
+    EXPECT_EQ(c.sampled, 16u + 2u); // 0..15, then 16 and 32
+    EXPECT_GT(c.wall, 0.0);
+    EXPECT_GE(c.sampled_cpu, 0.0);
+    EXPECT_DOUBLE_EQ(c.cpu(), c.sampled_cpu * 39 / 18);
+    EXPECT_TRUE(samples_cpu(0) && samples_cpu(15) && samples_cpu(16) && samples_cpu(48));
+    EXPECT_FALSE(samples_cpu(17) || samples_cpu(47));
+    EXPECT_EQ(PolicyCost{}.cpu(), 0.0);
+    EXPECT_EQ(cost_summary("migbsp", PolicyCost{4, 0.5, 2, 0.25}, 100.0),
+              "bsprun: policy migbsp: 4 decisions took 0.500000 s (CPU 0.500000 s), 0.5000% of "
+              "the job's 100.000 s");
+}
+
+// --policy none: no decision and no observation at any barrier.
+TEST(BspPolicyHook, NoPolicyObservesNothing) {
+    FakePlacer placer({"h1", "h1"});
+    PolicyHook hook(placer, {"h1", "h2"}, nullptr, 0, 2);
+    std::vector<VpStats> st = {stat(0, 1, 1), stat(1, 1, 1)};
+    for (std::uint64_t s = 0; s < 5; ++s)
+        hook.barrier(s, st);
+    EXPECT_EQ(hook.cost().decisions, 0u);
+    EXPECT_TRUE(hook.last().procs.empty());
+    EXPECT_EQ(placer.planned.size(), 1u); // the placement only
+}
+
+// --hosts naming a host twice: a VP already on that host is not "moved" to
+// its second entry, and a VP on a host not listed is placed.
+TEST(BspPolicyHook, HostListedTwiceOrNotAtAll) {
+    FakePlacer placer({"h1", "h1", "elsewhere"});
+    PolicyHook hook(placer, {"h1", "h1", "h2"}, nullptr, 0, 3);
+    std::vector<VpStats> st = {stat(0, 1, 1), stat(1, 1, 1), stat(2, 1, 1)};
+    EXPECT_EQ(hook.barrier(0, st), std::vector<int>({2}));
+    ASSERT_EQ(placer.planned.size(), 1u);
+    EXPECT_EQ(placer.planned[0].to, "h2");
+}
+
+// The placer's host names are followed between barriers: a VP that moved
+// (by another hook's plan, a rollback) is forced on from where it is now.
+TEST(BspPolicyHook, FollowsThePlacerBetweenBarriers) {
+    FakePlacer placer({"h1", "h1"});
+    PolicyHook hook(placer, {"h1", "h2", "h3"}, nullptr, 2, 2);
+    std::vector<VpStats> st = {stat(0, 1, 1), stat(1, 1, 1)};
+    hook.barrier(0, st);      // placement: vp 1 to h2
+    placer.plan(1, "h3", ""); // moved elsewhere behind the hook's back
+    auto m = hook.barrier(3, st);
+    ASSERT_EQ(m, std::vector<int>({1}));
+    EXPECT_EQ(placer.planned.back().to, "h1"); // the host after h3
 }
 
 } // namespace

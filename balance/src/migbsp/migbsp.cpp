@@ -39,6 +39,7 @@ class MigBsp final : public Policy {
     Interval interval_;
     Distance distance_;
     std::vector<History> history_;
+    std::vector<double> times_; // this barrier's step times (scratch)
     std::size_t sets_ = 0;
     unsigned position_ = 0; // supersteps of the current window seen so far
 };
@@ -51,13 +52,12 @@ Decision MigBsp::at_barrier(const Observation& obs) {
     history_.resize(obs.procs.size(), History(obs.sets));
 
     const bool first = position_ == 0;
-    std::vector<double> times;
-    times.reserve(obs.procs.size());
+    times_.clear(); // kept between barriers: no allocation once the job's size is reached
     for (std::size_t i = 0; i < obs.procs.size(); ++i) {
         history_[i].observe(obs.procs[i], first, interval_.alpha(), {params_.delta, params_.beta});
-        times.push_back(obs.procs[i].step_time);
+        times_.push_back(obs.procs[i].step_time);
     }
-    interval_.observe(balanced(times, distance_.value()));
+    interval_.observe(balanced(times_, distance_.value()));
 
     Decision d;
     d.cost = cost::bookkeeping(obs.sets);
