@@ -130,11 +130,12 @@ BALANCING
   (CLOCK_MONOTONIC) bsprun spent there building the observation and
   deciding (the policy's own work and planning its moves), C the CPU time
   of that (CLOCK_THREAD_CPUTIME_ID, read at the first 16 decisions and
-  then one in 16, scaled to all N); X = W / J, J the job's wall time from
-  the start of the VPs to the last bsp_end. Every VP waits at the barrier
-  while the policy decides, so X is the policy's direct share of the job
-  (not counted: the statistics every VP sends with its SYNC, which the
-  runtime gathers with any policy, and what moves cost).
+  then one in 16: W times their CPU per wall second); X = W / J, J the
+  job's wall time from the start of the VPs to the last bsp_end. Every VP
+  waits at the barrier while the policy decides, so X is the policy's
+  direct share of the job (not counted: the statistics every VP sends with
+  its SYNC, which the runtime gathers with any policy, and what moves
+  cost).
 
 LOAD PROFILES
   --at-superstep S:COMMAND runs /bin/sh -c COMMAND at the barrier that

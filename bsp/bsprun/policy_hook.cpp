@@ -125,9 +125,11 @@ std::vector<int> PolicyHook::barrier(std::uint64_t superstep, std::span<const Vp
     }
     if (deciding) {
         ++cost_.decisions;
-        cost_.wall += clock_seconds(CLOCK_MONOTONIC) - wall0;
+        const double wall = clock_seconds(CLOCK_MONOTONIC) - wall0;
+        cost_.wall += wall;
         if (sample) {
             ++cost_.sampled;
+            cost_.sampled_wall += wall;
             cost_.sampled_cpu += clock_seconds(CLOCK_THREAD_CPUTIME_ID) - cpu0;
         }
     }

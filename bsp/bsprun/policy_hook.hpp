@@ -35,13 +35,13 @@ struct PolicyCost {
     std::uint64_t decisions = 0; // barriers at which the policy was called
     double wall = 0;             // seconds, CLOCK_MONOTONIC, at every decision
     std::uint64_t sampled = 0;   // decisions whose CPU time was read (samples_cpu)
+    double sampled_wall = 0;     // their wall seconds
     double sampled_cpu = 0;      // their seconds of bsprun's CPU (CLOCK_THREAD_CPUTIME_ID)
 
-    // The CPU time of all decisions, estimated from the sampled ones.
-    double cpu() const {
-        return sampled ? sampled_cpu * static_cast<double>(decisions) / static_cast<double>(sampled)
-                       : 0.0;
-    }
+    // The CPU time of all decisions, estimated as the wall time of all
+    // times the sampled decisions' CPU per wall second (a ratio estimate:
+    // the first, slower decisions weigh in both, so they do not inflate it).
+    double cpu() const { return sampled_wall > 0 ? wall * sampled_cpu / sampled_wall : 0.0; }
 };
 
 // Whether the decision numbered `index` (from 0) has its CPU time read:
