@@ -34,7 +34,21 @@ PolicyHook::PolicyHook(Placer& placer, std::vector<std::string> hosts,
                        std::unique_ptr<balance::Policy> policy, unsigned every, int nprocs,
                        bool verbose, ObserveOptions opt)
     : placer_(placer), hosts_(std::move(hosts)), policy_(std::move(policy)), every_(every),
-      nprocs_(nprocs), verbose_(verbose), observer_(hosts_, opt) {}
+      nprocs_(nprocs), verbose_(verbose), observer_(hosts_, opt), cpu_read_(cpu_clock_read_cost()) {
+}
+
+// The CPU time one reading of the thread CPU clock adds to an interval it
+// closes: the least difference of back-to-back reads. Each sampled
+// decision's CPU time is corrected by it; uncorrected, the reads put the
+// CPU time of a 2 us decision a third above its wall time.
+double PolicyHook::cpu_clock_read_cost() {
+    double least = 1.0;
+    for (int i = 0; i < 8; ++i) {
+        const double a = clock_seconds(CLOCK_THREAD_CPUTIME_ID);
+        least = std::min(least, clock_seconds(CLOCK_THREAD_CPUTIME_ID) - a);
+    }
+    return std::max(least, 0.0);
+}
 
 const std::string& PolicyHook::name_of(int v) const {
     const std::size_t a = at_[static_cast<std::size_t>(v)];
@@ -130,7 +144,8 @@ std::vector<int> PolicyHook::barrier(std::uint64_t superstep, std::span<const Vp
         if (sample) {
             ++cost_.sampled;
             cost_.sampled_wall += wall;
-            cost_.sampled_cpu += clock_seconds(CLOCK_THREAD_CPUTIME_ID) - cpu0;
+            cost_.sampled_cpu +=
+                std::max(clock_seconds(CLOCK_THREAD_CPUTIME_ID) - cpu0 - cpu_read_, 0.0);
         }
     }
     if (const auto forced = forced_vp(superstep, every_, nprocs_)) {

@@ -76,6 +76,7 @@ class PolicyHook final : public BarrierHook {
     const balance::Observation& last() const { return last_; }
 
   private:
+    static double cpu_clock_read_cost();
     void locate();
     // Whether VP v is on host h (by name: --hosts may list a host twice).
     bool on(int v, std::size_t h) const;
@@ -94,6 +95,7 @@ class PolicyHook final : public BarrierHook {
     balance::Observation last_;
     double now_ = 0;
     PolicyCost cost_;
+    double cpu_read_; // seconds of CPU one thread-CPU-clock read adds (cpu_clock_read_cost)
 };
 
 } // namespace ghost::bsp

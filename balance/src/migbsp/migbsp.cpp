@@ -5,6 +5,7 @@
 // adaptations of alpha (Fig. 2) and D (Fig. 3).
 #include "migbsp.hpp"
 
+#include <array>
 #include <cerrno>
 #include <string>
 #include <vector>
@@ -60,6 +61,7 @@ Decision MigBsp::at_barrier(const Observation& obs) {
     interval_.observe(balanced(times_, distance_.value()));
 
     Decision d;
+    d.figures.reserve(6); // the state's four and a call's two: one allocation
     d.cost = cost::bookkeeping(obs.sets);
     if (++position_ >= interval_.alpha()) {
         call(obs, d);
@@ -67,10 +69,10 @@ Decision MigBsp::at_barrier(const Observation& obs) {
         position_ = 0;
     }
     // The state after this barrier first, then the call's counts.
-    const std::vector<Figure> state = {{"alpha", static_cast<double>(interval_.alpha())},
-                                       {"alpha'", static_cast<double>(interval_.alpha_next())},
-                                       {"D", distance_.value()},
-                                       {"gamma", static_cast<double>(distance_.gamma())}};
+    const std::array<Figure, 4> state = {{{"alpha", static_cast<double>(interval_.alpha())},
+                                          {"alpha'", static_cast<double>(interval_.alpha_next())},
+                                          {"D", distance_.value()},
+                                          {"gamma", static_cast<double>(distance_.gamma())}}};
     d.figures.insert(d.figures.begin(), state.begin(), state.end());
     return d;
 }
