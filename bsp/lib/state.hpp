@@ -68,6 +68,7 @@ struct State {
     InstructionCounter instructions; // of the superstep's computation (counter.hpp)
     std::uint64_t bytes_sent = 0;
     std::uint64_t superstep = 0;
+    std::uint64_t resident = 0; // resident bytes last read (sync.cpp: resident_bytes)
 
     // Registrations: by number (the k-th push of the job), and by address
     // (the numbers of its live registrations, most recent last).
