@@ -103,7 +103,7 @@ void Relay::on_directory(const wire::Frame& f) {
     for (std::uint32_t i = 0; i < nhosts; ++i)
         peers_.push_back(nullptr);
     ready_ = true;
-    cv_.notify_all();
+    ready_cv_.notify_all();
 }
 
 void Relay::on_route(const wire::Frame& f) {
@@ -152,7 +152,7 @@ void Relay::originate(std::vector<DataFrame> frames) {
 
 void Relay::route(DataFrame f, bool from_peer) {
     std::unique_lock lk(mu_);
-    cv_.wait(lk, [&] { return ready_; });
+    ready_cv_.wait(lk, [&] { return ready_; });
     if (f.target >= table_.size())
         fatal(fmt::format("a DATA frame for vp {} of {}", f.target, table_.size()));
     place(std::move(f), from_peer);
@@ -171,7 +171,7 @@ void Relay::place(DataFrame f, bool from_peer, bool again) {
         if (!here_.contains(f.target) && !again)
             ++n_.held;
         store_[{f.target, f.superstep}].push_back(std::move(f));
-        cv_.notify_all();
+        store_cv_.notify_all(); // the sessions (one per local VP) check their keys
         return;
     }
     if (from_peer && f.epoch > e.epoch) {
@@ -200,7 +200,7 @@ void Relay::send_to(int h, DataFrame f) {
         std::thread([this, h] { peer_writer(h); }).detach();
     }
     p->queue.push_back(std::move(f));
-    cv_.notify_all();
+    p->cv.notify_one();
 }
 
 void Relay::peer_writer(int h) {
@@ -219,25 +219,26 @@ void Relay::peer_writer(int h) {
         fatal(fmt::format("the relay of {} at {}: {}", hosts_.at(static_cast<std::size_t>(h)),
                           address, l.error().what()));
     link = std::move(*l);
+    std::deque<DataFrame> batch;
     for (;;) {
-        DataFrame f;
         {
             std::unique_lock lk(mu_);
             Peer& p = *peers_.at(static_cast<std::size_t>(h));
-            cv_.wait(lk, [&] { return !p.queue.empty(); });
-            f = std::move(p.queue.front());
-            p.queue.pop_front();
+            p.cv.wait(lk, [&] { return !p.queue.empty(); });
+            batch.swap(p.queue); // all that is queued, in order
         }
-        if (auto s = wire::send_frame(link, Type::Data, f.payload); !s)
-            fatal(fmt::format("sending to the relay of {}: {}",
-                              hosts_.at(static_cast<std::size_t>(h)), s.error().what()));
+        for (const DataFrame& f : batch)
+            if (auto s = wire::send_frame(link, Type::Data, f.payload); !s)
+                fatal(fmt::format("sending to the relay of {}: {}",
+                                  hosts_.at(static_cast<std::size_t>(h)), s.error().what()));
+        batch.clear();
     }
 }
 
 std::vector<DataFrame> Relay::take(std::uint32_t target, std::uint64_t superstep, std::uint32_t n) {
     std::unique_lock lk(mu_);
     const auto key = std::make_pair(target, superstep);
-    cv_.wait(lk, [&] {
+    store_cv_.wait(lk, [&] {
         auto it = store_.find(key);
         return n == 0 || (it != store_.end() && it->second.size() >= n);
     });
@@ -300,7 +301,7 @@ int Relay::run() {
             (void)wire::send_frame(hub_, Type::RelayStats, stats);
             // Let the sessions pass ENDOK on before the process goes.
             std::unique_lock lk(mu_);
-            cv_.wait_for(lk, std::chrono::seconds(30), [&] { return sessions_ == 0; });
+            store_cv_.wait_for(lk, std::chrono::seconds(30), [&] { return sessions_ == 0; });
             return 0;
         }
         default:

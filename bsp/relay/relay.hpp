@@ -47,6 +47,7 @@ class Relay {
     struct Peer { // what goes to another host's relay (its writer thread's)
         std::string address;
         std::deque<DataFrame> queue;
+        std::condition_variable cv; // its writer waits here, alone
     };
 
     // Control: frames from the hub.
@@ -76,8 +77,13 @@ class Relay {
     wire::Link hub_;
     std::string my_address_;
 
+    // One lock, and one condition per kind of waiter, so that a frame
+    // wakes only who can use it: on hosts where a wake-up costs tens of
+    // microseconds, waking every writer and session for every frame cost
+    // more than routing it.
     std::mutex mu_;
-    std::condition_variable cv_;
+    std::condition_variable ready_cv_; // the DIRECTORY has come (ready_)
+    std::condition_variable store_cv_; // store_ grew, or a session ended
     bool ready_ = false;
     int me_ = -1;
     std::vector<std::string> hosts_, addresses_;

@@ -38,8 +38,8 @@ void Relay::session(UniqueFd fd) {
             std::lock_guard lk(r->mu_);
             --r->sessions_;
             if (auto it = r->here_.find(vp); it != r->here_.end())
-                r->here_.erase(it); // this session's only
-            r->cv_.notify_all();
+                r->here_.erase(it);    // this session's only
+            r->store_cv_.notify_all(); // run() waits for the sessions to end
         }
     } done{this};
     if (!wire::peer_is_ours(fd.get())) {
@@ -58,7 +58,7 @@ void Relay::session(UniqueFd fd) {
     const std::string job = r.str();
     {
         std::unique_lock lk(mu_);
-        cv_.wait(lk, [&] { return ready_; });
+        ready_cv_.wait(lk, [&] { return ready_; });
         if (me < table_.size()) {  // the VP is here: that beats any entry
             table_[me].host = me_; // its epoch comes with the hub's ROUTE
             here_.insert(me);
