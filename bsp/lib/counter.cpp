@@ -11,6 +11,9 @@
 
 namespace ghost::bsp::vp {
 
+static_assert(PERF_TYPE_HARDWARE == 0 && PERF_COUNT_HW_INSTRUCTIONS == 1,
+              "counter.hpp's defaults are these two");
+
 InstructionCounter::~InstructionCounter() {
     if (fd_ >= 0)
         ::close(fd_);
@@ -22,8 +25,8 @@ void InstructionCounter::start() {
     perf_event_attr a;
     std::memset(&a, 0, sizeof(a));
     a.size = sizeof(a);
-    a.type = PERF_TYPE_HARDWARE;
-    a.config = PERF_COUNT_HW_INSTRUCTIONS;
+    a.type = type_;
+    a.config = config_;
     // User mode only: what perf_event_paranoid 2 (Debian's default) allows
     // an unprivileged process, and the part of the work that is the
     // program's own.

@@ -17,7 +17,11 @@ namespace ghost::bsp::vp {
 
 class InstructionCounter {
   public:
+    // User-mode instructions (PERF_TYPE_HARDWARE, PERF_COUNT_HW_INSTRUCTIONS).
     InstructionCounter() = default;
+    // Another perf event of the same lifecycle (type and config as in
+    // perf_event_attr): tests count a software event where no PMU exists.
+    InstructionCounter(std::uint32_t type, std::uint64_t config) : type_(type), config_(config) {}
     InstructionCounter(const InstructionCounter&) = delete;
     InstructionCounter& operator=(const InstructionCounter&) = delete;
     ~InstructionCounter();
@@ -31,7 +35,12 @@ class InstructionCounter {
     };
     Count stop();
 
+    // Whether a counter is open now (between start() and stop()).
+    bool open() const { return fd_ >= 0; }
+
   private:
+    std::uint32_t type_ = 0;   // PERF_TYPE_HARDWARE
+    std::uint64_t config_ = 1; // PERF_COUNT_HW_INSTRUCTIONS
     int fd_ = -1;
     int refused_ = 0; // the first failure's errno: not tried again
 };

@@ -7,7 +7,10 @@
 // the call and the problem, and a non-zero status.
 #include <gtest/gtest.h>
 
+#include <linux/perf_event.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -229,6 +232,61 @@ TEST(BspRun, VerboseSaysHowInstructionsWereMeasured) {
     } else {
         EXPECT_EQ(count(r.err, " instructions), sent"), 32) << r.err;
         EXPECT_EQ(r.err.find("not counted"), std::string::npos) << r.err;
+    }
+}
+
+// The counter's lifecycle where it does count, checked with a software
+// event (task-clock: this machine may have no PMU): start() opens one
+// descriptor, stop() reads a count and closes it, so a VP holds no perf
+// descriptor across bsp_sync, and the next superstep counts afresh.
+TEST(BspCounter, OpenOnlyBetweenStartAndStop) {
+    namespace fs = std::filesystem;
+    const auto fds = [] {
+        return std::distance(fs::directory_iterator("/proc/self/fd"), fs::directory_iterator{});
+    };
+    ghost::bsp::vp::InstructionCounter c(PERF_TYPE_SOFTWARE, PERF_COUNT_SW_TASK_CLOCK);
+    EXPECT_EQ(c.stop().error, EBADF); // nothing started
+    const auto before = fds();
+    c.start();
+    if (!c.open())
+        GTEST_SKIP() << "perf_event_open refused a software event: "
+                     << std::strerror(c.stop().error);
+    EXPECT_EQ(fds(), before + 1);
+    const auto work = [](int n) {
+        volatile double x = 0;
+        for (int i = 0; i < n; ++i)
+            x = x + i;
+    };
+    work(2'000'000);
+    const auto first = c.stop();
+    EXPECT_EQ(first.error, 0);
+    EXPECT_GT(first.instructions, 0u); // nanoseconds of task clock here
+    EXPECT_FALSE(c.open());
+    EXPECT_EQ(fds(), before);
+    c.start(); // from zero again
+    EXPECT_TRUE(c.open());
+    work(2'000'000);
+    const auto second = c.stop();
+    EXPECT_EQ(second.error, 0);
+    EXPECT_GT(second.instructions, 0u);
+    EXPECT_LT(second.instructions, first.instructions * 20); // not added to the first
+    EXPECT_EQ(fds(), before);
+}
+
+// An event the kernel refuses is refused once, with its errno, and every
+// later superstep reports the same reason without a descriptor.
+TEST(BspCounter, RefusedOnceThenReportedEachTime) {
+    ghost::bsp::vp::InstructionCounter c(0xfffffu, 0);
+    c.start();
+    EXPECT_FALSE(c.open());
+    const int err = c.stop().error;
+    EXPECT_NE(err, 0);
+    for (int i = 0; i < 3; ++i) {
+        c.start();
+        EXPECT_FALSE(c.open());
+        const auto n = c.stop();
+        EXPECT_EQ(n.error, err);
+        EXPECT_EQ(n.instructions, 0u);
     }
 }
 
