@@ -58,10 +58,12 @@ class VerboseHook final : public BarrierHook {
             for (const auto& s : stats)
                 std::fprintf(stderr,
                              "bsprun: superstep %llu: vp %d pid %d computed %.6f s "
-                             "(cpu %.6f s, %s), sent %llu bytes\n",
+                             "(cpu %.6f s, %s), sent %llu bytes, resident %s\n",
                              static_cast<unsigned long long>(superstep), s.vp, s.pid, s.comp_wall,
                              s.comp_cpu, instructions_text(s).c_str(),
-                             static_cast<unsigned long long>(s.bytes_sent));
+                             static_cast<unsigned long long>(s.bytes_sent),
+                             s.memory_bytes ? fmt::format("{} bytes", s.memory_bytes).c_str()
+                                            : "unknown");
         return inner_.barrier(superstep, stats);
     }
 

@@ -214,6 +214,10 @@ TEST(BspRun, VerbosePrintsEveryBarriersStatistics) {
     // superstep 4 is the first of the numbered rounds: 3 messages of 32 bytes to each of 2.
     EXPECT_NE(r.err.find("bsprun: superstep 4: vp 1 pid "), std::string::npos) << r.err;
     EXPECT_NE(r.err.find("sent 192 bytes"), std::string::npos) << r.err;
+    // Every barrier has each VP's resident size, though the VP reads it
+    // only at every 16th superstep and sends the last value between.
+    EXPECT_EQ(count(r.err, " bytes, resident "), 32) << r.err;
+    EXPECT_EQ(count(r.err, "resident unknown"), 0) << r.err;
 }
 
 // Each VP counts its instructions with perf_event_open where this machine
