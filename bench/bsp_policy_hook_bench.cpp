@@ -7,14 +7,14 @@
 // migrates). The baseline, measured in the same run, is the hook with
 // --policy none (what every barrier of a multi-host job pays anyway).
 // Documentation/performance.md, "bsprun's policy at a barrier".
+#include <unistd.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
-
 #include <memory>
 #include <string>
-#include <unistd.h>
 #include <utility>
 #include <vector>
 
@@ -83,9 +83,9 @@ struct Between {
 };
 
 // Seconds per barrier of a hook with POLICY over VP/host counts, from
-// superstep 1 on (superstep 0 places): the best of `repeat` rounds of
-// `barriers` barriers each (with something between barriers, each barrier
-// is timed alone and the rounds' mean is the median round's).
+// superstep 1 on (superstep 0 places), over `repeat` rounds of `barriers`
+// barriers each: back to back, the best round's mean; with something
+// between barriers (timed per barrier, off the clock), the median round's.
 double per_barrier(const std::string& policy_name, int nprocs, int nhosts, int barriers, int repeat,
                    Between& between, std::size_t& moves) {
     const auto hosts = host_names(nhosts);

@@ -34,8 +34,8 @@ PolicyHook::PolicyHook(Placer& placer, std::vector<std::string> hosts,
                        std::unique_ptr<balance::Policy> policy, unsigned every, int nprocs,
                        bool verbose, ObserveOptions opt)
     : placer_(placer), hosts_(std::move(hosts)), policy_(std::move(policy)), every_(every),
-      nprocs_(nprocs), verbose_(verbose), observer_(hosts_, opt), cpu_read_(cpu_clock_read_cost()) {
-}
+      nprocs_(nprocs), verbose_(verbose), observer_(hosts_, opt),
+      cpu_read_(policy_ ? cpu_clock_read_cost() : 0.0) {}
 
 // The CPU time one reading of the thread CPU clock adds to an interval it
 // closes: the least difference of back-to-back reads. Each sampled

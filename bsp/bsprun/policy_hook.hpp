@@ -95,7 +95,9 @@ class PolicyHook final : public BarrierHook {
     balance::Observation last_;
     double now_ = 0;
     PolicyCost cost_;
-    double cpu_read_; // seconds of CPU one thread-CPU-clock read adds (cpu_clock_read_cost)
+    // Seconds of CPU one thread-CPU-clock read adds (cpu_clock_read_cost);
+    // measured only when there is a policy to time.
+    double cpu_read_;
 };
 
 } // namespace ghost::bsp
