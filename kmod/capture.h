@@ -39,6 +39,12 @@ int ghost_check_task(struct task_struct *task, struct mm_struct *mm,
 int ghost_write_image(struct ghost_stream *s, struct task_struct *task,
 		      struct mm_struct *mm, const struct ghost_cpu *cpu,
 		      int locks, char *reason);
+/* The parts of ghost_write_image(), for a snapshot export (snapshot.c) */
+int ghost_vdso_of(struct mm_struct *mm, u32 *size, u32 *crc);
+int ghost_write_head(struct ghost_stream *s, struct task_struct *task,
+		     struct mm_struct *mm, const struct ghost_cpu *cpu,
+		     u32 vdso_size, int locks, char *reason);
+int ghost_write_end(struct ghost_stream *s);
 
 /* attrs.c */
 int ghost_check_attrs(struct task_struct *task, char *reason);
@@ -51,6 +57,14 @@ int ghost_write_creds(struct ghost_stream *s, struct task_struct *task);
 int ghost_check_mm(struct mm_struct *mm, char *reason);
 int ghost_write_mm(struct ghost_stream *s, struct mm_struct *mm, u32 vdso_size,
 		   u32 vdso_crc, char *reason);
+/* The layout of an mm now, its pages written later from it or a fork of it */
+struct ghost_mm_snap;
+struct ghost_mm_snap *ghost_snap_mm(struct mm_struct *mm, u32 vdso_size,
+				    u32 vdso_crc, char *reason);
+int ghost_write_mm_snap(struct ghost_stream *s, struct ghost_mm_snap *ms,
+			struct mm_struct *pages);
+void ghost_mm_snap_free(struct ghost_mm_snap *ms);
+int ghost_check_fork_copies(struct mm_struct *mm, char *reason);
 
 /* vma_attrs.c: mlock, madvise flags, may-write; under mmap_lock */
 u32 ghost_vma_attrs(struct vm_area_struct *vma, u32 flags);

@@ -259,33 +259,58 @@ static int snap_mm(struct mm_struct *mm, struct ghost_mm *m,
 	return 0;
 }
 
-int ghost_write_mm(struct ghost_stream *s, struct mm_struct *mm, u32 vdso_size,
-		   u32 vdso_crc, char *reason)
+/* What ghost_snap_mm() read of an mm, for ghost_write_mm_snap(). */
+struct ghost_mm_snap {
+	struct ghost_mm m;
+	struct vma_snap *vmas;
+};
+
+void ghost_mm_snap_free(struct ghost_mm_snap *ms)
 {
-	struct vma_snap *snaps = NULL;
-	struct page_writer *w;
-	struct ghost_mm *m;
-	unsigned int i;
-	size_t r;
-	char *buf;
+	if (!ms)
+		return;
+	free_snaps(ms->vmas, ms->m.nr_vmas);
+	kfree(ms);
+}
+
+struct ghost_mm_snap *ghost_snap_mm(struct mm_struct *mm, u32 vdso_size,
+				    u32 vdso_crc, char *reason)
+{
+	struct ghost_mm_snap *ms = kzalloc(sizeof(*ms), GFP_KERNEL);
+	char *buf = kmalloc(PATH_MAX, GFP_KERNEL);
 	int err = -ENOMEM;
 
-	m = kzalloc(sizeof(*m), GFP_KERNEL);
-	w = kzalloc(sizeof(*w), GFP_KERNEL);
-	buf = kmalloc(PATH_MAX, GFP_KERNEL);
-	if (!m || !w || !buf)
-		goto out;
-	w->s = s;
-	w->mm = mm;
+	if (ms && buf)
+		err = snap_mm(mm, &ms->m, &ms->vmas, buf, reason);
+	kfree(buf);
+	if (err) {
+		kfree(ms);
+		return ERR_PTR(err);
+	}
+	ms->m.vdso_size = vdso_size;
+	ms->m.vdso_crc32c = vdso_crc;
+	return ms;
+}
 
-	err = snap_mm(mm, m, &snaps, buf, reason);
-	if (err)
-		goto out;
-	m->vdso_size = vdso_size;
-	m->vdso_crc32c = vdso_crc;
-	err = ghost_section_write(s, GHOST_SEC_MM, m, sizeof(*m), NULL, 0);
-	for (i = 0; !err && i < m->nr_vmas; i++) {
-		struct vma_snap *snap = &snaps[i];
+/*
+ * The layout in @ms, with the contents of its pages read from @pages: the
+ * mm it was taken from, or a fork of it that has not run (snapshot.c).
+ */
+int ghost_write_mm_snap(struct ghost_stream *s, struct ghost_mm_snap *ms,
+			struct mm_struct *pages)
+{
+	struct page_writer *w = kzalloc(sizeof(*w), GFP_KERNEL);
+	unsigned int i;
+	size_t r;
+	int err;
+
+	if (!w)
+		return -ENOMEM;
+	w->s = s;
+	w->mm = pages;
+	err = ghost_section_write(s, GHOST_SEC_MM, &ms->m, sizeof(ms->m), NULL, 0);
+	for (i = 0; !err && i < ms->m.nr_vmas; i++) {
+		struct vma_snap *snap = &ms->vmas[i];
 
 		snap->v.nr_pages = snap->runs.pages;
 		err = ghost_section_write(s, GHOST_SEC_VMA, &snap->v,
@@ -294,10 +319,47 @@ int ghost_write_mm(struct ghost_stream *s, struct mm_struct *mm, u32 vdso_size,
 		for (r = 0; !err && r < snap->runs.nr; r++)
 			err = write_run(w, &snap->runs.v[r]);
 	}
-	free_snaps(snaps, m->nr_vmas);
-out:
-	kfree(buf);
 	kfree(w);
-	kfree(m);
+	return err;
+}
+
+int ghost_write_mm(struct ghost_stream *s, struct mm_struct *mm, u32 vdso_size,
+		   u32 vdso_crc, char *reason)
+{
+	struct ghost_mm_snap *ms = ghost_snap_mm(mm, vdso_size, vdso_crc, reason);
+	int err;
+
+	if (IS_ERR(ms))
+		return PTR_ERR(ms);
+	err = ghost_write_mm_snap(s, ms, mm);
+	ghost_mm_snap_free(ms);
+	return err;
+}
+
+/*
+ * A fork copies every mapping but those marked MADV_DONTFORK (absent in
+ * the child) and MADV_WIPEONFORK (empty in it): with one of them a fork's
+ * memory is not the process's, and a snapshot export is refused.
+ */
+int ghost_check_fork_copies(struct mm_struct *mm, char *reason)
+{
+	struct vm_area_struct *vma;
+	int err = 0;
+
+	mmap_read_lock(mm);
+	{
+		VMA_ITERATOR(vmi, mm, 0);
+
+		for_each_vma(vmi, vma) {
+			if (!(vma->vm_flags & (VM_DONTCOPY | VM_WIPEONFORK)))
+				continue;
+			ghost_reason(reason,
+				     "the mapping at %#lx is not copied by a fork (MADV_DONTFORK or MADV_WIPEONFORK): no copy-on-write snapshot",
+				     vma->vm_start);
+			err = -EOPNOTSUPP;
+			break;
+		}
+	}
+	mmap_read_unlock(mm);
 	return err;
 }

@@ -215,25 +215,20 @@ static int write_rlimits(struct ghost_stream *s, struct task_struct *task)
 	return ghost_section_write(s, GHOST_SEC_RLIMITS, &r, sizeof(r), NULL, 0);
 }
 
-static int write_end(struct ghost_stream *s)
+int ghost_write_end(struct ghost_stream *s)
 {
 	struct ghost_end end = { .bytes = s->off, .xxh64 = ghost_stream_sum(s) };
 
 	return ghost_section_write(s, GHOST_SEC_END, &end, sizeof(end), NULL, 0);
 }
 
-int ghost_write_image(struct ghost_stream *s, struct task_struct *task,
-		      struct mm_struct *mm, const struct ghost_cpu *cpu,
-		      int locks, char *reason)
+/* Everything before the memory: header, task, credentials ... limits. */
+int ghost_write_head(struct ghost_stream *s, struct task_struct *task,
+		     struct mm_struct *mm, const struct ghost_cpu *cpu,
+		     u32 vdso_size, int locks, char *reason)
 {
-	u32 vdso_size, vdso_crc;
-	int err;
+	int err = write_header(s, task, vdso_size, locks);
 
-	mmap_read_lock(mm);
-	err = ghost_vdso_id(mm, &vdso_size, &vdso_crc);
-	mmap_read_unlock(mm);
-	if (!err)
-		err = write_header(s, task, vdso_size, locks);
 	if (!err)
 		err = write_task(s, task);
 	if (!err)
@@ -248,12 +243,36 @@ int ghost_write_image(struct ghost_stream *s, struct task_struct *task,
 		err = write_fs(s, task, reason);
 	if (!err)
 		err = write_rlimits(s, task);
+	return err;
+}
+
+int ghost_vdso_of(struct mm_struct *mm, u32 *size, u32 *crc)
+{
+	int err;
+
+	mmap_read_lock(mm);
+	err = ghost_vdso_id(mm, size, crc);
+	mmap_read_unlock(mm);
+	return err;
+}
+
+int ghost_write_image(struct ghost_stream *s, struct task_struct *task,
+		      struct mm_struct *mm, const struct ghost_cpu *cpu,
+		      int locks, char *reason)
+{
+	u32 vdso_size, vdso_crc;
+	int err;
+
+	err = ghost_vdso_of(mm, &vdso_size, &vdso_crc);
+	if (!err)
+		err = ghost_write_head(s, task, mm, cpu, vdso_size, locks,
+				       reason);
 	if (!err)
 		err = ghost_write_mm(s, mm, vdso_size, vdso_crc, reason);
 	if (!err)
 		err = ghost_write_files(s, task, reason);
 	if (!err)
-		err = write_end(s);
+		err = ghost_write_end(s);
 	if (err && !reason[0])
 		ghost_reason(reason, "writing the image failed (error %d)", err);
 	return err;

@@ -33,6 +33,7 @@
 
 #include "capture.h"
 #include "compat.h"
+#include "export.h"
 #include "import.h"
 #include "internal.h"
 
@@ -56,9 +57,10 @@ static void freeze_put(struct ghost_freeze *f)
 	}
 }
 
-static const struct user_regset *find_regset(unsigned int note)
+static const struct user_regset *
+find_regset(struct task_struct *task, unsigned int note)
 {
-	const struct user_regset_view *view = task_user_regset_view(current);
+	const struct user_regset_view *view = task_user_regset_view(task);
 	int i;
 
 	for (i = 0; i < view->n; i++)
@@ -80,28 +82,32 @@ static void fixup_restart(struct ghost_regs *r)
 	ghost_policy_restart(&r->ax, &r->orig_ax, &r->ip, false);
 }
 
-/* In the target, on its way to user mode. */
-static int save_cpu(struct ghost_cpu *cpu)
+/*
+ * The registers and FPU state of @task: current on its way to user mode
+ * (freeze_work()), or a task stopped under ptrace by current, whose state
+ * its context switch saved (snapshot.c), as PTRACE_GETREGSET reads it.
+ */
+int ghost_save_cpu(struct task_struct *task, struct ghost_cpu *cpu)
 {
-	const struct user_regset *rs = find_regset(NT_PRSTATUS);
+	const struct user_regset *rs = find_regset(task, NT_PRSTATUS);
 	int n;
 
 	BUILD_BUG_ON(sizeof(struct ghost_regs) != sizeof(struct user_regs_struct));
 	if (!rs)
 		return -EOPNOTSUPP;
-	n = regset_get(current, rs, sizeof(cpu->regs), &cpu->regs);
+	n = regset_get(task, rs, sizeof(cpu->regs), &cpu->regs);
 	if (n < 0)
 		return n;
 	fixup_restart(&cpu->regs);
 
-	rs = find_regset(NT_X86_XSTATE);
+	rs = find_regset(task, NT_X86_XSTATE);
 	if (!rs)
 		return -EOPNOTSUPP;
-	n = regset_get_alloc(current, rs, rs->n * rs->size, &cpu->xstate);
+	n = regset_get_alloc(task, rs, rs->n * rs->size, &cpu->xstate);
 	if (n < 0)
 		return n;
 	cpu->xstate_size = n;
-	cpu->xfeatures = current->thread.fpu.fpstate->user_xfeatures;
+	cpu->xfeatures = task->thread.fpu.fpstate->user_xfeatures;
 	return 0;
 }
 
@@ -110,7 +116,7 @@ static void freeze_work(struct callback_head *work)
 	struct ghost_freeze *f = container_of(work, struct ghost_freeze, work);
 
 	if (atomic_read(&f->state) == CAP_PENDING) {
-		f->cpu.err = save_cpu(&f->cpu);
+		f->cpu.err = ghost_save_cpu(current, &f->cpu);
 		if (atomic_cmpxchg(&f->state, CAP_PENDING, CAP_PARKED) ==
 		    CAP_PENDING) {
 			f->parked_at = ktime_get();
@@ -126,24 +132,36 @@ static void freeze_work(struct callback_head *work)
  * Any child, a zombie one too: it stays listed until it is reaped. Modules
  * cannot take tasklist_lock (not exported); list_empty() is one READ_ONCE()
  * of the head, and a fork or a reap racing with it could as well have come
- * just after the lock was dropped.
+ * just after the lock was dropped. A snapshot export's target has one child
+ * that does not count, its snapshot (@snap), which it cannot reap while it
+ * is held; the pointers are compared, never followed.
  */
-static bool has_children(struct task_struct *task)
+static bool has_children(struct task_struct *task, struct task_struct *snap)
 {
-	return !list_empty(&task->children);
+	struct list_head *first = READ_ONCE(task->children.next);
+
+	if (first == &task->children)
+		return false;
+	return !snap || first != &snap->sibling ||
+	       READ_ONCE(snap->sibling.next) != &task->children;
 }
 
-/* What can be refused before the target is disturbed. */
-static int check_target(struct task_struct *task, char *reason)
+/*
+ * What can be refused before the target is disturbed. A snapshot export's
+ * target (@snap set) is stopped under ptrace by the caller, which
+ * ghost_export_snapshot() checked; a plain export's must be neither.
+ */
+int ghost_check_target(struct task_struct *task, struct task_struct *snap,
+		       char *reason)
 {
 	struct ghost_target_facts t = {
 		.pid = task_pid_vnr(task),
 		.kthread_or_exiting = task->flags & (PF_KTHREAD | PF_EXITING),
 		.self = same_thread_group(task, current),
 		.threads = get_nr_threads(task),
-		.children = has_children(task),
-		.traced = task->ptrace,
-		.stopped = task_is_stopped_or_traced(task),
+		.children = has_children(task, snap),
+		.traced = !snap && task->ptrace,
+		.stopped = !snap && task_is_stopped_or_traced(task),
 	};
 
 	int err = ghost_policy_target(&t, reason, GHOST_REASON_LEN);
@@ -152,7 +170,7 @@ static int check_target(struct task_struct *task, char *reason)
 }
 
 /* The process a pidfd names (a reference), or NULL with a reason. */
-static struct task_struct *pidfd_task(int fd, char *reason)
+struct task_struct *ghost_pidfd_task(int fd, char *reason)
 {
 	struct task_struct *task = NULL;
 	struct fd f = fdget(fd);
@@ -179,8 +197,8 @@ static struct task_struct *pidfd_task(int fd, char *reason)
  * and the open file holds the mm it was opened for. It must be @task's mm
  * now: after an execve the descriptor names the old one.
  */
-static int check_mem_fd(int fd, struct task_struct *task, struct mm_struct *mm,
-			char *reason)
+int ghost_check_mem_fd(int fd, struct task_struct *task, struct mm_struct *mm,
+		       char *reason)
 {
 	struct fd f = fdget(fd);
 	int err = 0;
@@ -204,8 +222,8 @@ static int check_mem_fd(int fd, struct task_struct *task, struct mm_struct *mm,
 }
 
 /* The target, parked, must still be what was checked: no execve between. */
-static int check_unchanged(struct task_struct *task, struct mm_struct *mm,
-			   const struct cred *cred, char *reason)
+int ghost_check_unchanged(struct task_struct *task, struct mm_struct *mm,
+			  const struct cred *cred, char *reason)
 {
 	bool same;
 
@@ -259,6 +277,10 @@ long ghost_export(struct ghost *g, struct ghost_export *e)
 	long err;
 	int locks;
 
+	if (e->flags & GHOST_EXPORT_SNAPSHOT)
+		return ghost_export_snapshot(g, e);
+	if (e->flags & GHOST_EXPORT_FINISH)
+		return ghost_export_finish(g, e);
 	memset(e->reason, 0, sizeof(e->reason));
 	e->bytes = 0;
 	e->frozen_ns = 0;
@@ -273,12 +295,12 @@ long ghost_export(struct ghost *g, struct ghost_export *e)
 		err = -ENXIO;
 		goto out_unlock;
 	}
-	task = pidfd_task(e->pidfd, e->reason);
+	task = ghost_pidfd_task(e->pidfd, e->reason);
 	if (!task) {
 		err = -ESRCH;
 		goto out_unlock;
 	}
-	err = check_target(task, e->reason);
+	err = ghost_check_target(task, NULL, e->reason);
 	if (err)
 		goto out_task;
 	mm = get_task_mm(task);
@@ -288,7 +310,7 @@ long ghost_export(struct ghost *g, struct ghost_export *e)
 		err = -ESRCH;
 		goto out_task;
 	}
-	err = check_mem_fd(e->mem_fd, task, mm, e->reason);
+	err = ghost_check_mem_fd(e->mem_fd, task, mm, e->reason);
 	if (err)
 		goto out_mm;
 	tcred = get_task_cred(task);
@@ -311,7 +333,7 @@ long ghost_export(struct ghost *g, struct ghost_export *e)
 			     task_pid_vnr(task));
 		goto out_release;
 	}
-	err = check_unchanged(task, mm, tcred, e->reason);
+	err = ghost_check_unchanged(task, mm, tcred, e->reason);
 	if (err)
 		goto out_release;
 
@@ -325,6 +347,7 @@ long ghost_export(struct ghost *g, struct ghost_export *e)
 	/* A staged image may share the pages this export rewrites. */
 	ghost_staged_free(g->staged);
 	g->staged = NULL;
+	ghost_snapshot_drop(g);
 	if (res->ops->truncate)
 		res->ops->truncate(res);
 	ghost_stream_init(&s, res);

@@ -112,6 +112,7 @@ int ghost_section_write(struct ghost_stream *s, u32 type, const void *a,
 
 /* object.c: a ghost object, the file descriptor GHOST_IOC_CREATE returns. */
 struct ghost_staged;
+struct ghost_snapshot;
 
 /*
  * Lock order: g->lock, then any mmap_lock, then a memory resource's own
@@ -124,6 +125,7 @@ struct ghost {
 	struct mutex lock;		/* see the lock order above */
 	struct ghost_res *res;		/* NULL until plugged; then fixed */
 	struct ghost_staged *staged;	/* image read by GHOST_IMPORT_PREPARE */
+	struct ghost_snapshot *snapshot; /* kept by GHOST_EXPORT_SNAPSHOT */
 };
 
 int ghost_create_fd(u32 flags);
@@ -131,6 +133,11 @@ int ghost_create_fd(u32 flags);
 /* export.c */
 struct ghost_export;
 long ghost_export(struct ghost *g, struct ghost_export *arg);
+
+/* snapshot.c: the two calls of a copy-on-write export; under g->lock */
+long ghost_export_snapshot(struct ghost *g, struct ghost_export *e);
+long ghost_export_finish(struct ghost *g, struct ghost_export *e);
+void ghost_snapshot_drop(struct ghost *g);
 
 /*
  * netlink.c: events for each finished export/import; @task is the exported

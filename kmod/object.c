@@ -176,6 +176,7 @@ static int ghost_obj_release(struct inode *inode, struct file *file)
 	struct ghost *g = file->private_data;
 
 	ghost_staged_free(g->staged);
+	ghost_snapshot_drop(g);
 	if (g->res)
 		g->res->ops->release(g->res);
 	kfree(g);

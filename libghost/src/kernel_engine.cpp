@@ -13,6 +13,7 @@
 
 #include "ghost/c/export_target.h"
 #include "ghost/c/restore_self.h"
+#include "kernel_snapshot.hpp"
 #include "sys.hpp"
 
 namespace ghost {
@@ -66,6 +67,13 @@ template <class Base> class KernelGhostBase : public Base {
     KernelGhostBase(UniqueFd fd, Backend b) : fd_(std::move(fd)), backend_(b) {}
 
     Result<ExportStats> export_process(pid_t pid, Fate fate) override {
+        // A process that runs on is held only while its state is read.
+        if (fate == Fate::Run)
+            if (auto r = detail::kernel_snapshot_export(fd_.get(), pid)) {
+                if (*r)
+                    len_ = (*r)->bytes;
+                return std::move(*r);
+            }
         ghost_export e{};
         e.size = sizeof(e);
         e.flags = fate == Fate::Run    ? GHOST_EXPORT_RUN

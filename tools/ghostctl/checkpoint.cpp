@@ -185,6 +185,7 @@ int cmd_checkpoint(const Globals& g, const CheckpointArgs& a) {
                                   {"image", a.output},
                                   {"bytes", stats->bytes},
                                   {"frozen_ms", static_cast<double>(stats->frozen_ns) / 1e6},
+                                  {"copy_on_write", stats->copy_on_write},
                                   {"process", fate}}
                        .dump(2));
     else if (!to_stdout && ::isatty(STDERR_FILENO))

@@ -208,8 +208,9 @@ int main(int argc, char** argv) {
         checkpoint->add_flag(
             "--json", ck.json,
             "print the result as JSON: pid, image, bytes, frozen_ms (how long the "
-            "process was held still) and what became of the process; with --server, "
-            "migd's reply");
+            "process was held still), copy_on_write (with --leave-running: its pages "
+            "were copied from a snapshot while it ran on, so frozen_ms is only the "
+            "capture) and what became of the process; with --server, migd's reply");
         auto* lr = checkpoint->add_flag("--leave-running", ck.leave_running,
                                         "keep the process running after the checkpoint");
         checkpoint

@@ -38,7 +38,7 @@
 
 /* Version of this interface. A new major means an incompatible change. */
 #define GHOST_ABI_MAJOR 0
-#define GHOST_ABI_MINOR 3
+#define GHOST_ABI_MINOR 4
 #define GHOST_ABI_PATCH 0
 
 /*
@@ -53,12 +53,13 @@
 #define GHOST_FEAT_BACKEND_NET    _BITULL(4) /* stream socket resource object */
 #define GHOST_FEAT_EVENTS         _BITULL(5) /* generic netlink "ghost" events */
 #define GHOST_FEAT_IMPORT_STOPPED _BITULL(6) /* GHOST_IMPORT_STOPPED */
+#define GHOST_FEAT_EXPORT_SNAPSHOT _BITULL(7) /* GHOST_EXPORT_SNAPSHOT, _FINISH */
 
 /* All bits this header knows about, so tools can name unknown ones. */
 #define GHOST_FEAT_ALL \
 	(GHOST_FEAT_EXPORT | GHOST_FEAT_IMPORT | GHOST_FEAT_BACKEND_MEMORY | \
 	 GHOST_FEAT_BACKEND_FILE | GHOST_FEAT_BACKEND_NET | GHOST_FEAT_EVENTS | \
-	 GHOST_FEAT_IMPORT_STOPPED)
+	 GHOST_FEAT_IMPORT_STOPPED | GHOST_FEAT_EXPORT_SNAPSHOT)
 
 /**
  * struct ghost_version - argument of GHOST_IOC_VERSION
@@ -155,6 +156,24 @@ struct ghost_plug {
 #define GHOST_EXPORT_KILL _BITUL(2) /* is killed (SIGKILL) */
 #define GHOST_EXPORT_FLAGS (GHOST_EXPORT_RUN | GHOST_EXPORT_STOP | GHOST_EXPORT_KILL)
 
+/*
+ * A copy-on-write export in two calls, so that a process which runs on is
+ * held only while its state is read, not while its pages are copied:
+ *
+ * GHOST_EXPORT_SNAPSHOT (with GHOST_EXPORT_RUN): the process is stopped
+ * under ptrace by the calling thread, which has just made it fork (the
+ * child, @snap_pidfd, is stopped under ptrace by the same thread and has
+ * not run). The module reads everything but the page contents from the
+ * process now, keeps it in the ghost object with a reference to the
+ * child's memory, and writes nothing (@bytes 0). The caller then lets the
+ * process go on.
+ * GHOST_EXPORT_FINISH (alone): writes the image kept by the last SNAPSHOT
+ * call on this ghost, its pages taken from the child's memory, which the
+ * fork left as the process's was. The child may then be killed.
+ */
+#define GHOST_EXPORT_SNAPSHOT _BITUL(3)
+#define GHOST_EXPORT_FINISH   _BITUL(4)
+
 #define GHOST_REASON_LEN 128
 
 /**
@@ -166,8 +185,13 @@ struct ghost_plug {
  *             caller (or handed to it). Its open is the access check: the
  *             kernel's own ptrace rule (PTRACE_MODE_ATTACH_FSCREDS), LSMs and
  *             Yama included. It must belong to the process @pidfd names.
+ * @snap_pidfd:  in, GHOST_EXPORT_SNAPSHOT only: a pidfd of the fork child
+ *             whose memory the image takes (ignored otherwise)
+ * @snap_mem_fd: in, GHOST_EXPORT_SNAPSHOT only: its /proc/PID/mem, as
+ *             @mem_fd (ignored otherwise)
  * @bytes:     out: image bytes written to the resource
- * @frozen_ns: out: how long the process was held still for the capture
+ * @frozen_ns: out: how long the process was held still for the capture (0
+ *             for SNAPSHOT and FINISH: the caller held it)
  * @resv:      must be 0
  * @reason:    out: on failure, a NUL-terminated sentence saying why (for
  *             EOPNOTSUPP: what the process holds that ghost cannot carry)
@@ -184,7 +208,9 @@ struct ghost_export {
 	__s32 mem_fd;
 	__u64 bytes;
 	__u64 frozen_ns;
-	__u64 resv[4];
+	__s32 snap_pidfd;
+	__s32 snap_mem_fd;
+	__u64 resv[3];
 	char reason[GHOST_REASON_LEN];
 };
 

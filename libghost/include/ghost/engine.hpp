@@ -50,6 +50,10 @@ enum class Fate {
 struct ExportStats {
     std::uint64_t bytes = 0;     // image size
     std::uint64_t frozen_ns = 0; // how long the process was held still
+    // The pages were copied from a copy-on-write snapshot (a fork made at
+    // the capture point) while the process ran on: a Fate::Run export where
+    // the engine could make one; otherwise it was held for the whole copy.
+    bool copy_on_write = false;
 };
 
 // Where a ghost keeps its image. The descriptor is borrowed: the ghost takes

@@ -567,55 +567,17 @@ bool fork_sees_all(const std::vector<image::Vma>& vmas) {
     });
 }
 
-// The snapshot child of a --leave-running export is the target's child: once
-// it is gone, the target reaps its zombie with a wait4 run inside it (held
-// for that one call). If the target exited meanwhile, init reaps it.
-void reap_snapshot(pid_t parent, pid_t child) {
-    auto held = Tracee::seize(parent);
-    if (!held)
-        return;
-    Tracee& t = *held;
-    auto regs0 = t.regs();
-    auto mask0 = t.signal_mask();
-    if (!regs0 || !mask0)
-        return;
-    auto insn = t.find_syscall_insn(*regs0);
-    if (insn && t.set_signal_mask(~0ULL)) {
-        t.use_syscall_insn(*insn);
-        (void)t.call(SYS_wait4, static_cast<std::uint64_t>(child), 0, WNOHANG | __WALL, 0);
-        (void)t.set_regs(restarted(*regs0, true));
-    }
-    (void)t.set_signal_mask(*mask0);
-    (void)t.detach();
-}
-
-// Ends a snapshot (kills it, then has the target reap it) on every path.
-class SnapshotGuard {
-  public:
-    SnapshotGuard(pid_t parent, std::optional<Tracee>& snap) : parent_(parent), snap_(snap) {}
-    SnapshotGuard(const SnapshotGuard&) = delete;
-    SnapshotGuard& operator=(const SnapshotGuard&) = delete;
-    ~SnapshotGuard() {
-        if (!snap_)
-            return;
-        const pid_t child = snap_->pid();
-        snap_->kill_and_wait();
-        snap_.reset();
-        reap_snapshot(parent_, child);
-    }
-
-  private:
-    pid_t parent_;
-    std::optional<Tracee>& snap_;
-};
-
 } // namespace
+
+Result<void> check_untouched(pid_t pid) {
+    if (auto c = check_target(pid); !c)
+        return c;
+    return check_attrs(pid);
+}
 
 Result<ExportStats> export_process(pid_t pid, Fate fate, int out, std::string_view parent_path,
                                    PrecopyState* precopy) {
-    if (auto c = check_target(pid); !c)
-        return c.error();
-    if (auto c = check_attrs(pid); !c)
+    if (auto c = check_untouched(pid); !c)
         return c.error();
     std::optional<Parent> parent;
     if (!parent_path.empty()) {
@@ -848,6 +810,7 @@ Result<ExportStats> export_process(pid_t pid, Fate fate, int out, std::string_vi
         precopy_done(*precopy, img, written);
 
     ExportStats stats{w.offset(), frozen_ns};
+    stats.copy_on_write = snap.has_value();
     if (snap)
         return stats;
     if (auto s = t.set_regs(restarted(*regs0, true)); !s)

@@ -465,4 +465,32 @@ Result<void> Tracee::write(std::uint64_t addr, std::span<const std::byte> in) {
     return {};
 }
 
+void reap_snapshot(pid_t parent, pid_t child) {
+    auto held = Tracee::seize(parent);
+    if (!held)
+        return;
+    Tracee& t = *held;
+    auto regs0 = t.regs();
+    auto mask0 = t.signal_mask();
+    if (!regs0 || !mask0)
+        return;
+    auto insn = t.find_syscall_insn(*regs0);
+    if (insn && t.set_signal_mask(~0ULL)) {
+        t.use_syscall_insn(*insn);
+        (void)t.call(SYS_wait4, static_cast<std::uint64_t>(child), 0, WNOHANG | __WALL, 0);
+        (void)t.set_regs(restarted(*regs0, true));
+    }
+    (void)t.set_signal_mask(*mask0);
+    (void)t.detach();
+}
+
+SnapshotGuard::~SnapshotGuard() {
+    if (!snap_)
+        return;
+    const pid_t child = snap_->pid();
+    snap_->kill_and_wait();
+    snap_.reset();
+    reap_snapshot(parent_, child);
+}
+
 } // namespace ghost::user

@@ -154,4 +154,22 @@ class Tracee {
     UniqueFd mem_;
 };
 
+// The snapshot child of a --leave-running export is the target's child: once
+// it is gone, the target reaps its zombie with a wait4 run inside it (held
+// for that one call). If the target exited meanwhile, init reaps it.
+void reap_snapshot(pid_t parent, pid_t child);
+
+// Ends a snapshot (kills it, then has the target reap it) on every path.
+class SnapshotGuard {
+  public:
+    SnapshotGuard(pid_t parent, std::optional<Tracee>& snap) : parent_(parent), snap_(snap) {}
+    SnapshotGuard(const SnapshotGuard&) = delete;
+    SnapshotGuard& operator=(const SnapshotGuard&) = delete;
+    ~SnapshotGuard();
+
+  private:
+    pid_t parent_;
+    std::optional<Tracee>& snap_;
+};
+
 } // namespace ghost::user

@@ -15,6 +15,12 @@
 
 namespace ghost::user {
 
+// What is refused before a process is touched, from /proc
+// (ghost_policy_target() and ghost_policy_attrs()): a stopped or traced
+// process, a seccomp one, into which no system call may be run... Also
+// asked by the kernel engine before it holds a process for a snapshot.
+Result<void> check_untouched(pid_t pid);
+
 // Captures process pid into out (written at its offset), as ghost.ko's
 // GHOST_IOC_EXPORT would. With a parent image (its path), an incremental
 // image of the pages written since it (dirty.hpp). With precopy, the next

@@ -1,0 +1,279 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * GHOST_EXPORT_SNAPSHOT and GHOST_EXPORT_FINISH: a copy-on-write export
+ * reads the process in the caller's ptrace stop and its pages from a fork of
+ * it, so the process runs on while they are written. Runs as root in the VM.
+ */
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/ptrace.h>
+#include <sys/wait.h>
+
+#include "ghost_util.h"
+#include "kselftest_harness.h"
+
+#define PAGE 4096UL
+#define NPAGES 4
+#define MAX_SECS 4096
+
+struct forked {
+	__u64 *p;	/* NPAGES of pattern in the fork, page 0 rewritten since */
+	pid_t child;
+};
+
+static void fork_child(int fd)
+{
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	close(fd);
+	for (;;)
+		pause();
+}
+
+/*
+ * Fills NPAGES with the pattern, forks (the child only waits), then
+ * rewrites page 0 in itself: the fork keeps the pattern. With @dontfork,
+ * one more page is marked MADV_DONTFORK first.
+ */
+static void work_fork(int fd, int dontfork)
+{
+	struct forked f;
+	size_t words = NPAGES * PAGE / 8;
+
+	f.p = mmap(NULL, NPAGES * PAGE, PROT_READ | PROT_WRITE,
+		   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (f.p == MAP_FAILED)
+		_exit(92);
+	for (size_t i = 0; i < words; i++)
+		f.p[i] = pattern((unsigned long)&f.p[i]);
+	if (dontfork) {
+		void *q = mmap(NULL, PAGE, PROT_READ | PROT_WRITE,
+			       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+		if (q == MAP_FAILED || madvise(q, PAGE, MADV_DONTFORK))
+			_exit(93);
+	}
+	f.child = fork();
+	if (f.child == 0)
+		fork_child(fd);
+	for (size_t i = 0; i < PAGE / 8; i++)
+		f.p[i] = ~pattern((unsigned long)&f.p[i]);
+	ready(fd, &f, sizeof(f));
+	for (;;)
+		pause();
+}
+
+static void work_fork_plain(int fd)
+{
+	work_fork(fd, 0);
+}
+
+static void work_fork_dontfork(int fd)
+{
+	work_fork(fd, 1);
+}
+
+/* Stops @pid under ptrace by this thread. */
+static int seize(pid_t pid)
+{
+	int st;
+
+	if (ptrace(PTRACE_SEIZE, pid, 0, 0) ||
+	    ptrace(PTRACE_INTERRUPT, pid, 0, 0))
+		return -1;
+	if (waitpid(pid, &st, __WALL) != pid || !WIFSTOPPED(st))
+		return -1;
+	return 0;
+}
+
+/* The first call: @pid and @snap opened here, closed after. */
+static int snapshot(int g, pid_t pid, pid_t snap, __u32 flags,
+		    struct ghost_export *e)
+{
+	struct ghost_export s = { 0 };
+	const char *step;
+	int ret, err;
+
+	memset(e, 0, sizeof(*e));
+	e->size = sizeof(*e);
+	e->flags = flags;
+	if (ghost_export_target_open(e, pid, &step))
+		return -1;
+	if (ghost_export_target_open(&s, snap, &step)) {
+		ghost_export_target_close(e);
+		return -1;
+	}
+	e->snap_pidfd = s.pidfd;
+	e->snap_mem_fd = s.mem_fd;
+	ret = ioctl(g, GHOST_IOC_EXPORT, e);
+	err = errno;
+	ghost_export_target_close(e);
+	ghost_export_target_close(&s);
+	errno = err;
+	return ret;
+}
+
+static int finish(int g, struct ghost_export *e)
+{
+	memset(e, 0, sizeof(*e));
+	e->size = sizeof(*e);
+	e->flags = GHOST_EXPORT_FINISH;
+	return ioctl(g, GHOST_IOC_EXPORT, e);
+}
+
+TEST(finish_without_snapshot_is_enoent)
+{
+	struct ghost_export e;
+	int g = ghost_new_mem();
+
+	ASSERT_LE(0, g);
+	EXPECT_EQ(-1, finish(g, &e));
+	EXPECT_EQ(ENOENT, errno);
+	EXPECT_NE(NULL, strstr(e.reason, "GHOST_EXPORT_SNAPSHOT"));
+	close(g);
+}
+
+TEST(snapshot_goes_with_run_only)
+{
+	struct ghost_export e;
+	struct forked f;
+	pid_t pid = spawn(work_fork_plain, &f, sizeof(f));
+	int g = ghost_new_mem();
+
+	ASSERT_LT(0, pid);
+	ASSERT_LE(0, g);
+	EXPECT_EQ(-1, snapshot(g, pid, f.child, GHOST_EXPORT_KILL |
+			       GHOST_EXPORT_SNAPSHOT, &e));
+	EXPECT_EQ(EINVAL, errno);
+	EXPECT_EQ(0, kill(pid, 0));
+	reap(pid);
+	close(g);
+}
+
+TEST(snapshot_needs_the_callers_ptrace_stop)
+{
+	struct ghost_export e;
+	struct forked f;
+	pid_t pid = spawn(work_fork_plain, &f, sizeof(f));
+	int g = ghost_new_mem();
+
+	ASSERT_LT(0, pid);
+	ASSERT_LE(0, g);
+	EXPECT_EQ(-1, snapshot(g, pid, f.child, GHOST_EXPORT_RUN |
+			       GHOST_EXPORT_SNAPSHOT, &e));
+	EXPECT_EQ(EINVAL, errno);
+	EXPECT_NE(NULL, strstr(e.reason, "ptrace")) TH_LOG("%s", e.reason);
+
+	/* the process held, its fork not */
+	ASSERT_EQ(0, seize(pid));
+	EXPECT_EQ(-1, snapshot(g, pid, f.child, GHOST_EXPORT_RUN |
+			       GHOST_EXPORT_SNAPSHOT, &e));
+	EXPECT_EQ(EINVAL, errno);
+	EXPECT_NE(NULL, strstr(e.reason, "snapshot")) TH_LOG("%s", e.reason);
+	reap(pid);
+	close(g);
+}
+
+TEST(snapshot_must_be_a_fork_of_the_process)
+{
+	struct ghost_export e;
+	struct forked f;
+	char c;
+	pid_t pid = spawn(work_fork_plain, &f, sizeof(f));
+	pid_t other = spawn(work_idle, &c, 1);
+	int g = ghost_new_mem();
+
+	ASSERT_LT(0, pid);
+	ASSERT_LT(0, other);
+	ASSERT_LE(0, g);
+	ASSERT_EQ(0, seize(pid));
+	ASSERT_EQ(0, seize(other));
+	EXPECT_EQ(-1, snapshot(g, pid, other, GHOST_EXPORT_RUN |
+			       GHOST_EXPORT_SNAPSHOT, &e));
+	EXPECT_EQ(EINVAL, errno);
+	EXPECT_NE(NULL, strstr(e.reason, "not a child")) TH_LOG("%s", e.reason);
+	reap(other);
+	reap(pid);
+	close(g);
+}
+
+TEST(dontfork_memory_is_refused)
+{
+	struct ghost_export e;
+	struct forked f;
+	pid_t pid = spawn(work_fork_dontfork, &f, sizeof(f));
+	int g = ghost_new_mem();
+
+	ASSERT_LT(0, pid);
+	ASSERT_LE(0, g);
+	ASSERT_EQ(0, seize(pid));
+	ASSERT_EQ(0, seize(f.child));
+	EXPECT_EQ(-1, snapshot(g, pid, f.child, GHOST_EXPORT_RUN |
+			       GHOST_EXPORT_SNAPSHOT, &e));
+	EXPECT_EQ(EOPNOTSUPP, errno);
+	EXPECT_NE(NULL, strstr(e.reason, "MADV_DONTFORK")) TH_LOG("%s", e.reason);
+	EXPECT_EQ(-1, finish(g, &e));
+	EXPECT_EQ(ENOENT, errno);
+	reap(pid);
+	close(g);
+}
+
+/*
+ * The image is the process's (its pid, its mappings), its page contents
+ * the fork's, and it is written after the process was let go.
+ */
+TEST(pages_come_from_the_fork_after_the_process_went_on)
+{
+	static struct image_sec secs[MAX_SECS];
+	const struct ghost_image_header *h;
+	struct ghost_export e;
+	struct forked f;
+	pid_t pid = spawn(work_fork_plain, &f, sizeof(f));
+	int g = ghost_new_mem(), n, st;
+	void *img;
+	size_t len;
+
+	ASSERT_LT(0, pid);
+	ASSERT_LE(0, g);
+	ASSERT_EQ(0, seize(pid));
+	ASSERT_EQ(0, seize(f.child));
+	ASSERT_EQ(0, snapshot(g, pid, f.child, GHOST_EXPORT_RUN |
+			      GHOST_EXPORT_SNAPSHOT, &e)) TH_LOG("%s", e.reason);
+	EXPECT_EQ(0, e.bytes);
+	/* Nothing written yet: the image is the second call's. */
+	img = ghost_read_image(g, &len);
+	EXPECT_EQ(0, len);
+	free(img);
+
+	ASSERT_EQ(0, ptrace(PTRACE_DETACH, pid, 0, 0));
+	/* It runs: a signal is handled at once, not held. */
+	ASSERT_EQ(0, kill(pid, SIGSTOP));
+	ASSERT_EQ(pid, waitpid(pid, &st, WUNTRACED));
+	EXPECT_TRUE(WIFSTOPPED(st));
+	ASSERT_EQ(0, kill(pid, SIGCONT));
+
+	ASSERT_EQ(0, finish(g, &e)) TH_LOG("%s", e.reason);
+	img = ghost_read_image(g, &len);
+	ASSERT_NE(NULL, img);
+	EXPECT_EQ(e.bytes, len);
+	n = image_walk(img, len, secs, MAX_SECS);
+	ASSERT_LT(0, n) TH_LOG("image_walk: %d", n);
+	h = img;
+	EXPECT_EQ(pid, (pid_t)h->pid);
+	for (unsigned long pg = 0; pg < NPAGES; pg++) {
+		unsigned long a = (unsigned long)f.p + pg * PAGE;
+		const __u64 *w = image_page(secs, n, a);
+
+		ASSERT_NE(NULL, w) TH_LOG("page %#lx missing", a);
+		for (unsigned int i = 0; i < PAGE / 8; i++)
+			ASSERT_EQ(pattern(a + i * 8), w[i]);
+	}
+	/* one image per snapshot */
+	EXPECT_EQ(-1, finish(g, &e));
+	EXPECT_EQ(ENOENT, errno);
+	free(img);
+	reap(pid);
+	close(g);
+}
+
+TEST_HARNESS_MAIN
