@@ -73,6 +73,29 @@ static void work_fork_dontfork(int fd)
 	work_fork(fd, 1);
 }
 
+/*
+ * Forks (the child only waits), says ready with the child's pid, then
+ * loads known values into r12-r15 and xmm0/xmm1 and spins.
+ */
+static void work_fork_regs(int fd)
+{
+	pid_t child = fork();
+
+	if (child == 0)
+		fork_child(fd);
+	ready(fd, &child, sizeof(child));
+	asm volatile("movdqu (%[x]), %%xmm0\n\t"
+		     "movdqu 16(%[x]), %%xmm1\n\t"
+		     "mov $0x1111111111111111, %%r12\n\t"
+		     "mov $0x2222222222222222, %%r13\n\t"
+		     "mov $0x3333333333333333, %%r14\n\t"
+		     "mov $0x4444444444444444, %%r15\n\t"
+		     "1: jmp 1b\n\t"
+		     :
+		     : [x] "r"(vec_pat)
+		     : "r12", "r13", "r14", "r15", "xmm0", "xmm1", "memory");
+}
+
 /* Stops @pid under ptrace by this thread. */
 static int seize(pid_t pid)
 {
@@ -271,6 +294,50 @@ TEST(pages_come_from_the_fork_after_the_process_went_on)
 	/* one image per snapshot */
 	EXPECT_EQ(-1, finish(g, &e));
 	EXPECT_EQ(ENOENT, errno);
+	free(img);
+	reap(pid);
+	close(g);
+}
+
+/* Registers and FPU state are the process's, read in the caller's stop. */
+TEST(registers_come_from_the_process)
+{
+	static struct image_sec secs[MAX_SECS];
+	const struct ghost_xstate *xs;
+	const struct ghost_regs *r;
+	struct ghost_export e;
+	pid_t child, pid = spawn(work_fork_regs, &child, sizeof(child));
+	int g = ghost_new_mem(), n, i;
+	void *img;
+	size_t len;
+
+	ASSERT_LT(0, pid);
+	ASSERT_LE(0, g);
+	usleep(100000);		/* let it reach the spin loop */
+	ASSERT_EQ(0, seize(pid));
+	ASSERT_EQ(0, seize(child));
+	ASSERT_EQ(0, snapshot(g, pid, child, GHOST_EXPORT_RUN |
+			      GHOST_EXPORT_SNAPSHOT, &e)) TH_LOG("%s", e.reason);
+	ASSERT_EQ(0, ptrace(PTRACE_DETACH, pid, 0, 0));
+	ASSERT_EQ(0, finish(g, &e)) TH_LOG("%s", e.reason);
+	img = ghost_read_image(g, &len);
+	ASSERT_NE(NULL, img);
+	n = image_walk(img, len, secs, MAX_SECS);
+	ASSERT_LT(0, n) TH_LOG("image_walk: %d", n);
+	i = image_find(secs, n, GHOST_SEC_REGS, 0);
+	ASSERT_LE(0, i);
+	r = secs[i].payload;
+	EXPECT_EQ(0x1111111111111111ULL, r->r12);
+	EXPECT_EQ(0x2222222222222222ULL, r->r13);
+	EXPECT_EQ(0x3333333333333333ULL, r->r14);
+	EXPECT_EQ(0x4444444444444444ULL, r->r15);
+	/* the loop is "jmp 1b": eb fe at ip (the child's text is ours) */
+	EXPECT_EQ(0xfeeb, *(const __u16 *)r->ip);
+	i = image_find(secs, n, GHOST_SEC_XSTATE, 0);
+	ASSERT_LE(0, i);
+	xs = secs[i].payload;
+	ASSERT_LE(512 + 64, xs->size);
+	EXPECT_EQ(0, memcmp((const __u8 *)(xs + 1) + 160, vec_pat, 32));
 	free(img);
 	reap(pid);
 	close(g);
