@@ -55,31 +55,14 @@ static void work_sparse(int fd)
 }
 
 
-/*
- * Loads known values into r12-r15, xmm0/xmm1 (and ymm0's upper half), then
- * says ready with a raw write(2) — which preserves them — and spins.
- */
+/* Says ready, then spins with known values in r12-r15 and xmm0/xmm1. */
 static void work_regs(int fd)
 {
-	static const char msg = 'R';
-
-	asm volatile("movdqu (%[x]), %%xmm0\n\t"
-		     "movdqu 16(%[x]), %%xmm1\n\t"
-		     "mov $0x1111111111111111, %%r12\n\t"
-		     "mov $0x2222222222222222, %%r13\n\t"
-		     "mov $0x3333333333333333, %%r14\n\t"
-		     "mov $0x4444444444444444, %%r15\n\t"
-		     "mov $1, %%eax\n\t"
-		     "syscall\n\t"
-		     "mov $3, %%eax\n\t"		/* close(fd): spawn() waits for it */
-		     "syscall\n\t"
-		     "1: jmp 1b\n\t"
-		     :
-		     : [x] "r"(vec_pat), "D"(fd), "S"(&msg), "d"(1)
-		     : "rax", "rcx", "r11", "r12", "r13", "r14", "r15",
-		       "xmm0", "xmm1", "memory");
+	ready(fd, "R", 1);
+	spin_with_known_regs();
 }
 
+/* Loads a known ymm0, says ready with a raw write(2), which keeps it, and spins. */
 static void work_regs_avx(int fd)
 {
 	static const char msg = 'R';

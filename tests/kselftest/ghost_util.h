@@ -62,10 +62,14 @@ static inline int ghost_new_mem(void)
 	return g;
 }
 
-/* Exports @pid: its pidfd and /proc/PID/mem are opened (and closed) here. */
-static inline int ghost_do_export(int g, pid_t pid, __u32 flags,
-				  struct ghost_export *e)
+/*
+ * Exports @pid: its pidfd and /proc/PID/mem are opened (and closed) here,
+ * and with @snap (a GHOST_EXPORT_SNAPSHOT call) those of its fork too.
+ */
+static inline int ghost_do_export_snap(int g, pid_t pid, pid_t snap,
+				       __u32 flags, struct ghost_export *e)
 {
+	struct ghost_export s = { .pidfd = -1, .mem_fd = -1 };
 	const char *step;
 	int ret, err;
 
@@ -74,11 +78,24 @@ static inline int ghost_do_export(int g, pid_t pid, __u32 flags,
 	e->flags = flags;
 	if (ghost_export_target_open(e, pid, &step))
 		return -1;
+	if (snap && ghost_export_target_open(&s, snap, &step)) {
+		ghost_export_target_close(e);
+		return -1;
+	}
+	e->snap_pidfd = s.pidfd;
+	e->snap_mem_fd = s.mem_fd;
 	ret = ioctl(g, GHOST_IOC_EXPORT, e);
 	err = errno;
 	ghost_export_target_close(e);
+	ghost_export_target_close(&s);
 	errno = err;
 	return ret;
+}
+
+static inline int ghost_do_export(int g, pid_t pid, __u32 flags,
+				  struct ghost_export *e)
+{
+	return ghost_do_export_snap(g, pid, 0, flags, e);
 }
 
 /* GHOST_IMPORT_PREPARE: stage the image of @g for this process. */
@@ -136,6 +153,24 @@ static const __u64 vec_pat[8] __attribute__((aligned(32))) = {
 	0x0f1e2d3c4b5a6978ULL, 0x8796a5b4c3d2e1f0ULL,
 	0x1357913579135791ULL, 0x2468024680246802ULL,
 };
+
+/*
+ * Loads known values into r12-r15 and xmm0/xmm1 (vec_pat[0..3]), then spins
+ * on "1: jmp 1b" (eb fe) for a test to find them in an image.
+ */
+static inline void spin_with_known_regs(void)
+{
+	asm volatile("movdqu (%[x]), %%xmm0\n\t"
+		     "movdqu 16(%[x]), %%xmm1\n\t"
+		     "mov $0x1111111111111111, %%r12\n\t"
+		     "mov $0x2222222222222222, %%r13\n\t"
+		     "mov $0x3333333333333333, %%r14\n\t"
+		     "mov $0x4444444444444444, %%r15\n\t"
+		     "1: jmp 1b\n\t"
+		     :
+		     : [x] "r"(vec_pat)
+		     : "r12", "r13", "r14", "r15", "xmm0", "xmm1", "memory");
+}
 
 static inline uint32_t crc32c_update(uint32_t crc, const void *p, size_t n)
 {

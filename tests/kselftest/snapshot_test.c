@@ -16,6 +16,7 @@
 #define PAGE 4096UL
 #define NPAGES 4
 #define MAX_SECS 4096
+#define RUN_SNAPSHOT (GHOST_EXPORT_RUN | GHOST_EXPORT_SNAPSHOT)
 
 struct forked {
 	__u64 *p;	/* NPAGES of pattern in the fork, page 0 rewritten since */
@@ -84,16 +85,7 @@ static void work_fork_regs(int fd)
 	if (child == 0)
 		fork_child(fd);
 	ready(fd, &child, sizeof(child));
-	asm volatile("movdqu (%[x]), %%xmm0\n\t"
-		     "movdqu 16(%[x]), %%xmm1\n\t"
-		     "mov $0x1111111111111111, %%r12\n\t"
-		     "mov $0x2222222222222222, %%r13\n\t"
-		     "mov $0x3333333333333333, %%r14\n\t"
-		     "mov $0x4444444444444444, %%r15\n\t"
-		     "1: jmp 1b\n\t"
-		     :
-		     : [x] "r"(vec_pat)
-		     : "r12", "r13", "r14", "r15", "xmm0", "xmm1", "memory");
+	spin_with_known_regs();
 }
 
 /* Stops @pid under ptrace by this thread. */
@@ -107,33 +99,6 @@ static int seize(pid_t pid)
 	if (waitpid(pid, &st, __WALL) != pid || !WIFSTOPPED(st))
 		return -1;
 	return 0;
-}
-
-/* The first call: @pid and @snap opened here, closed after. */
-static int snapshot(int g, pid_t pid, pid_t snap, __u32 flags,
-		    struct ghost_export *e)
-{
-	struct ghost_export s = { 0 };
-	const char *step;
-	int ret, err;
-
-	memset(e, 0, sizeof(*e));
-	e->size = sizeof(*e);
-	e->flags = flags;
-	if (ghost_export_target_open(e, pid, &step))
-		return -1;
-	if (ghost_export_target_open(&s, snap, &step)) {
-		ghost_export_target_close(e);
-		return -1;
-	}
-	e->snap_pidfd = s.pidfd;
-	e->snap_mem_fd = s.mem_fd;
-	ret = ioctl(g, GHOST_IOC_EXPORT, e);
-	err = errno;
-	ghost_export_target_close(e);
-	ghost_export_target_close(&s);
-	errno = err;
-	return ret;
 }
 
 static int finish(int g, struct ghost_export *e)
@@ -156,68 +121,71 @@ TEST(finish_without_snapshot_is_enoent)
 	close(g);
 }
 
-TEST(snapshot_goes_with_run_only)
-{
-	struct ghost_export e;
+/* A process that has forked, and a memory ghost. */
+FIXTURE(forked) {
 	struct forked f;
-	pid_t pid = spawn(work_fork_plain, &f, sizeof(f));
-	int g = ghost_new_mem();
+	pid_t pid;
+	int g;
+};
 
-	ASSERT_LT(0, pid);
-	ASSERT_LE(0, g);
-	EXPECT_EQ(-1, snapshot(g, pid, f.child, GHOST_EXPORT_KILL |
-			       GHOST_EXPORT_SNAPSHOT, &e));
-	EXPECT_EQ(EINVAL, errno);
-	EXPECT_EQ(0, kill(pid, 0));
-	reap(pid);
-	close(g);
+FIXTURE_SETUP(forked)
+{
+	self->pid = spawn(work_fork_plain, &self->f, sizeof(self->f));
+	self->g = ghost_new_mem();
+	ASSERT_LT(0, self->pid);
+	ASSERT_LE(0, self->g);
 }
 
-TEST(snapshot_needs_the_callers_ptrace_stop)
+FIXTURE_TEARDOWN(forked)
+{
+	if (self->pid > 0)
+		reap(self->pid);
+	if (self->g >= 0)
+		close(self->g);
+}
+
+TEST_F(forked, snapshot_goes_with_run_only)
 {
 	struct ghost_export e;
-	struct forked f;
-	pid_t pid = spawn(work_fork_plain, &f, sizeof(f));
-	int g = ghost_new_mem();
 
-	ASSERT_LT(0, pid);
-	ASSERT_LE(0, g);
-	EXPECT_EQ(-1, snapshot(g, pid, f.child, GHOST_EXPORT_RUN |
-			       GHOST_EXPORT_SNAPSHOT, &e));
+	EXPECT_EQ(-1, ghost_do_export_snap(self->g, self->pid, self->f.child,
+					   GHOST_EXPORT_KILL | GHOST_EXPORT_SNAPSHOT,
+					   &e));
+	EXPECT_EQ(EINVAL, errno);
+	EXPECT_EQ(0, kill(self->pid, 0));
+}
+
+TEST_F(forked, snapshot_needs_the_callers_ptrace_stop)
+{
+	struct ghost_export e;
+
+	EXPECT_EQ(-1, ghost_do_export_snap(self->g, self->pid, self->f.child,
+					   RUN_SNAPSHOT, &e));
 	EXPECT_EQ(EINVAL, errno);
 	EXPECT_NE(NULL, strstr(e.reason, "ptrace")) TH_LOG("%s", e.reason);
 
 	/* the process held, its fork not */
-	ASSERT_EQ(0, seize(pid));
-	EXPECT_EQ(-1, snapshot(g, pid, f.child, GHOST_EXPORT_RUN |
-			       GHOST_EXPORT_SNAPSHOT, &e));
+	ASSERT_EQ(0, seize(self->pid));
+	EXPECT_EQ(-1, ghost_do_export_snap(self->g, self->pid, self->f.child,
+					   RUN_SNAPSHOT, &e));
 	EXPECT_EQ(EINVAL, errno);
 	EXPECT_NE(NULL, strstr(e.reason, "snapshot")) TH_LOG("%s", e.reason);
-	reap(pid);
-	close(g);
 }
 
-TEST(snapshot_must_be_a_fork_of_the_process)
+TEST_F(forked, snapshot_must_be_a_fork_of_the_process)
 {
 	struct ghost_export e;
-	struct forked f;
 	char c;
-	pid_t pid = spawn(work_fork_plain, &f, sizeof(f));
 	pid_t other = spawn(work_idle, &c, 1);
-	int g = ghost_new_mem();
 
-	ASSERT_LT(0, pid);
 	ASSERT_LT(0, other);
-	ASSERT_LE(0, g);
-	ASSERT_EQ(0, seize(pid));
+	ASSERT_EQ(0, seize(self->pid));
 	ASSERT_EQ(0, seize(other));
-	EXPECT_EQ(-1, snapshot(g, pid, other, GHOST_EXPORT_RUN |
-			       GHOST_EXPORT_SNAPSHOT, &e));
+	EXPECT_EQ(-1, ghost_do_export_snap(self->g, self->pid, other,
+					   RUN_SNAPSHOT, &e));
 	EXPECT_EQ(EINVAL, errno);
 	EXPECT_NE(NULL, strstr(e.reason, "not a child")) TH_LOG("%s", e.reason);
 	reap(other);
-	reap(pid);
-	close(g);
 }
 
 TEST(dontfork_memory_is_refused)
@@ -231,8 +199,7 @@ TEST(dontfork_memory_is_refused)
 	ASSERT_LE(0, g);
 	ASSERT_EQ(0, seize(pid));
 	ASSERT_EQ(0, seize(f.child));
-	EXPECT_EQ(-1, snapshot(g, pid, f.child, GHOST_EXPORT_RUN |
-			       GHOST_EXPORT_SNAPSHOT, &e));
+	EXPECT_EQ(-1, ghost_do_export_snap(g, pid, f.child, RUN_SNAPSHOT, &e));
 	EXPECT_EQ(EOPNOTSUPP, errno);
 	EXPECT_NE(NULL, strstr(e.reason, "MADV_DONTFORK")) TH_LOG("%s", e.reason);
 	EXPECT_EQ(-1, finish(g, &e));
@@ -245,26 +212,23 @@ TEST(dontfork_memory_is_refused)
  * The image is the process's (its pid, its mappings), its page contents
  * the fork's, and it is written after the process was let go.
  */
-TEST(pages_come_from_the_fork_after_the_process_went_on)
+TEST_F(forked, pages_come_from_the_fork_after_the_process_went_on)
 {
 	static struct image_sec secs[MAX_SECS];
 	const struct ghost_image_header *h;
 	struct ghost_export e;
-	struct forked f;
-	pid_t pid = spawn(work_fork_plain, &f, sizeof(f));
-	int g = ghost_new_mem(), n, st;
+	pid_t pid = self->pid;
+	int n, st;
 	void *img;
 	size_t len;
 
-	ASSERT_LT(0, pid);
-	ASSERT_LE(0, g);
 	ASSERT_EQ(0, seize(pid));
-	ASSERT_EQ(0, seize(f.child));
-	ASSERT_EQ(0, snapshot(g, pid, f.child, GHOST_EXPORT_RUN |
-			      GHOST_EXPORT_SNAPSHOT, &e)) TH_LOG("%s", e.reason);
+	ASSERT_EQ(0, seize(self->f.child));
+	ASSERT_EQ(0, ghost_do_export_snap(self->g, pid, self->f.child,
+					  RUN_SNAPSHOT, &e)) TH_LOG("%s", e.reason);
 	EXPECT_EQ(0, e.bytes);
 	/* Nothing written yet: the image is the second call's. */
-	img = ghost_read_image(g, &len);
+	img = ghost_read_image(self->g, &len);
 	EXPECT_EQ(0, len);
 	free(img);
 
@@ -275,8 +239,8 @@ TEST(pages_come_from_the_fork_after_the_process_went_on)
 	EXPECT_TRUE(WIFSTOPPED(st));
 	ASSERT_EQ(0, kill(pid, SIGCONT));
 
-	ASSERT_EQ(0, finish(g, &e)) TH_LOG("%s", e.reason);
-	img = ghost_read_image(g, &len);
+	ASSERT_EQ(0, finish(self->g, &e)) TH_LOG("%s", e.reason);
+	img = ghost_read_image(self->g, &len);
 	ASSERT_NE(NULL, img);
 	EXPECT_EQ(e.bytes, len);
 	n = image_walk(img, len, secs, MAX_SECS);
@@ -284,7 +248,7 @@ TEST(pages_come_from_the_fork_after_the_process_went_on)
 	h = img;
 	EXPECT_EQ(pid, (pid_t)h->pid);
 	for (unsigned long pg = 0; pg < NPAGES; pg++) {
-		unsigned long a = (unsigned long)f.p + pg * PAGE;
+		unsigned long a = (unsigned long)self->f.p + pg * PAGE;
 		const __u64 *w = image_page(secs, n, a);
 
 		ASSERT_NE(NULL, w) TH_LOG("page %#lx missing", a);
@@ -292,11 +256,9 @@ TEST(pages_come_from_the_fork_after_the_process_went_on)
 			ASSERT_EQ(pattern(a + i * 8), w[i]);
 	}
 	/* one image per snapshot */
-	EXPECT_EQ(-1, finish(g, &e));
+	EXPECT_EQ(-1, finish(self->g, &e));
 	EXPECT_EQ(ENOENT, errno);
 	free(img);
-	reap(pid);
-	close(g);
 }
 
 /* Registers and FPU state are the process's, read in the caller's stop. */
@@ -316,8 +278,8 @@ TEST(registers_come_from_the_process)
 	usleep(100000);		/* let it reach the spin loop */
 	ASSERT_EQ(0, seize(pid));
 	ASSERT_EQ(0, seize(child));
-	ASSERT_EQ(0, snapshot(g, pid, child, GHOST_EXPORT_RUN |
-			      GHOST_EXPORT_SNAPSHOT, &e)) TH_LOG("%s", e.reason);
+	ASSERT_EQ(0, ghost_do_export_snap(g, pid, child, RUN_SNAPSHOT, &e))
+		TH_LOG("%s", e.reason);
 	ASSERT_EQ(0, ptrace(PTRACE_DETACH, pid, 0, 0));
 	ASSERT_EQ(0, finish(g, &e)) TH_LOG("%s", e.reason);
 	img = ghost_read_image(g, &len);
