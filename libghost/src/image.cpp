@@ -12,6 +12,7 @@
 #include "ghost/image.hpp"
 
 #include <poll.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -20,6 +21,7 @@
 #include <cerrno>
 #include <cstddef>
 #include <cstring>
+#include <limits>
 #include <optional>
 
 #include <fmt/format.h>
@@ -122,6 +124,17 @@ class Stream {
     }
 
     template <class T> Result<void> read(T& v) { return read(bytes_of(v)); }
+
+    // Past the next n bytes, unread and out of the checksum, if the source
+    // can skip them (false: nothing moved).
+    Result<bool> skip(std::uint64_t n) {
+        if (auto r = within_limit(n); !r)
+            return r.error();
+        auto r = src_.skip(n);
+        if (r && *r)
+            off_ += n;
+        return r;
+    }
 
     // The next n bytes: in place where the source holds them in memory
     // (page data is then checksummed where it lies, not copied first), else
@@ -873,6 +886,16 @@ class Reader {
             const auto n = std::min<std::uint64_t>(p.nr_pages - done, kPagesChunk / kPage);
             const PageRun part{p.addr + done * kPage, n, s_.off()};
             const std::size_t len = static_cast<std::size_t>(n * kPage);
+            if (o_.skip_pages && !o_.on_pages && !o_.place) {
+                auto skipped = s_.skip(len);
+                if (!skipped)
+                    return skipped.error();
+                if (*skipped) {
+                    img_.unchecked = true;
+                    done += n;
+                    continue;
+                }
+            }
             const std::span<std::byte> to =
                 o_.place ? o_.place(img_, v, part) : std::span<std::byte>{};
             Result<std::span<const std::byte>> data = std::span<const std::byte>(to);
@@ -949,6 +972,8 @@ class Reader {
                                    "checksum is {}",
                                    s.at, xxh ? "a crc32c" : "an xxh64",
                                    xxh ? "an XXH64" : "a crc32c"));
+        if (img_.unchecked) // page data skipped (skip_pages): no sum to compare
+            return {};
         if (xxh && e.xxh64 != s.sum)
             return bad(fmt::format("checksum mismatch: the image is corrupted (the {} bytes "
                                    "before the end section have xxh64 {:#018x}, it says {:#018x})",
@@ -1150,6 +1175,23 @@ std::span<const std::byte> SpanSource::take(std::size_t n) {
     const auto in_place = data_.subspan(off_, n);
     off_ += n;
     return in_place;
+}
+
+Result<bool> SpanSource::skip(std::uint64_t n) {
+    if (n > data_.size() - off_)
+        return false; // read(), which reports where the image ends
+    off_ += static_cast<std::size_t>(n);
+    return true;
+}
+
+Result<bool> FdSource::skip(std::uint64_t n) {
+    struct stat st {};
+    if (::fstat(fd_, &st) != 0 || !S_ISREG(st.st_mode))
+        return false;
+    if (n > static_cast<std::uint64_t>(std::numeric_limits<off_t>::max()) ||
+        ::lseek(fd_, static_cast<off_t>(n), SEEK_CUR) < 0)
+        return false;
+    return true;
 }
 
 Result<std::size_t> FdSource::read(std::span<std::byte> buf) {

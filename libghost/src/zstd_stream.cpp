@@ -88,6 +88,11 @@ class PrefixedFdSource final : public image::Source {
         }
         return read_some(fd_, buf);
     }
+    Result<bool> skip(std::uint64_t n) override {
+        if (off_ < head_.size())
+            return false;
+        return image::FdSource(fd_).skip(n);
+    }
 
   private:
     int fd_;

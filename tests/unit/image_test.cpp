@@ -1612,6 +1612,81 @@ TEST(ImageFdSource, PipeGivesWhatTheSpanGives) {
     }
 }
 
+// An image in a memory file (a regular file to lseek in), at offset 0.
+ghost::UniqueFd image_file(const Bytes& bytes) {
+    ghost::UniqueFd fd(memfd_create("image-test", MFD_CLOEXEC));
+    EXPECT_TRUE(fd);
+    EXPECT_EQ(write(fd.get(), bytes.data(), bytes.size()), static_cast<ssize_t>(bytes.size()));
+    EXPECT_EQ(lseek(fd.get(), 0, SEEK_SET), 0);
+    return fd;
+}
+
+TEST(ImageSkipPages, AFileIsReadWithoutItsPageDataAndUnchecked) {
+    const auto bytes = encode(synthetic());
+    auto fd = image_file(bytes);
+    img::FdSource src(fd.get());
+    img::ReadOptions o;
+    o.skip_pages = true;
+    auto got = img::read(src, o);
+    ASSERT_TRUE(got) << got.error().what();
+    EXPECT_TRUE(got->unchecked);
+    EXPECT_EQ(got->bytes, bytes.size());
+    EXPECT_EQ(encode(*got), bytes); // every record, the same image
+    // Not one byte past END: the offset is the image's end.
+    EXPECT_EQ(lseek(fd.get(), 0, SEEK_CUR), static_cast<off_t>(bytes.size()));
+}
+
+TEST(ImageSkipPages, ASpanIsReadWithoutItsPageData) {
+    const auto bytes = encode(synthetic());
+    img::ReadOptions o;
+    o.skip_pages = true;
+    auto got = img::read(bytes, o);
+    ASSERT_TRUE(got) << got.error().what();
+    EXPECT_TRUE(got->unchecked);
+    EXPECT_EQ(encode(*got), bytes);
+    // Cut inside the page data: still an error naming where it ends.
+    const auto p = find(bytes, GHOST_SEC_PAGES);
+    const Bytes cut(bytes.begin(), bytes.begin() + static_cast<std::ptrdiff_t>(p.at + 100));
+    EXPECT_FALSE(img::read(cut, o));
+}
+
+TEST(ImageSkipPages, ADamagedPageGoesUnseenSkippedAndIsCaughtRead) {
+    auto bytes = encode(synthetic());
+    const auto p = find(bytes, GHOST_SEC_PAGES);
+    bytes[p.at + sizeof(ghost_section) + p.size - 1] ^= std::byte{1}; // a page byte
+    {
+        auto fd = image_file(bytes);
+        img::FdSource src(fd.get());
+        img::ReadOptions o;
+        o.skip_pages = true;
+        auto got = img::read(src, o);
+        ASSERT_TRUE(got) << got.error().what();
+        EXPECT_TRUE(got->unchecked);
+    }
+    auto fd = image_file(bytes);
+    img::FdSource src(fd.get());
+    auto got = img::read(src, img::ReadOptions{});
+    ASSERT_FALSE(got);
+    EXPECT_NE(std::string(got.error().what()).find("checksum mismatch"), std::string::npos);
+}
+
+TEST(ImageSkipPages, APipeIsReadWholeAndChecked) {
+    auto bytes = encode(synthetic());
+    const auto p = find(bytes, GHOST_SEC_PAGES);
+    bytes[p.at + sizeof(ghost_section) + p.size - 1] ^= std::byte{1};
+    int fds[2];
+    ASSERT_EQ(pipe(fds), 0);
+    ghost::UniqueFd rd(fds[0]);
+    auto t = feed(fds[1], bytes, 1000);
+    img::FdSource src(rd.get());
+    img::ReadOptions o;
+    o.skip_pages = true;
+    auto got = img::read(src, o);
+    t.join();
+    ASSERT_FALSE(got);
+    EXPECT_NE(std::string(got.error().what()).find("checksum mismatch"), std::string::npos);
+}
+
 TEST(ImageFdSource, NonBlockingPipeIsWaitedFor) {
     const auto bytes = encode(synthetic());
     int p[2];

@@ -102,8 +102,9 @@ void name_inherited(const std::string& path) {
     auto src = ghost::image_source(fd.get());
     if (!src)
         return;
+    // Only the FILE records are wanted: the page data is skipped, not read.
     ghost::image::ReadOptions ro;
-    ro.on_pages = [](const auto&, const auto&, auto) -> ghost::Result<void> { return {}; };
+    ro.skip_pages = true;
     auto img = ghost::image::read(**src, ro);
     if (!img)
         return;

@@ -115,6 +115,9 @@ struct Image {
     // sections, or a record of another size than this reader's (for its
     // version). encode() writes such an image in the canonical form.
     bool exact = true;
+    // Read with ReadOptions::skip_pages and page data was skipped: the END
+    // checksum was not checked.
+    bool unchecked = false;
 
     std::uint64_t pages() const;           // pages carried (with data), all mappings
     std::uint64_t inherited_pages() const; // pages in runs flagged GHOST_PAGES_PARENT
@@ -137,6 +140,12 @@ class Source {
     // final place (ReadOptions::place): a source that keeps a copy of what
     // it reads need not keep these bytes.
     virtual Result<std::size_t> read_placed(std::span<std::byte> buf) { return read(buf); }
+    // Moves past the next n bytes without reading them, where the source
+    // can (a regular file: lseek); false when it cannot, and nothing moved.
+    virtual Result<bool> skip(std::uint64_t n) {
+        (void)n;
+        return false;
+    }
 };
 
 // Reads a buffer in memory (a memory ghost's view, a mapped file).
@@ -145,6 +154,7 @@ class SpanSource final : public Source {
     explicit SpanSource(std::span<const std::byte> data) : data_(data) {}
     Result<std::size_t> read(std::span<std::byte> buf) override;
     std::span<const std::byte> take(std::size_t n) override;
+    Result<bool> skip(std::uint64_t n) override;
 
   private:
     std::span<const std::byte> data_;
@@ -156,6 +166,7 @@ class FdSource final : public Source {
   public:
     explicit FdSource(int fd) : fd_(fd) {}
     Result<std::size_t> read(std::span<std::byte> buf) override;
+    Result<bool> skip(std::uint64_t n) override;
 
   private:
     int fd_;
@@ -183,6 +194,13 @@ struct ReadOptions {
     // Refuse images larger than this (bytes), with std::errc::file_too_large;
     // 0: no limit.
     std::uint64_t max_bytes = 0;
+    // Do not read page data where the source can skip it (Source::skip: a
+    // regular file), and then do not check the END checksum, which covers
+    // it: a quick look at an image's records (ghostctl naming the
+    // descriptors a checkpoint's restart needs). Such a result describes
+    // the image but does not vouch for it; Image::unchecked says so. Not
+    // with on_pages or place, which want the data.
+    bool skip_pages = false;
 };
 
 // Largest piece of page data given to ReadOptions::on_pages at once.
