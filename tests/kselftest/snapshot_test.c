@@ -261,6 +261,26 @@ TEST_F(forked, pages_come_from_the_fork_after_the_process_went_on)
 	free(img);
 }
 
+/* A snapshot not yet written is dropped by a new export on the ghost. */
+TEST_F(forked, a_plain_export_drops_the_snapshot)
+{
+	struct ghost_export e;
+	char c;
+	pid_t other = spawn(work_idle_bare, &c, 1);	/* not holding the ghost */
+
+	ASSERT_LT(0, other);
+	ASSERT_EQ(0, seize(self->pid));
+	ASSERT_EQ(0, seize(self->f.child));
+	ASSERT_EQ(0, ghost_do_export_snap(self->g, self->pid, self->f.child,
+					  RUN_SNAPSHOT, &e)) TH_LOG("%s", e.reason);
+	ASSERT_EQ(0, ghost_do_export(self->g, other, GHOST_EXPORT_RUN, &e))
+		TH_LOG("%s", e.reason);
+	EXPECT_LT(0, e.bytes);
+	EXPECT_EQ(-1, finish(self->g, &e));
+	EXPECT_EQ(ENOENT, errno);
+	reap(other);
+}
+
 /* Registers and FPU state are the process's, read in the caller's stop. */
 TEST(registers_come_from_the_process)
 {
