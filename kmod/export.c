@@ -222,8 +222,8 @@ int ghost_check_mem_fd(int fd, struct task_struct *task, struct mm_struct *mm,
 }
 
 /* The target, parked, must still be what was checked: no execve between. */
-int ghost_check_unchanged(struct task_struct *task, struct mm_struct *mm,
-			  const struct cred *cred, char *reason)
+static int check_unchanged(struct task_struct *task, struct mm_struct *mm,
+			   const struct cred *cred, char *reason)
 {
 	bool same;
 
@@ -333,7 +333,7 @@ long ghost_export(struct ghost *g, struct ghost_export *e)
 			     task_pid_vnr(task));
 		goto out_release;
 	}
-	err = ghost_check_unchanged(task, mm, tcred, e->reason);
+	err = check_unchanged(task, mm, tcred, e->reason);
 	if (err)
 		goto out_release;
 

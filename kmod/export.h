@@ -3,7 +3,6 @@
 #ifndef GHOST_EXPORT_H
 #define GHOST_EXPORT_H
 
-#include <linux/cred.h>
 #include <linux/sched.h>
 
 #include "capture.h"
@@ -13,8 +12,6 @@ int ghost_check_target(struct task_struct *task, struct task_struct *snap,
 		       char *reason);
 int ghost_check_mem_fd(int fd, struct task_struct *task, struct mm_struct *mm,
 		       char *reason);
-int ghost_check_unchanged(struct task_struct *task, struct mm_struct *mm,
-			  const struct cred *cred, char *reason);
 int ghost_save_cpu(struct task_struct *task, struct ghost_cpu *cpu);
 
 #endif /* GHOST_EXPORT_H */
