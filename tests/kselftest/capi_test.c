@@ -6,6 +6,7 @@
  */
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 
 #include "ghost/ghost.h"
@@ -57,6 +58,20 @@ static void work_report(int fd)
 			good &= buf[i] == pattern((unsigned long)&buf[i]);
 		dprintf(log, "%s %d %lu\n", good ? "OK" : "BAD", getpid(), ++n);
 	}
+}
+
+/*
+ * work_report with one more page that a fork does not copy
+ * (MADV_DONTFORK): no copy-on-write snapshot can be made of it.
+ */
+static void work_report_dontfork(int fd)
+{
+	void *q = mmap(NULL, 4096, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	if (q == MAP_FAILED || madvise(q, 4096, MADV_DONTFORK))
+		_exit(93);
+	work_report(fd);
 }
 
 /* Reports of @pid in LOG so far; *last gets the newest one's count. */
@@ -166,6 +181,34 @@ TEST_F(capi, compressed_checkpoint_leaves_running)
 	close(fd);
 	EXPECT_EQ(1, poke(restored));	/* the image was taken before the poke */
 	reap(restored);
+}
+
+/*
+ * A process that cannot be forked whole is checkpointed the plain way,
+ * held for the whole export: still running afterwards, its image whole.
+ */
+TEST(leave_running_without_a_snapshot_falls_back)
+{
+	struct ghost_error err;
+	pid_t worker, restored;
+	char c;
+	int fd;
+
+	unlink(LOG);
+	worker = spawn(work_report_dontfork, &c, 1);
+	ASSERT_GT(worker, 0);
+	fd = open("/tmp", O_TMPFILE | O_RDWR, 0600);	/* not the worker's */
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(0, ghost_checkpoint_fd(worker, fd, GHOST_CKPT_LEAVE_RUNNING, &err))
+		TH_LOG("%s", err.reason);
+	EXPECT_EQ(1, poke(worker));
+	ASSERT_EQ(0, lseek(fd, 0, SEEK_SET));
+	ASSERT_EQ(0, ghost_restart_fd(fd, &restored, &err)) TH_LOG("%s", err.reason);
+	close(fd);
+	EXPECT_EQ(1, poke(restored));	/* the image was taken before the poke */
+	reap(restored);
+	reap(worker);
+	unlink(LOG);
 }
 
 TEST_F(capi, duplicate_is_independent)
