@@ -64,7 +64,7 @@ struct ghost_mm_snap *ghost_snap_mm(struct mm_struct *mm, u32 vdso_size,
 int ghost_write_mm_snap(struct ghost_stream *s, struct ghost_mm_snap *ms,
 			struct mm_struct *pages);
 void ghost_mm_snap_free(struct ghost_mm_snap *ms);
-int ghost_check_fork_copies(struct mm_struct *mm, char *reason);
+int ghost_mm_snap_check_fork(const struct ghost_mm_snap *ms, char *reason);
 
 /* vma_attrs.c: mlock, madvise flags, may-write; under mmap_lock */
 u32 ghost_vma_attrs(struct vm_area_struct *vma, u32 flags);

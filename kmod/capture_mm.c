@@ -338,28 +338,23 @@ int ghost_write_mm(struct ghost_stream *s, struct mm_struct *mm, u32 vdso_size,
 
 /*
  * A fork copies every mapping but those marked MADV_DONTFORK (absent in
- * the child) and MADV_WIPEONFORK (empty in it): with one of them a fork's
- * memory is not the process's, and a snapshot export is refused.
+ * the child) and MADV_WIPEONFORK (empty in it), as the records of @ms say
+ * (ghost_vma_attrs()): with one of them a fork's memory is not the
+ * process's, and a snapshot export is refused.
  */
-int ghost_check_fork_copies(struct mm_struct *mm, char *reason)
+int ghost_mm_snap_check_fork(const struct ghost_mm_snap *ms, char *reason)
 {
-	struct vm_area_struct *vma;
-	int err = 0;
+	unsigned int i;
 
-	mmap_read_lock(mm);
-	{
-		VMA_ITERATOR(vmi, mm, 0);
+	for (i = 0; i < ms->m.nr_vmas; i++) {
+		const struct ghost_vma *v = &ms->vmas[i].v;
 
-		for_each_vma(vmi, vma) {
-			if (!(vma->vm_flags & (VM_DONTCOPY | VM_WIPEONFORK)))
-				continue;
-			ghost_reason(reason,
-				     "the mapping at %#lx is not copied by a fork (MADV_DONTFORK or MADV_WIPEONFORK): no copy-on-write snapshot",
-				     vma->vm_start);
-			err = -EOPNOTSUPP;
-			break;
-		}
+		if (!(v->flags & (GHOST_VMA_DONTFORK | GHOST_VMA_WIPEONFORK)))
+			continue;
+		ghost_reason(reason,
+			     "the mapping at %#llx is not copied by a fork (MADV_DONTFORK or MADV_WIPEONFORK): no copy-on-write snapshot",
+			     v->start);
+		return -EOPNOTSUPP;
 	}
-	mmap_read_unlock(mm);
-	return err;
+	return 0;
 }

@@ -134,7 +134,7 @@ int ghost_create_fd(u32 flags);
 struct ghost_export;
 long ghost_export(struct ghost *g, struct ghost_export *arg);
 
-/* snapshot.c: the two calls of a copy-on-write export; under g->lock */
+/* snapshot.c: the two calls of a copy-on-write export (each takes g->lock) */
 long ghost_export_snapshot(struct ghost *g, struct ghost_export *e);
 long ghost_export_finish(struct ghost *g, struct ghost_export *e);
 void ghost_snapshot_drop(struct ghost *g);

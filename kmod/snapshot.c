@@ -164,33 +164,33 @@ static int capture(struct ghost_snapshot *sn, struct task_struct *task,
 	u32 vdso_size, vdso_crc;
 	int locks, err;
 
-	err = ghost_check_fork_copies(mm, reason);
-	if (err)
-		return err;
 	locks = ghost_check_task(task, mm, reason);
 	if (locks < 0)
 		return locks;
+	err = ghost_vdso_of(mm, &vdso_size, &vdso_crc);
+	if (err)
+		return err;
+	sn->mm = ghost_snap_mm(mm, vdso_size, vdso_crc, reason);
+	if (IS_ERR(sn->mm)) {
+		err = PTR_ERR(sn->mm);
+		sn->mm = NULL;
+		return err;
+	}
+	err = ghost_mm_snap_check_fork(sn->mm, reason);
+	if (err)
+		return err;
 	err = ghost_save_cpu(task, &cpu);
 	if (err) {
 		ghost_reason(reason, "reading the registers of pid %d failed",
 			     task_pid_vnr(task));
 		goto out;
 	}
-	err = ghost_vdso_of(mm, &vdso_size, &vdso_crc);
-	if (err)
-		goto out;
 	sn->head.res.ops = &buf_ops;
 	sn->files.res.ops = &buf_ops;
 	ghost_stream_init(&s, &sn->head.res);
 	err = ghost_write_head(&s, task, mm, &cpu, vdso_size, locks, reason);
 	if (err)
 		goto out;
-	sn->mm = ghost_snap_mm(mm, vdso_size, vdso_crc, reason);
-	if (IS_ERR(sn->mm)) {
-		err = PTR_ERR(sn->mm);
-		sn->mm = NULL;
-		goto out;
-	}
 	ghost_stream_init(&s, &sn->files.res);
 	err = ghost_write_files(&s, task, reason);
 out:
