@@ -882,20 +882,20 @@ class Reader {
             return r;
 
         PageRun run{p.addr, p.nr_pages, s_.off()};
-        for (std::uint64_t done = 0; done < p.nr_pages;) {
+        std::uint64_t done = 0;
+        if (o_.skip_pages && !o_.on_pages && !o_.place) { // the whole run, unread
+            auto skipped = s_.skip(p.nr_pages * kPage);
+            if (!skipped)
+                return skipped.error();
+            if (*skipped) {
+                img_.unchecked = true;
+                done = p.nr_pages;
+            }
+        }
+        for (; done < p.nr_pages;) {
             const auto n = std::min<std::uint64_t>(p.nr_pages - done, kPagesChunk / kPage);
             const PageRun part{p.addr + done * kPage, n, s_.off()};
             const std::size_t len = static_cast<std::size_t>(n * kPage);
-            if (o_.skip_pages && !o_.on_pages && !o_.place) {
-                auto skipped = s_.skip(len);
-                if (!skipped)
-                    return skipped.error();
-                if (*skipped) {
-                    img_.unchecked = true;
-                    done += n;
-                    continue;
-                }
-            }
             const std::span<std::byte> to =
                 o_.place ? o_.place(img_, v, part) : std::span<std::byte>{};
             Result<std::span<const std::byte>> data = std::span<const std::byte>(to);
