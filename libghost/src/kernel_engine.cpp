@@ -18,6 +18,12 @@
 
 namespace ghost {
 
+Error detail::ioctl_error(int err, const char* reason, std::string_view what) {
+    if (reason[0])
+        return Error::from_errno(err, std::string(reason, strnlen(reason, GHOST_REASON_LEN)));
+    return Error::from_errno(err, fmt::format("{} failed: {}", what, errno_text(err)));
+}
+
 namespace {
 
 Error open_error(int err, std::string_view dev) {
@@ -38,13 +44,6 @@ Error open_error(int err, std::string_view dev) {
     default:
         return Error::from_errno(err, fmt::format("cannot open {}: {}", dev, errno_text(err)));
     }
-}
-
-// The module's reason when it gave one, else a sentence from the errno.
-Error ioctl_error(int err, const char* reason, std::string_view what) {
-    if (reason[0])
-        return Error::from_errno(err, std::string(reason, strnlen(reason, GHOST_REASON_LEN)));
-    return Error::from_errno(err, fmt::format("{} failed: {}", what, errno_text(err)));
 }
 
 // Opening the target's pidfd or /proc/PID/mem failed: the access check.
@@ -92,7 +91,7 @@ template <class Base> class KernelGhostBase : public Base {
                     err, fmt::format("not allowed to export process {}: only its owner or root "
                                      "may",
                                      pid));
-            return ioctl_error(err, e.reason, fmt::format("exporting process {}", pid));
+            return detail::ioctl_error(err, e.reason, fmt::format("exporting process {}", pid));
         }
         len_ = e.bytes;
         return ExportStats{e.bytes, e.frozen_ns};
@@ -105,7 +104,7 @@ template <class Base> class KernelGhostBase : public Base {
         if (o.stopped && err == EINVAL && !im.reason[0])
             return Error::from_errno(err, "this ghost.ko cannot restore a process stopped "
                                           "(it lacks GHOST_IMPORT_STOPPED: load a newer module)");
-        return ioctl_error(err, im.reason, "importing the image");
+        return detail::ioctl_error(err, im.reason, "importing the image");
     }
 
     const Backend& backend() const override { return backend_; }

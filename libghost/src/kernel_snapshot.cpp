@@ -4,13 +4,12 @@
 #include <sys/ioctl.h>
 
 #include <chrono>
-#include <cstring>
+#include <cerrno>
 
 #include <fmt/format.h>
 #include <linux/ghost.h>
 
 #include "ghost/c/export_target.h"
-#include "sys.hpp"
 #include "user/attrs.hpp"
 #include "user/tracee.hpp"
 #include "user/user.hpp"
@@ -108,14 +107,9 @@ std::optional<Result<ExportStats>> kernel_snapshot_export(int ghost_fd, pid_t pi
     ghost_export f{};
     f.size = sizeof(f);
     f.flags = GHOST_EXPORT_FINISH;
-    if (::ioctl(ghost_fd, GHOST_IOC_EXPORT, &f) != 0) {
-        const int err = errno;
-        if (f.reason[0])
-            return Result<ExportStats>(
-                Error::from_errno(err, std::string(f.reason, strnlen(f.reason, sizeof(f.reason)))));
-        return Result<ExportStats>(Error::from_errno(
-            err, fmt::format("writing the image of process {}: {}", pid, errno_text(err))));
-    }
+    if (::ioctl(ghost_fd, GHOST_IOC_EXPORT, &f) != 0)
+        return Result<ExportStats>(
+            ioctl_error(errno, f.reason, fmt::format("writing the image of process {}", pid)));
     return Result<ExportStats>(ExportStats{f.bytes, frozen_ns, true});
 }
 

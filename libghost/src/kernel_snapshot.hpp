@@ -8,11 +8,16 @@
 #include <sys/types.h>
 
 #include <optional>
+#include <string_view>
 
 #include "ghost/engine.hpp"
 #include "ghost/result.hpp"
 
 namespace ghost::detail {
+
+// A ghost.ko ioctl's failure: the module's reason when it gave one, else a
+// sentence from the errno naming what failed (kernel_engine.cpp).
+Error ioctl_error(int err, const char* reason, std::string_view what);
 
 // The export's result, or std::nullopt where this way is not open (the
 // module lacks it, the process cannot be traced or fork, ghost.ko refused
