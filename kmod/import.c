@@ -7,7 +7,9 @@
  * go; the caller moves it (arch_prctl(ARCH_MAP_VDSO_64), which no module can
  * do) and calls again. Then, if the vDSO is in place, the point of no return
  * is passed and restore.c rebuilds the caller. With GHOST_IMPORT_STOPPED it
- * is sent SIGSTOP last, so it stops before running the image.
+ * is sent SIGSTOP last, so it stops before running the image. With
+ * GHOST_IMPORT_DIRECT and an image file, the page data is not staged but
+ * read into place after the point of no return (late_pages.c).
  */
 #include <linux/compat.h>
 #include <linux/cred.h>
@@ -26,6 +28,9 @@
 #include <linux/ghost.h>
 
 #include "import.h"
+
+#define GHOST_LATE_REASON \
+	"checksum mismatch (xxh64) in the page data read after the point of no return: the image is damaged or changed since it was staged; the importer is killed"
 
 static unsigned long current_vvar(void)
 {
@@ -166,6 +171,7 @@ int ghost_import(struct ghost *g, struct ghost_import *im, struct file *self,
 	const struct staged_vma *sv;
 	struct ghost_staged *st;
 	struct ghost_stream s;
+	bool direct;
 	int err;
 
 	memset(im->reason, 0, sizeof(im->reason));
@@ -201,7 +207,9 @@ int ghost_import(struct ghost *g, struct ghost_import *im, struct file *self,
 		if (g->res->ops->rewind)
 			g->res->ops->rewind(g->res);
 		ghost_stream_init(&s, g->res);
-		err = ghost_stage(&s, &st, im->reason);
+		err = ghost_stage(&s, (im->flags & GHOST_IMPORT_DIRECT) ?
+				  ghost_res_direct_file(g->res) : NULL,
+				  &st, im->reason);
 		im->bytes = s.off;
 		if (err)
 			goto out;
@@ -249,10 +257,11 @@ int ghost_import(struct ghost *g, struct ghost_import *im, struct file *self,
 	init_task_work(&axw->cb, set_ax);
 	get_file(self);		/* restore_files() may close its descriptor */
 	err = ghost_restore(st, self);
+	direct = st->direct;
 	ghost_staged_free(st);
 	fput(self);
 	ghost_event(GHOST_CMD_IMPORTED, current, im->flags, im->bytes, 0, err,
-		    NULL);
+		    direct && err == -EBADMSG ? GHOST_LATE_REASON : NULL);
 	if (err) {
 		/* Being killed makes copies fail: that is no failure of ours. */
 		if (!fatal_signal_pending(current))

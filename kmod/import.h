@@ -13,11 +13,13 @@
 #include "internal.h"
 
 struct fpstate;
+struct ghost_late;
 
 struct staged_run {
 	unsigned long addr;
 	unsigned long nr_pages;
-	struct page **pages;
+	u64 data_at;			/* direct: where its page data lies */
+	struct page **pages;		/* NULL when read direct */
 	unsigned long *lent;		/* bitmap: page borrowed from a memory ghost */
 	size_t pages_cap;		/* allocated entries of @pages */
 	size_t lent_cap;		/* allocated words of @lent */
@@ -75,12 +77,21 @@ struct ghost_staged {
 	size_t locks_cap;
 	struct staged_lock *locks;
 	u64 bytes;
+	/*
+	 * GHOST_IMPORT_DIRECT: page data is read from @direct after the point
+	 * of no return, and the XXH64 of the @end_at bytes before the END
+	 * record checked against @end_sum then (late_pages.c). NULL: staged.
+	 */
+	struct file *direct;
+	struct ghost_late *late;	/* its reader, made before */
+	u64 end_at;
+	u64 end_sum;
 };
 
 /* stage.c */
 __printf(2, 3) int ghost_bad(char *reason, const char *fmt, ...);
-int ghost_stage(struct ghost_stream *s, struct ghost_staged **out,
-		char *reason);
+int ghost_stage(struct ghost_stream *s, struct file *direct,
+		struct ghost_staged **out, char *reason);
 void ghost_staged_free(struct ghost_staged *st);
 const struct staged_vma *ghost_staged_vma(const struct ghost_staged *st,
 					  u32 flag);
@@ -114,6 +125,13 @@ int ghost_check_vdso(const struct ghost_staged *st, char *reason);
 int ghost_check_attrs_import(const struct ghost_staged *st, char *reason);
 int ghost_check_attrs_caller(const struct ghost_staged *st, char *reason);
 void ghost_restore_attrs(const struct ghost_staged *st);
+
+/* late_pages.c: GHOST_IMPORT_DIRECT's page data, past the point of no return */
+struct ghost_late *ghost_late_begin(struct file *file);
+int ghost_late_read(struct ghost_late *r, const struct staged_run *run,
+		    unsigned long first, struct page **pages, unsigned int nr);
+int ghost_late_end(struct ghost_late *r, const struct ghost_staged *st);
+void ghost_late_free(struct ghost_late *r);
 
 /* restore.c: past the point of no return; a failure is fatal. */
 int ghost_restore(struct ghost_staged *st, struct file *self);

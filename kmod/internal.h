@@ -52,6 +52,11 @@ struct ghost_res_ops {
 	/* file and network: read, into @nr whole pages at once */
 	int (*read_pages)(struct ghost_res *res, struct page **pages,
 			  unsigned int nr);
+	/*
+	 * file only: past @len bytes without reading them; -ESPIPE unless a
+	 * regular file, -ENODATA when it holds fewer
+	 */
+	int (*skip)(struct ghost_res *res, u64 len);
 	void (*rewind)(struct ghost_res *res);		/* memory only */
 	/* memory only: a reference to the next whole page, if read is aligned */
 	struct page *(*take_page)(struct ghost_res *res);
@@ -72,6 +77,7 @@ struct ghost_res {
 };
 
 struct ghost_res *ghost_res_create(const struct ghost_plug *p);
+struct file *ghost_res_direct_file(struct ghost_res *res);
 ssize_t ghost_mem_read_user(struct ghost_res *res, char __user *ubuf,
 			    size_t len, loff_t *pos);
 ssize_t ghost_mem_write_user(struct ghost_res *res, const char __user *ubuf,
@@ -104,6 +110,7 @@ int ghost_stream_read_pages(struct ghost_stream *s, struct page **pages,
 int ghost_stream_write_pages(struct ghost_stream *s, struct page **pages,
 			     unsigned int nr);
 int ghost_stream_skip_zeros(struct ghost_stream *s, size_t len);
+int ghost_stream_skip(struct ghost_stream *s, u64 len);
 struct page *ghost_stream_take_page(struct ghost_stream *s);
 int ghost_section_begin(struct ghost_stream *s, u32 type, u16 rec, u64 size);
 int ghost_section_end(struct ghost_stream *s, u64 size);

@@ -374,6 +374,24 @@ static int file_read_pages(struct ghost_res *res, struct page **pages,
 	return file_pages(res, pages, nr, false);
 }
 
+/*
+ * Page data an import reads later, straight into the new mappings
+ * (GHOST_IMPORT_DIRECT): the bytes must be in the file now, so that an
+ * image cut short is refused before the point of no return.
+ */
+static int file_skip(struct ghost_res *res, u64 len)
+{
+	struct file *f = to_fileres(res)->file;
+	loff_t size = i_size_read(file_inode(f));
+
+	if (!S_ISREG(file_inode(f)->i_mode))
+		return -ESPIPE;
+	if (f->f_pos > size || len > (u64)(size - f->f_pos))
+		return -ENODATA;
+	f->f_pos += len;
+	return 0;
+}
+
 static void file_release(struct ghost_res *res)
 {
 	fput(to_fileres(res)->file);
@@ -385,6 +403,7 @@ static const struct ghost_res_ops file_ops = {
 	.read = file_read,
 	.write_pages = file_write_pages,
 	.read_pages = file_read_pages,
+	.skip = file_skip,
 	.release = file_release,
 };
 
@@ -418,6 +437,24 @@ static struct ghost_res *file_create(int fd, u32 type)
 inval:
 	fput(f);
 	return ERR_PTR(-EINVAL);
+}
+
+/*
+ * The image file an import may read page data from at any offset, after
+ * the point of no return (GHOST_IMPORT_DIRECT): a regular file, open for
+ * reading, with read_iter. A reference, or NULL for any other resource.
+ */
+struct file *ghost_res_direct_file(struct ghost_res *res)
+{
+	struct file *f;
+
+	if (res->ops != &file_ops || res->type != GHOST_RES_FILE)
+		return NULL;
+	f = to_fileres(res)->file;
+	if (!S_ISREG(file_inode(f)->i_mode) || !(f->f_mode & FMODE_READ) ||
+	    !f->f_op->read_iter)
+		return NULL;
+	return get_file(f);
 }
 
 struct ghost_res *ghost_res_create(const struct ghost_plug *p)

@@ -80,13 +80,17 @@ static int unmap_all(struct mm_struct *mm, bool keep_vdso)
  * copy), and the staged pages are copied into them. Read-only private
  * mappings are written the way a debugger would (FOLL_FORCE), as
  * access_process_vm() does; written pages of shared mappings are dirtied.
+ * With GHOST_IMPORT_DIRECT (@late) the batch is read into them from the
+ * image file instead.
  */
-static int fill_run(const struct ghost_vma *v, const struct staged_run *run)
+static int fill_run(const struct ghost_vma *v, const struct staged_run *run,
+		    struct ghost_late *late)
 {
 	unsigned int flags = FOLL_WRITE | ((v->prot & PROT_WRITE) ? 0 : FOLL_FORCE);
 	struct mm_struct *mm = current->mm;
 	struct page *pages[GHOST_PAGE_BATCH];
 	unsigned long done = 0;
+	int err;
 
 	while (done < run->nr_pages) {
 		unsigned long n = min_t(unsigned long, run->nr_pages - done,
@@ -99,18 +103,22 @@ static int fill_run(const struct ghost_vma *v, const struct staged_run *run)
 		mmap_read_unlock(mm);
 		if (got <= 0)
 			return got ? got : -EFAULT;
+		err = late ? ghost_late_read(late, run, done, pages, got) : 0;
 		for (i = 0; i < got; i++) {
-			copy_highpage(pages[i], run->pages[done + i]);
+			if (!late)
+				copy_highpage(pages[i], run->pages[done + i]);
 			if (!PageAnon(pages[i]))
 				set_page_dirty_lock(pages[i]);
 			put_page(pages[i]);
 		}
+		if (err)
+			return err;
 		done += got;
 	}
 	return 0;
 }
 
-static int map_vma(const struct staged_vma *sv)
+static int map_vma(const struct staged_vma *sv, struct ghost_late *late)
 {
 	const struct ghost_vma *v = &sv->v;
 	unsigned long flags = MAP_FIXED, addr;
@@ -129,14 +137,14 @@ static int map_vma(const struct staged_vma *sv)
 		return -EFAULT;
 
 	for (r = 0; r < sv->nr_runs; r++) {
-		err = fill_run(v, &sv->runs[r]);
+		err = fill_run(v, &sv->runs[r], late);
 		if (err)
 			return err;
 	}
 	return 0;
 }
 
-static int restore_mm(struct ghost_staged *st)
+static int restore_mm(struct ghost_staged *st, struct ghost_late *late)
 {
 	struct mm_struct *mm = current->mm;
 	const struct ghost_mm *m = &st->mm;
@@ -149,10 +157,14 @@ static int restore_mm(struct ghost_staged *st)
 	for (i = 0; i < st->nr_vmas; i++) {
 		if (st->vmas[i].v.flags & (GHOST_VMA_VDSO | GHOST_VMA_VVAR))
 			continue;
-		err = map_vma(&st->vmas[i]);
+		err = map_vma(&st->vmas[i], late);
 		if (err)
 			return err;
 	}
+	/* Before a descriptor changes: the caller's parent sees it die. */
+	err = late ? ghost_late_end(late, st) : 0;
+	if (err)
+		return err;
 
 	mmap_write_lock(mm);
 	mm->start_code = m->start_code;
@@ -396,7 +408,7 @@ int ghost_restore(struct ghost_staged *st, struct file *self)
 {
 	int err;
 
-	err = restore_mm(st);
+	err = restore_mm(st, st->late);
 	if (err)
 		return err;
 	/*

@@ -5,7 +5,9 @@
  * caller's for an image without them),
  * page data is kept in kernel pages, the FPU state is converted (which is
  * its validation), and the checksum is verified. Any failure here leaves the
- * caller exactly as it was.
+ * caller exactly as it was. With GHOST_IMPORT_DIRECT the page data is only
+ * found to be there and passed over; it and the checksum are read after
+ * the point of no return (late_pages.c).
  */
 #include <linux/bitmap.h>
 #include <linux/capability.h>
@@ -593,8 +595,9 @@ static int stage_mm(struct ghost_stream *s, struct ghost_staged *st,
  * The run's arrays grow as its pages arrive, never sized by the header: a
  * short stream claiming a huge run must not make the kernel allocate for it.
  */
-static int stage_run(struct ghost_stream *s, struct staged_vma *sv,
-		     const struct ghost_pages *p, char *reason)
+static int stage_run(struct ghost_stream *s, const struct ghost_staged *st,
+		     struct staged_vma *sv, const struct ghost_pages *p,
+		     char *reason)
 {
 	struct staged_run *run;
 	unsigned long i, n, k;
@@ -607,6 +610,13 @@ static int stage_run(struct ghost_stream *s, struct staged_vma *sv,
 	run = &sv->runs[sv->nr_runs++];
 	memset(run, 0, sizeof(*run));
 	run->addr = p->addr;
+	if (st->direct) {
+		/* read straight into the mapping, later (late_pages.c) */
+		run->data_at = s->off;
+		run->nr_pages = p->nr_pages;
+		err = ghost_stream_skip(s, p->nr_pages * PAGE_SIZE);
+		return err ? short_read(s, err, reason) : 0;
+	}
 	for (i = 0; i < p->nr_pages; i += n) {
 		struct page *pg;
 
@@ -693,7 +703,7 @@ static int stage_pages(struct ghost_stream *s, const struct ghost_staged *st,
 		       ghost_bad(reason, "non-zero padding in page run") :
 		       short_read(s, err, reason);
 	*carried += p.nr_pages;
-	return stage_run(s, sv, &p, reason);
+	return stage_run(s, st, sv, &p, reason);
 }
 
 /*
@@ -931,6 +941,8 @@ static int check_end(struct ghost_stream *s, const struct ghost_staged *st,
 				 sec->rec);
 	if (xxh ? end->crc32c != 0 : end->xxh64 != 0)
 		return ghost_bad(reason, "the end section is malformed");
+	if (st->direct)
+		return 0;	/* the page data is to come: late_pages.c */
 	if (xxh ? end->xxh64 != sec->sum : end->crc32c != (u32)sec->sum)
 		return ghost_bad(reason, "checksum mismatch (%s): the image is corrupted",
 				 xxh ? "xxh64" : "crc32c");
@@ -967,6 +979,8 @@ static int stage_tail(struct ghost_stream *s, struct ghost_staged *st,
 		err = read_record(s, &sec, &end, sizeof(end), reason);
 		if (!err)
 			err = check_end(s, st, &sec, &end, reason);
+		st->end_at = sec.at;
+		st->end_sum = end.xxh64;
 		if (!err)
 			st->bytes = s->off;
 		return err;
@@ -1031,7 +1045,7 @@ void ghost_staged_free(struct ghost_staged *st)
 		for (j = 0; j < sv->nr_runs; j++) {
 			struct staged_run *run = &sv->runs[j];
 
-			for (k = 0; k < run->nr_pages; k++) {
+			for (k = 0; run->pages && k < run->nr_pages; k++) {
 				if (test_bit(k, run->lent))
 					put_page(run->pages[k]);
 				else
@@ -1060,6 +1074,9 @@ void ghost_staged_free(struct ghost_staged *st)
 		put_cred(st->cred);
 	if (st->owner_mm)
 		mmdrop(st->owner_mm);
+	ghost_late_free(st->late);
+	if (st->direct)
+		fput(st->direct);
 	kfree(st);
 }
 
@@ -1074,8 +1091,14 @@ const struct staged_vma *ghost_staged_vma(const struct ghost_staged *st,
 	return NULL;
 }
 
-int ghost_stage(struct ghost_stream *s, struct ghost_staged **out,
-		char *reason)
+/*
+ * @direct: the image file, when the caller asked for GHOST_IMPORT_DIRECT
+ * and the resource can be read at any offset (a reference, which the
+ * staged image takes); NULL to stage the page data. Only XXH64 images are
+ * read direct: late_pages.c checks no crc32c.
+ */
+int ghost_stage(struct ghost_stream *s, struct file *direct,
+		struct ghost_staged **out, char *reason)
 {
 	struct ghost_staged *st = kzalloc(sizeof(*st), GFP_KERNEL);
 	const struct cred *old;
@@ -1083,9 +1106,16 @@ int ghost_stage(struct ghost_stream *s, struct ghost_staged **out,
 	unsigned int i;
 	int err;
 
-	if (!st)
+	if (!st) {
+		if (direct)
+			fput(direct);
 		return -ENOMEM;
+	}
 	err = stage_header(s, st, reason);
+	if (direct && !err && !(st->hdr.features & GHOST_IMAGE_FEAT_XXH64))
+		fput(direct);
+	else
+		st->direct = direct;
 	if (!err)
 		err = stage_task(s, st, reason);
 	if (!err)
@@ -1117,6 +1147,11 @@ int ghost_stage(struct ghost_stream *s, struct ghost_staged **out,
 		err = check_fd_limit(st, reason);
 	if (!err)
 		err = ghost_check_vma_attrs(st, reason);
+	if (!err && st->direct) {
+		st->late = ghost_late_begin(st->direct);
+		if (!st->late)
+			err = -ENOMEM;
+	}
 	if (err) {
 		if (!reason[0])
 			ghost_reason(reason, "reading the image failed (error %d)", err);

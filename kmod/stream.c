@@ -142,6 +142,23 @@ struct page *ghost_stream_take_page(struct ghost_stream *s)
 	return pg;
 }
 
+/*
+ * Past @len bytes the caller reads later (GHOST_IMPORT_DIRECT page data).
+ * They are not in the running sum, which is therefore no longer the
+ * image's: the reader checks the sum at the end itself (late_pages.c).
+ */
+int ghost_stream_skip(struct ghost_stream *s, u64 len)
+{
+	int err;
+
+	if (!s->res->ops->skip)
+		return -ESPIPE;
+	err = s->res->ops->skip(s->res, len);
+	if (!err)
+		s->off += len;
+	return err;
+}
+
 /* Reads @len bytes that must be zero (padding). */
 int ghost_stream_skip_zeros(struct ghost_stream *s, size_t len)
 {

@@ -24,6 +24,8 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -56,6 +58,50 @@ void reap(pid_t child) {
     int status;
     while (::waitpid(child, &status, 0) < 0 && errno == EINTR) {
     }
+}
+
+// Whether /proc says the task is exiting (PF_EXITING in its stat flags).
+bool exiting(pid_t pid) {
+    std::ifstream in(fmt::format("/proc/{}/stat", pid));
+    std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const auto paren = stat.rfind(')'); // the command name may hold anything
+    if (paren == std::string::npos)
+        return true; // gone
+    std::istringstream rest(stat.substr(paren + 1));
+    std::string field;
+    unsigned long flags = 0;
+    // state ppid pgrp session tty_nr tpgid, then flags (fields 3..9)
+    for (int i = 0; i < 6 && rest >> field; i++) {
+    }
+    rest >> flags;
+    constexpr unsigned long pf_exiting = 0x4;
+    return flags & pf_exiting;
+}
+
+// The status pipe also reads end of file when the importer dies: a kernel
+// import that fails past its point of no return (page data read after it,
+// GHOST_IMPORT_DIRECT, not matching the image's checksum) kills it before
+// any descriptor of it changed. A dying task is marked exiting before its
+// descriptors close, so at end of file it either runs as the image or
+// has begun to exit; a start that ends in SIGKILL is that failure.
+Result<void> not_killed_in_import(pid_t child) {
+    siginfo_t si{};
+    int flags = WEXITED | WNOWAIT | WNOHANG;
+    if (exiting(child))
+        flags &= ~WNOHANG; // it ends now: see how
+    while (::waitid(P_PID, static_cast<id_t>(child), &si, flags) != 0)
+        if (errno != EINTR)
+            return {};
+    if (si.si_pid != child || si.si_code != CLD_KILLED || si.si_status != SIGKILL)
+        return {};
+    reap(child);
+    return Error::from_errno(EBADMSG,
+                             fmt::format("the restored process {} was killed while it was being "
+                                         "rebuilt, past the point of no return: the image's page "
+                                         "data does not match its checksum (the image is damaged, "
+                                         "or it changed during the restart; the kernel log says "
+                                         "which), or memory ran out",
+                                         child));
 }
 
 // The stub's report: '+' as it starts, then nothing (success: the image
@@ -105,6 +151,8 @@ Result<void> await_restored(pid_t child, int status_fd, std::uint64_t total,
                                           : fmt::format("signal {}", WTERMSIG(status))));
     }
     if (report == "+") {
+        if (auto alive = not_killed_in_import(child); !alive)
+            return alive.error();
         if (progress)
             progress({total, total});
         return {};

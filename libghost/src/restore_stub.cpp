@@ -137,6 +137,9 @@ int main(int argc, char** argv) {
     ghost::RestoreOptions o;
     o.stopped = stopped;
     o.sequence = sequence;
+    // This process exists to become the image: a failure past the kernel's
+    // point of no return kills it, which restart() reports.
+    o.direct = true;
     // After '+', a '.' for every image of a sequence taken in; a failure's
     // report starts with its errno, a digit.
     o.image_done = [status_fd] { (void)!::write(status_fd, ".", 1); };

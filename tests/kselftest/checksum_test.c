@@ -6,6 +6,14 @@
  * same memory; a flipped page byte in either is refused, naming the
  * checksum, before the process runs; an XXH64 image whose END record is too
  * short for the hash is refused.
+ *
+ * GHOST_IMPORT_DIRECT moves the page data, and with it the checksum, past
+ * the point of no return: from an image file the process is restored the
+ * same, a flipped page byte kills the importer before the image runs one
+ * instruction (it never stops with GHOST_IMPORT_STOPPED), an image cut
+ * short in its page data is still refused with the importer alive, and
+ * where the flag does not apply (a memory ghost, a crc32c image) the image
+ * is staged and checked as without it.
  */
 #include "ghost/c/restore_self.h"
 #include "ghost_util.h"
@@ -186,6 +194,139 @@ TEST(xxh64_image_with_a_short_end_record_is_refused)
 	h->features |= GHOST_IMAGE_FEAT_XXH64;
 	h->required_features |= GHOST_IMAGE_FEAT_XXH64;
 	EXPECT_EQ(0, import_child(img, len, "end record has none"));
+	free(img);
+}
+
+/* ---- GHOST_IMPORT_DIRECT ------------------------------------------------ */
+
+/* A ghost on a memory file holding @img; -1 on failure. */
+static int file_ghost(const char *img, size_t len)
+{
+	int fd = memfd_create("ghost-image", 0), g = -1;
+
+	if (fd >= 0 && write(fd, img, len) == (ssize_t)len &&
+	    lseek(fd, 0, SEEK_SET) == 0)
+		g = ghost_new();
+	if (g >= 0 && ghost_plug(g, GHOST_RES_FILE, fd)) {
+		close(g);
+		g = -1;
+	}
+	if (fd >= 0)
+		close(fd);
+	return g;
+}
+
+enum direct_outcome {
+	DIRECT_RAN_INTACT,	/* restored, stopped, its pages as they were */
+	DIRECT_REFUSED,		/* refused with the reason asked for, alive */
+	DIRECT_KILLED,		/* SIGKILL before it ran (it never stopped) */
+};
+
+/*
+ * Imports @img with GHOST_IMPORT_DIRECT | GHOST_IMPORT_STOPPED into a fresh
+ * child, from a memory file (@mem: from a memory ghost). What became of
+ * the child, or -1 for anything else (printed). @words: the reason a
+ * refusal must hold.
+ */
+static int import_direct(const char *img, size_t len, bool mem,
+			 const char *words)
+{
+	int g = mem ? ghost_new_mem() : file_ghost(img, len), status = -1;
+	pid_t child;
+
+	if (g < 0 || (mem && write(g, img, len) != (ssize_t)len))
+		return -1;
+	child = fork();
+	if (child == 0) {
+		struct ghost_import im;
+
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		drop_shared_anon();
+		ghost_restore_self_flags(g, &im, GHOST_IMPORT_DIRECT | GHOST_IMPORT_STOPPED);
+		if (errno != EBADMSG)
+			_exit(100);
+		if (!words || !strstr(im.reason, words)) {
+			fprintf(stderr, "reason: %s\n", im.reason);
+			_exit(2);
+		}
+		_exit(0);
+	}
+	close(g);
+	if (waitpid(child, &status, WUNTRACED) != child)
+		return -1;
+	if (WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL)
+		return DIRECT_KILLED;
+	if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
+		return DIRECT_REFUSED;
+	if (!WIFSTOPPED(status)) {
+		fprintf(stderr, "importer status %#x\n", status);
+		return -1;
+	}
+	kill(child, SIGUSR1);
+	kill(child, SIGCONT);
+	if (waitpid(child, &status, 0) != child || !WIFEXITED(status) ||
+	    WEXITSTATUS(status)) {
+		fprintf(stderr, "restored process status %#x\n", status);
+		return -1;
+	}
+	return DIRECT_RAN_INTACT;
+}
+
+TEST(direct_import_restores_and_a_flipped_page_byte_kills_before_it_runs)
+{
+	unsigned long addr = 0;
+	long held = ghost_pages_held();
+	size_t len;
+	char *img = pattern_image(&len, &addr);
+
+	ASSERT_NE(NULL, img);
+	ASSERT_TRUE(image_xxh64(img));
+	EXPECT_EQ(DIRECT_RAN_INTACT, import_direct(img, len, false, NULL));
+	/* nothing left held in the module */
+	EXPECT_EQ(held, ghost_pages_held());
+	ASSERT_EQ(0, flip_page_byte(img, len, addr));
+	EXPECT_EQ(DIRECT_KILLED, import_direct(img, len, false, NULL));
+	free(img);
+}
+
+TEST(direct_import_of_an_image_cut_short_in_its_pages_is_refused)
+{
+	static struct image_sec secs[4096];
+	unsigned long addr = 0;
+	size_t len;
+	char *img = pattern_image(&len, &addr);
+	const char *page;
+	int n;
+
+	ASSERT_NE(NULL, img);
+	n = image_walk(img, len, secs, 4096);
+	ASSERT_LT(0, n);
+	page = image_page(secs, n, addr + 5 * PAGE);
+	ASSERT_NE(NULL, page);
+	EXPECT_EQ(DIRECT_REFUSED,
+		  import_direct(img, page - img, false, "the image ends early"));
+	free(img);
+}
+
+TEST(direct_is_ignored_where_it_does_not_apply)
+{
+	unsigned long addr = 0;
+	size_t len;
+	char *img = pattern_image(&len, &addr);
+
+	ASSERT_NE(NULL, img);
+	/* a crc32c image from a file: staged and checked before the point */
+	len = to_crc32c(img, len);
+	ASSERT_EQ(0, flip_page_byte(img, len, addr));
+	EXPECT_EQ(DIRECT_REFUSED,
+		  import_direct(img, len, false, "checksum mismatch (crc32c)"));
+	free(img);
+	/* an XXH64 image in a memory ghost: the same */
+	img = pattern_image(&len, &addr);
+	ASSERT_NE(NULL, img);
+	ASSERT_EQ(0, flip_page_byte(img, len, addr));
+	EXPECT_EQ(DIRECT_REFUSED,
+		  import_direct(img, len, true, "checksum mismatch (xxh64)"));
 	free(img);
 }
 

@@ -38,7 +38,7 @@
 
 /* Version of this interface. A new major means an incompatible change. */
 #define GHOST_ABI_MAJOR 0
-#define GHOST_ABI_MINOR 4
+#define GHOST_ABI_MINOR 5
 #define GHOST_ABI_PATCH 0
 
 /*
@@ -54,12 +54,14 @@
 #define GHOST_FEAT_EVENTS         _BITULL(5) /* generic netlink "ghost" events */
 #define GHOST_FEAT_IMPORT_STOPPED _BITULL(6) /* GHOST_IMPORT_STOPPED */
 #define GHOST_FEAT_EXPORT_SNAPSHOT _BITULL(7) /* GHOST_EXPORT_SNAPSHOT, _FINISH */
+#define GHOST_FEAT_IMPORT_DIRECT  _BITULL(8) /* GHOST_IMPORT_DIRECT */
 
 /* All bits this header knows about, so tools can name unknown ones. */
 #define GHOST_FEAT_ALL \
 	(GHOST_FEAT_EXPORT | GHOST_FEAT_IMPORT | GHOST_FEAT_BACKEND_MEMORY | \
 	 GHOST_FEAT_BACKEND_FILE | GHOST_FEAT_BACKEND_NET | GHOST_FEAT_EVENTS | \
-	 GHOST_FEAT_IMPORT_STOPPED | GHOST_FEAT_EXPORT_SNAPSHOT)
+	 GHOST_FEAT_IMPORT_STOPPED | GHOST_FEAT_EXPORT_SNAPSHOT | \
+	 GHOST_FEAT_IMPORT_DIRECT)
 
 /**
  * struct ghost_version - argument of GHOST_IOC_VERSION
@@ -227,7 +229,22 @@ struct ghost_export {
  * module without it refuses the first call, before anything changed).
  */
 #define GHOST_IMPORT_STOPPED _BITUL(1)
-#define GHOST_IMPORT_FLAGS   (GHOST_IMPORT_PREPARE | GHOST_IMPORT_STOPPED)
+/*
+ * Page data is read from the image file straight into the new mappings,
+ * after the point of no return, instead of into kernel pages first: one
+ * copy of every page instead of two. Everything else is read and checked
+ * before, as without it, and the checksum of the whole image is checked
+ * as the pages are read, before the restored process runs an instruction;
+ * but a mismatch there (page data damaged, or the file changed between the
+ * two readings) can only kill the caller, which gets SIGKILL instead of an
+ * error. For callers that exist to become the image (a restore stub). Used
+ * when the resource is a regular file and the image has an XXH64 checksum;
+ * otherwise ignored (the image is staged as without it). Given to both
+ * calls, or with PREPARE: the staging decides.
+ */
+#define GHOST_IMPORT_DIRECT  _BITUL(2)
+#define GHOST_IMPORT_FLAGS   (GHOST_IMPORT_PREPARE | GHOST_IMPORT_STOPPED | \
+			      GHOST_IMPORT_DIRECT)
 
 /**
  * struct ghost_import - argument of GHOST_IOC_IMPORT (on a ghost object)

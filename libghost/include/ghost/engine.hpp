@@ -101,6 +101,12 @@ struct RestoreOptions {
     bool sequence = false;
     // With sequence: called each time one more image has been taken in.
     std::function<void()> image_done;
+    // The kernel engine reads page data from an image file straight into
+    // place, after its point of no return (GHOST_IMPORT_DIRECT, where the
+    // module has it): one copy of every page fewer, but damaged page data
+    // then kills the caller instead of failing the call. For a process
+    // that exists to become the image (the restore stub).
+    bool direct = false;
 };
 
 // A ghost on a file (or pipe) or a socket: Engine::create(). A memory
