@@ -207,9 +207,8 @@ int ghost_import(struct ghost *g, struct ghost_import *im, struct file *self,
 		if (g->res->ops->rewind)
 			g->res->ops->rewind(g->res);
 		ghost_stream_init(&s, g->res);
-		err = ghost_stage(&s, (im->flags & GHOST_IMPORT_DIRECT) ?
-				  ghost_res_direct_file(g->res) : NULL,
-				  &st, im->reason);
+		err = ghost_stage(&s, im->flags & GHOST_IMPORT_DIRECT, &st,
+				  im->reason);
 		im->bytes = s.off;
 		if (err)
 			goto out;
@@ -257,7 +256,7 @@ int ghost_import(struct ghost *g, struct ghost_import *im, struct file *self,
 	init_task_work(&axw->cb, set_ax);
 	get_file(self);		/* restore_files() may close its descriptor */
 	err = ghost_restore(st, self);
-	direct = st->direct;
+	direct = st->late;
 	ghost_staged_free(st);
 	fput(self);
 	ghost_event(GHOST_CMD_IMPORTED, current, im->flags, im->bytes, 0, err,

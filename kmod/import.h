@@ -78,19 +78,19 @@ struct ghost_staged {
 	struct staged_lock *locks;
 	u64 bytes;
 	/*
-	 * GHOST_IMPORT_DIRECT: page data is read from @direct after the point
-	 * of no return, and the XXH64 of the @end_at bytes before the END
-	 * record checked against @end_sum then (late_pages.c). NULL: staged.
+	 * GHOST_IMPORT_DIRECT: page data is read by @late from the image file
+	 * after the point of no return, and the XXH64 of the @end_at bytes
+	 * before the END record checked against @end_sum then (late_pages.c).
+	 * NULL: the page data is staged.
 	 */
-	struct file *direct;
-	struct ghost_late *late;	/* its reader, made before */
+	struct ghost_late *late;
 	u64 end_at;
 	u64 end_sum;
 };
 
 /* stage.c */
 __printf(2, 3) int ghost_bad(char *reason, const char *fmt, ...);
-int ghost_stage(struct ghost_stream *s, struct file *direct,
+int ghost_stage(struct ghost_stream *s, bool direct,
 		struct ghost_staged **out, char *reason);
 void ghost_staged_free(struct ghost_staged *st);
 const struct staged_vma *ghost_staged_vma(const struct ghost_staged *st,

@@ -78,6 +78,9 @@ struct ghost_res {
 
 struct ghost_res *ghost_res_create(const struct ghost_plug *p);
 struct file *ghost_res_direct_file(struct ghost_res *res);
+int ghost_file_read(struct file *f, void *buf, size_t len, loff_t *pos);
+int ghost_file_pages(struct file *f, struct page **pages, unsigned int nr,
+		     loff_t *pos, bool write);
 ssize_t ghost_mem_read_user(struct ghost_res *res, char __user *ubuf,
 			    size_t len, loff_t *pos);
 ssize_t ghost_mem_write_user(struct ghost_res *res, const char __user *ubuf,

@@ -13,33 +13,35 @@
  * fails it like a damaged one, and the caller is killed before the restored
  * process runs an instruction.
  */
-#include <linux/bvec.h>
 #include <linux/cred.h>
+#include <linux/file.h>
 #include <linux/fs.h>
 #include <linux/highmem.h>
 #include <linux/slab.h>
-#include <linux/uio.h>
 #include <linux/xxhash.h>
 
 #include "import.h"
 
 struct ghost_late {
-	struct file *file;
+	struct file *file;		/* the image file (a reference) */
 	loff_t pos;			/* read and summed up to here */
 	struct xxh64_state xxh;
 	void *buf;			/* a page for the bytes between runs */
 };
 
-/* Made when the image is staged: nothing may fail for want of it later. */
+/*
+ * Made when the image is staged, so that nothing fails for want of it
+ * later; takes over the reference to @file (dropped on failure too).
+ */
 struct ghost_late *ghost_late_begin(struct file *file)
 {
 	struct ghost_late *r = kzalloc(sizeof(*r), GFP_KERNEL);
 
-	if (!r)
-		return NULL;
-	r->buf = kmalloc(PAGE_SIZE, GFP_KERNEL);
-	if (!r->buf) {
+	if (r)
+		r->buf = kmalloc(PAGE_SIZE, GFP_KERNEL);
+	if (!r || !r->buf) {
 		kfree(r);
+		fput(file);
 		return NULL;
 	}
 	r->file = file;
@@ -51,47 +53,33 @@ void ghost_late_free(struct ghost_late *r)
 {
 	if (!r)
 		return;
+	fput(r->file);
 	kfree(r->buf);
 	kfree(r);
 }
 
 /*
- * Reads into @it at r->pos, all of it. The file is read as the one who
- * opened it: the caller may run as the image's credentials by now.
+ * The bytes from r->pos up to @to (records and padding) into the sum. The
+ * file is read, here and below, as the one who opened it: the caller may
+ * run as the image's credentials by now. -ENODATA: cut short since staged.
  */
-static int late_read_iter(struct ghost_late *r, struct iov_iter *it)
+static int late_sum_to(struct ghost_late *r, u64 to)
 {
-	const struct cred *old = override_creds(r->file->f_cred);
+	const struct cred *old;
 	int err = 0;
 
-	while (iov_iter_count(it)) {
-		ssize_t n = vfs_iter_read(r->file, it, &r->pos, 0);
+	if (r->pos > to)
+		return -EBADMSG;
+	old = override_creds(r->file->f_cred);
+	while (!err && r->pos < to) {
+		size_t n = min_t(u64, to - r->pos, PAGE_SIZE);
 
-		if (n <= 0) {
-			err = n ? n : -ENODATA;	/* cut short since staged */
-			break;
-		}
+		err = ghost_file_read(r->file, r->buf, n, &r->pos);
+		if (!err)
+			xxh64_update(&r->xxh, r->buf, n);
 	}
 	revert_creds(old);
 	return err;
-}
-
-/* The bytes from r->pos up to @to (records and padding) into the sum. */
-static int late_sum_to(struct ghost_late *r, u64 to)
-{
-	while (r->pos < to) {
-		size_t n = min_t(u64, to - r->pos, PAGE_SIZE);
-		struct kvec kv = { .iov_base = r->buf, .iov_len = n };
-		struct iov_iter it;
-		int err;
-
-		iov_iter_kvec(&it, ITER_DEST, &kv, 1, n);
-		err = late_read_iter(r, &it);
-		if (err)
-			return err;
-		xxh64_update(&r->xxh, r->buf, n);
-	}
-	return r->pos == to ? 0 : -EBADMSG;
 }
 
 /*
@@ -101,23 +89,16 @@ static int late_sum_to(struct ghost_late *r, u64 to)
 int ghost_late_read(struct ghost_late *r, const struct staged_run *run,
 		    unsigned long first, struct page **pages, unsigned int nr)
 {
-	struct bio_vec bv[GHOST_PAGE_BATCH];
-	struct iov_iter it;
+	const struct cred *old;
 	unsigned int i;
 	int err;
 
-	if (nr > GHOST_PAGE_BATCH)
-		return -EINVAL;
 	err = late_sum_to(r, run->data_at + (u64)first * PAGE_SIZE);
 	if (err)
 		return err;
-	for (i = 0; i < nr; i++) {
-		bv[i].bv_page = pages[i];
-		bv[i].bv_len = PAGE_SIZE;
-		bv[i].bv_offset = 0;
-	}
-	iov_iter_bvec(&it, ITER_DEST, bv, nr, (size_t)nr * PAGE_SIZE);
-	err = late_read_iter(r, &it);
+	old = override_creds(r->file->f_cred);
+	err = ghost_file_pages(r->file, pages, nr, &r->pos, false);
+	revert_creds(old);
 	for (i = 0; i < nr && !err; i++) {
 		void *v = kmap_local_page(pages[i]);
 

@@ -310,12 +310,11 @@ static int file_write(struct ghost_res *res, const void *buf, size_t len)
 	return 0;
 }
 
-static int file_read(struct ghost_res *res, void *buf, size_t len)
+/* All @len bytes of @f at *@pos; -ENODATA when it ends first. */
+int ghost_file_read(struct file *f, void *buf, size_t len, loff_t *pos)
 {
-	struct file *f = to_fileres(res)->file;
-
 	while (len) {
-		ssize_t n = kernel_read(f, buf, len, &f->f_pos);
+		ssize_t n = kernel_read(f, buf, len, pos);
 
 		if (n < 0)
 			return n;
@@ -327,15 +326,21 @@ static int file_read(struct ghost_res *res, void *buf, size_t len)
 	return 0;
 }
 
-/*
- * Many whole pages in one read or write: one pass through the VFS (and, for
- * a socket, one send or receive) for what would be @nr calls of
- * kernel_read() or kernel_write().
- */
-static int file_pages(struct ghost_res *res, struct page **pages,
-		      unsigned int nr, bool write)
+static int file_read(struct ghost_res *res, void *buf, size_t len)
 {
 	struct file *f = to_fileres(res)->file;
+
+	return ghost_file_read(f, buf, len, &f->f_pos);
+}
+
+/*
+ * Many whole pages of @f at *@pos in one read or write: one pass through
+ * the VFS (and, for a socket, one send or receive) for what would be @nr
+ * calls of kernel_read() or kernel_write().
+ */
+int ghost_file_pages(struct file *f, struct page **pages, unsigned int nr,
+		     loff_t *pos, bool write)
+{
 	struct bio_vec bv[GHOST_PAGE_BATCH];
 	size_t left = (size_t)nr * PAGE_SIZE;
 	struct iov_iter it;
@@ -350,8 +355,8 @@ static int file_pages(struct ghost_res *res, struct page **pages,
 	}
 	iov_iter_bvec(&it, write ? ITER_SOURCE : ITER_DEST, bv, nr, left);
 	while (left) {
-		ssize_t n = write ? vfs_iter_write(f, &it, &f->f_pos, 0) :
-				    vfs_iter_read(f, &it, &f->f_pos, 0);
+		ssize_t n = write ? vfs_iter_write(f, &it, pos, 0) :
+				    vfs_iter_read(f, &it, pos, 0);
 
 		if (n < 0)
 			return n;
@@ -365,13 +370,17 @@ static int file_pages(struct ghost_res *res, struct page **pages,
 static int file_write_pages(struct ghost_res *res, struct page **pages,
 			    unsigned int nr)
 {
-	return file_pages(res, pages, nr, true);
+	struct file *f = to_fileres(res)->file;
+
+	return ghost_file_pages(f, pages, nr, &f->f_pos, true);
 }
 
 static int file_read_pages(struct ghost_res *res, struct page **pages,
 			   unsigned int nr)
 {
-	return file_pages(res, pages, nr, false);
+	struct file *f = to_fileres(res)->file;
+
+	return ghost_file_pages(f, pages, nr, &f->f_pos, false);
 }
 
 /*

@@ -144,8 +144,9 @@ static int map_vma(const struct staged_vma *sv, struct ghost_late *late)
 	return 0;
 }
 
-static int restore_mm(struct ghost_staged *st, struct ghost_late *late)
+static int restore_mm(struct ghost_staged *st)
 {
+	struct ghost_late *late = st->late;
 	struct mm_struct *mm = current->mm;
 	const struct ghost_mm *m = &st->mm;
 	unsigned int i;
@@ -408,7 +409,7 @@ int ghost_restore(struct ghost_staged *st, struct file *self)
 {
 	int err;
 
-	err = restore_mm(st, st->late);
+	err = restore_mm(st);
 	if (err)
 		return err;
 	/*

@@ -610,7 +610,7 @@ static int stage_run(struct ghost_stream *s, const struct ghost_staged *st,
 	run = &sv->runs[sv->nr_runs++];
 	memset(run, 0, sizeof(*run));
 	run->addr = p->addr;
-	if (st->direct) {
+	if (st->late) {
 		/* read straight into the mapping, later (late_pages.c) */
 		run->data_at = s->off;
 		run->nr_pages = p->nr_pages;
@@ -941,7 +941,7 @@ static int check_end(struct ghost_stream *s, const struct ghost_staged *st,
 				 sec->rec);
 	if (xxh ? end->crc32c != 0 : end->xxh64 != 0)
 		return ghost_bad(reason, "the end section is malformed");
-	if (st->direct)
+	if (st->late)
 		return 0;	/* the page data is to come: late_pages.c */
 	if (xxh ? end->xxh64 != sec->sum : end->crc32c != (u32)sec->sum)
 		return ghost_bad(reason, "checksum mismatch (%s): the image is corrupted",
@@ -1075,8 +1075,6 @@ void ghost_staged_free(struct ghost_staged *st)
 	if (st->owner_mm)
 		mmdrop(st->owner_mm);
 	ghost_late_free(st->late);
-	if (st->direct)
-		fput(st->direct);
 	kfree(st);
 }
 
@@ -1092,12 +1090,25 @@ const struct staged_vma *ghost_staged_vma(const struct ghost_staged *st,
 }
 
 /*
- * @direct: the image file, when the caller asked for GHOST_IMPORT_DIRECT
- * and the resource can be read at any offset (a reference, which the
- * staged image takes); NULL to stage the page data. Only XXH64 images are
- * read direct: late_pages.c checks no crc32c.
+ * GHOST_IMPORT_DIRECT (@direct): the page data is left in the image file for
+ * late_pages.c, when the resource is a file that can be read at any offset
+ * and the image's checksum an XXH64 (late_pages.c checks no crc32c);
+ * otherwise it is staged as without it.
  */
-int ghost_stage(struct ghost_stream *s, struct file *direct,
+static int stage_direct(struct ghost_stream *s, struct ghost_staged *st)
+{
+	struct file *f;
+
+	if (!(st->hdr.features & GHOST_IMAGE_FEAT_XXH64))
+		return 0;
+	f = ghost_res_direct_file(s->res);
+	if (!f)
+		return 0;
+	st->late = ghost_late_begin(f);
+	return st->late ? 0 : -ENOMEM;
+}
+
+int ghost_stage(struct ghost_stream *s, bool direct,
 		struct ghost_staged **out, char *reason)
 {
 	struct ghost_staged *st = kzalloc(sizeof(*st), GFP_KERNEL);
@@ -1106,16 +1117,11 @@ int ghost_stage(struct ghost_stream *s, struct file *direct,
 	unsigned int i;
 	int err;
 
-	if (!st) {
-		if (direct)
-			fput(direct);
+	if (!st)
 		return -ENOMEM;
-	}
 	err = stage_header(s, st, reason);
-	if (direct && !err && !(st->hdr.features & GHOST_IMAGE_FEAT_XXH64))
-		fput(direct);
-	else
-		st->direct = direct;
+	if (!err && direct)
+		err = stage_direct(s, st);
 	if (!err)
 		err = stage_task(s, st, reason);
 	if (!err)
@@ -1147,11 +1153,6 @@ int ghost_stage(struct ghost_stream *s, struct file *direct,
 		err = check_fd_limit(st, reason);
 	if (!err)
 		err = ghost_check_vma_attrs(st, reason);
-	if (!err && st->direct) {
-		st->late = ghost_late_begin(st->direct);
-		if (!st->late)
-			err = -ENOMEM;
-	}
 	if (err) {
 		if (!reason[0])
 			ghost_reason(reason, "reading the image failed (error %d)", err);
