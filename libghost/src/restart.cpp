@@ -24,8 +24,6 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <iterator>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -34,6 +32,7 @@
 #include "ghost/image.hpp"
 #include "ghost/kernel_engine.hpp"
 #include "sys.hpp"
+#include "user/proc.hpp"
 
 extern char** environ;
 
@@ -60,22 +59,11 @@ void reap(pid_t child) {
     }
 }
 
-// Whether /proc says the task is exiting (PF_EXITING in its stat flags).
+// Whether /proc says the task is exiting (PF_EXITING in its stat flags,
+// proc(5)'s field 9), or is gone.
 bool exiting(pid_t pid) {
-    std::ifstream in(fmt::format("/proc/{}/stat", pid));
-    std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    const auto paren = stat.rfind(')'); // the command name may hold anything
-    if (paren == std::string::npos)
-        return true; // gone
-    std::istringstream rest(stat.substr(paren + 1));
-    std::string field;
-    unsigned long flags = 0;
-    // state ppid pgrp session tty_nr tpgid, then flags (fields 3..9)
-    for (int i = 0; i < 6 && rest >> field; i++) {
-    }
-    rest >> flags;
-    constexpr unsigned long pf_exiting = 0x4;
-    return flags & pf_exiting;
+    auto stat = user::read_stat(pid);
+    return !stat || stat->size() <= 9 || (user::parse_u64((*stat)[9]) & user::kPfExiting);
 }
 
 // The status pipe also reads end of file when the importer dies: a kernel

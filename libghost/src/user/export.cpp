@@ -53,7 +53,6 @@ constexpr std::uint64_t kPage = 4096;
 constexpr std::uint64_t kPmPresent = 1ULL << 63, kPmSwapped = 1ULL << 62, kPmFile = 1ULL << 61;
 constexpr std::size_t kPagemapChunk = 64 * 1024; // entries per read
 constexpr std::size_t kCopyChunk = 256 << 10;    // page data per read: stays in L2
-constexpr unsigned kPfKthread = 0x00200000, kPfExiting = 0x4;
 constexpr int kSsDisable = 2;
 constexpr std::size_t kXcr0Off = 464; // in ptrace's XSAVE area
 constexpr std::uint32_t kSsAutodisarm = 1u << 31;

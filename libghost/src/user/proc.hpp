@@ -47,6 +47,8 @@ std::string status_field(std::string_view status, std::string_view key);
 
 // /proc/PID/stat fields, numbered as proc(5) numbers them (1 = pid).
 Result<std::vector<std::string>> read_stat(pid_t pid);
+// Bits of its field 9, the task's flags (the kernel's PF_*).
+constexpr unsigned kPfKthread = 0x00200000, kPfExiting = 0x4;
 
 // The resource limits of pid from /proc/PID/limits (readable by anyone,
 // where prlimit(2) on another user's process needs CAP_SYS_RESOURCE),
