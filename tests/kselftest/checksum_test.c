@@ -106,99 +106,6 @@ static int flip_page_byte(char *img, size_t len, unsigned long addr)
 	return 0;
 }
 
-/*
- * Imports @img into a fresh child. Refused: 0 when the child lived and the
- * reason holds @words (else 1 or 2). Restored (@words NULL): the exit
- * status of the restored process once asked to check its pages.
- */
-static int import_child(const char *img, size_t len, const char *words)
-{
-	int g = ghost_new_mem(), status = -1;
-	pid_t child;
-
-	if (g < 0 || write(g, img, len) != (ssize_t)len)
-		return -1;
-	child = fork();
-	if (child == 0) {
-		struct ghost_import im;
-
-		prctl(PR_SET_PDEATHSIG, SIGKILL);
-		drop_shared_anon();
-		ghost_restore_self_flags(g, &im, words ? 0 : GHOST_IMPORT_STOPPED);
-		if (!words || errno != EBADMSG)
-			_exit(100);
-		if (!strstr(im.reason, words)) {
-			fprintf(stderr, "reason: %s\n", im.reason);
-			_exit(2);
-		}
-		_exit(0);
-	}
-	close(g);
-	if (!words) {
-		/* Stopped before its first instruction: then check its pages. */
-		if (waitpid(child, &status, WUNTRACED) != child || !WIFSTOPPED(status)) {
-			fprintf(stderr, "not restored: status %#x\n", status);
-			return -1;
-		}
-		kill(child, SIGUSR1);
-		kill(child, SIGCONT);
-	}
-	if (waitpid(child, &status, 0) != child || !WIFEXITED(status))
-		return -1;
-	return WEXITSTATUS(status);
-}
-
-TEST(xxh64_image_restores_and_a_flipped_page_byte_is_refused)
-{
-	static struct image_sec secs[4096];
-	unsigned long addr = 0;
-	size_t len;
-	char *img = pattern_image(&len, &addr);
-
-	ASSERT_NE(NULL, img);
-	ASSERT_TRUE(image_xxh64(img));
-	ASSERT_LT(0, image_walk(img, len, secs, 4096));
-	EXPECT_EQ(0, import_child(img, len, NULL));
-	ASSERT_EQ(0, flip_page_byte(img, len, addr));
-	EXPECT_EQ(IMG_BAD_CRC, image_walk(img, len, secs, 4096));
-	EXPECT_EQ(0, import_child(img, len, "checksum mismatch (xxh64)"));
-	free(img);
-}
-
-TEST(crc32c_image_restores_and_a_flipped_page_byte_is_refused)
-{
-	static struct image_sec secs[4096];
-	unsigned long addr = 0;
-	size_t len;
-	char *img = pattern_image(&len, &addr);
-
-	ASSERT_NE(NULL, img);
-	len = to_crc32c(img, len);
-	ASSERT_FALSE(image_xxh64(img));
-	ASSERT_LT(0, image_walk(img, len, secs, 4096));
-	EXPECT_EQ(0, import_child(img, len, NULL));
-	ASSERT_EQ(0, flip_page_byte(img, len, addr));
-	EXPECT_EQ(0, import_child(img, len, "checksum mismatch (crc32c)"));
-	free(img);
-}
-
-TEST(xxh64_image_with_a_short_end_record_is_refused)
-{
-	unsigned long addr = 0;
-	size_t len;
-	char *img = pattern_image(&len, &addr);
-	struct ghost_image_header *h = (void *)img;
-
-	ASSERT_NE(NULL, img);
-	len = to_crc32c(img, len);
-	h->features |= GHOST_IMAGE_FEAT_XXH64;
-	h->required_features |= GHOST_IMAGE_FEAT_XXH64;
-	EXPECT_EQ(0, import_child(img, len, "end record has none"));
-	free(img);
-}
-
-/* ---- GHOST_IMPORT_DIRECT ------------------------------------------------ */
-
 /* A ghost on a memory file holding @img; -1 on failure. */
 static int file_ghost(const char *img, size_t len)
 {
@@ -216,20 +123,20 @@ static int file_ghost(const char *img, size_t len)
 	return g;
 }
 
-enum direct_outcome {
-	DIRECT_RAN_INTACT,	/* restored, stopped, its pages as they were */
-	DIRECT_REFUSED,		/* refused with the reason asked for, alive */
-	DIRECT_KILLED,		/* SIGKILL before it ran (it never stopped) */
+enum outcome {
+	RAN_INTACT,	/* restored, stopped, its pages as they were */
+	REFUSED,	/* refused with the reason asked for, alive */
+	KILLED,		/* SIGKILL before it ran (it never stopped) */
 };
 
 /*
- * Imports @img with GHOST_IMPORT_DIRECT | GHOST_IMPORT_STOPPED into a fresh
- * child, from a memory file (@mem: from a memory ghost). What became of
- * the child, or -1 for anything else (printed). @words: the reason a
- * refusal must hold.
+ * Imports @img with @flags | GHOST_IMPORT_STOPPED into a fresh child,
+ * through a memory ghost (@mem) or from a memory file. What became of the
+ * child, or -1 for anything else (printed). @words: the reason a refusal
+ * must hold.
  */
-static int import_direct(const char *img, size_t len, bool mem,
-			 const char *words)
+static int import_child(const char *img, size_t len, bool mem, __u32 flags,
+			const char *words)
 {
 	int g = mem ? ghost_new_mem() : file_ghost(img, len), status = -1;
 	pid_t child;
@@ -242,7 +149,7 @@ static int import_direct(const char *img, size_t len, bool mem,
 
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
 		drop_shared_anon();
-		ghost_restore_self_flags(g, &im, GHOST_IMPORT_DIRECT | GHOST_IMPORT_STOPPED);
+		ghost_restore_self_flags(g, &im, flags | GHOST_IMPORT_STOPPED);
 		if (errno != EBADMSG)
 			_exit(100);
 		if (!words || !strstr(im.reason, words)) {
@@ -255,9 +162,9 @@ static int import_direct(const char *img, size_t len, bool mem,
 	if (waitpid(child, &status, WUNTRACED) != child)
 		return -1;
 	if (WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL)
-		return DIRECT_KILLED;
+		return KILLED;
 	if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
-		return DIRECT_REFUSED;
+		return REFUSED;
 	if (!WIFSTOPPED(status)) {
 		fprintf(stderr, "importer status %#x\n", status);
 		return -1;
@@ -269,8 +176,59 @@ static int import_direct(const char *img, size_t len, bool mem,
 		fprintf(stderr, "restored process status %#x\n", status);
 		return -1;
 	}
-	return DIRECT_RAN_INTACT;
+	return RAN_INTACT;
 }
+
+TEST(xxh64_image_restores_and_a_flipped_page_byte_is_refused)
+{
+	static struct image_sec secs[4096];
+	unsigned long addr = 0;
+	size_t len;
+	char *img = pattern_image(&len, &addr);
+
+	ASSERT_NE(NULL, img);
+	ASSERT_TRUE(image_xxh64(img));
+	ASSERT_LT(0, image_walk(img, len, secs, 4096));
+	EXPECT_EQ(RAN_INTACT, import_child(img, len, true, 0, NULL));
+	ASSERT_EQ(0, flip_page_byte(img, len, addr));
+	EXPECT_EQ(IMG_BAD_CRC, image_walk(img, len, secs, 4096));
+	EXPECT_EQ(REFUSED, import_child(img, len, true, 0, "checksum mismatch (xxh64)"));
+	free(img);
+}
+
+TEST(crc32c_image_restores_and_a_flipped_page_byte_is_refused)
+{
+	static struct image_sec secs[4096];
+	unsigned long addr = 0;
+	size_t len;
+	char *img = pattern_image(&len, &addr);
+
+	ASSERT_NE(NULL, img);
+	len = to_crc32c(img, len);
+	ASSERT_FALSE(image_xxh64(img));
+	ASSERT_LT(0, image_walk(img, len, secs, 4096));
+	EXPECT_EQ(RAN_INTACT, import_child(img, len, true, 0, NULL));
+	ASSERT_EQ(0, flip_page_byte(img, len, addr));
+	EXPECT_EQ(REFUSED, import_child(img, len, true, 0, "checksum mismatch (crc32c)"));
+	free(img);
+}
+
+TEST(xxh64_image_with_a_short_end_record_is_refused)
+{
+	unsigned long addr = 0;
+	size_t len;
+	char *img = pattern_image(&len, &addr);
+	struct ghost_image_header *h = (void *)img;
+
+	ASSERT_NE(NULL, img);
+	len = to_crc32c(img, len);
+	h->features |= GHOST_IMAGE_FEAT_XXH64;
+	h->required_features |= GHOST_IMAGE_FEAT_XXH64;
+	EXPECT_EQ(REFUSED, import_child(img, len, true, 0, "end record has none"));
+	free(img);
+}
+
+/* ---- GHOST_IMPORT_DIRECT ------------------------------------------------ */
 
 TEST(direct_import_restores_and_a_flipped_page_byte_kills_before_it_runs)
 {
@@ -281,11 +239,11 @@ TEST(direct_import_restores_and_a_flipped_page_byte_kills_before_it_runs)
 
 	ASSERT_NE(NULL, img);
 	ASSERT_TRUE(image_xxh64(img));
-	EXPECT_EQ(DIRECT_RAN_INTACT, import_direct(img, len, false, NULL));
+	EXPECT_EQ(RAN_INTACT, import_child(img, len, false, GHOST_IMPORT_DIRECT, NULL));
 	/* nothing left held in the module */
 	EXPECT_EQ(held, ghost_pages_held());
 	ASSERT_EQ(0, flip_page_byte(img, len, addr));
-	EXPECT_EQ(DIRECT_KILLED, import_direct(img, len, false, NULL));
+	EXPECT_EQ(KILLED, import_child(img, len, false, GHOST_IMPORT_DIRECT, NULL));
 	free(img);
 }
 
@@ -303,8 +261,8 @@ TEST(direct_import_of_an_image_cut_short_in_its_pages_is_refused)
 	ASSERT_LT(0, n);
 	page = image_page(secs, n, addr + 5 * PAGE);
 	ASSERT_NE(NULL, page);
-	EXPECT_EQ(DIRECT_REFUSED,
-		  import_direct(img, page - img, false, "the image ends early"));
+	EXPECT_EQ(REFUSED, import_child(img, page - img, false, GHOST_IMPORT_DIRECT,
+					"the image ends early"));
 	free(img);
 }
 
@@ -318,15 +276,15 @@ TEST(direct_is_ignored_where_it_does_not_apply)
 	/* a crc32c image from a file: staged and checked before the point */
 	len = to_crc32c(img, len);
 	ASSERT_EQ(0, flip_page_byte(img, len, addr));
-	EXPECT_EQ(DIRECT_REFUSED,
-		  import_direct(img, len, false, "checksum mismatch (crc32c)"));
+	EXPECT_EQ(REFUSED, import_child(img, len, false, GHOST_IMPORT_DIRECT,
+					"checksum mismatch (crc32c)"));
 	free(img);
 	/* an XXH64 image in a memory ghost: the same */
 	img = pattern_image(&len, &addr);
 	ASSERT_NE(NULL, img);
 	ASSERT_EQ(0, flip_page_byte(img, len, addr));
-	EXPECT_EQ(DIRECT_REFUSED,
-		  import_direct(img, len, true, "checksum mismatch (xxh64)"));
+	EXPECT_EQ(REFUSED, import_child(img, len, true, GHOST_IMPORT_DIRECT,
+					"checksum mismatch (xxh64)"));
 	free(img);
 }
 
