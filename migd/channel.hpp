@@ -30,6 +30,37 @@ class Channel {
     virtual const std::string& peer() const = 0;
     virtual int fd() const = 0;
     virtual void set_timeout(std::chrono::milliseconds t) = 0;
+    virtual std::chrono::milliseconds timeout() const = 0;
+
+    // Image streams in the clear, for a trusted network ([tls] clear_images
+    // on both hosts, agreed per request inside TLS; migd-protocol.md, "Image
+    // streams in the clear"). While clear() holds, an image's DATA, END and
+    // ABORT frames (wire.hpp's stream functions) go on the TCP connection
+    // itself, outside TLS; every JSON message stays in TLS records.
+    //
+    // The side that will receive a clear stream calls receive_clear() before
+    // it sends the message that asks for or agrees to one: TLS then reads
+    // its records one at a time and never reads ahead into clear bytes that
+    // follow one. Whether this channel can carry clear streams at all:
+    virtual bool clear_capable() const { return false; }
+    virtual void receive_clear() {}
+    // The image streams that follow go clear (true) or inside TLS (false).
+    void set_clear(bool on) { clear_ = on && clear_capable(); }
+    bool clear() const { return clear_; }
+
+    // The stream plane: what wire.hpp's image frames are read from and
+    // written to. Inside TLS, read() and write(); clear, the connection.
+    virtual ghost::Result<std::size_t> stream_read(std::span<std::byte> buf) { return read(buf); }
+    virtual ghost::Result<void> stream_write(std::span<const std::byte> data) {
+        return write(data);
+    }
+    // The connection's descriptor when stream frames may be moved on it
+    // with splice(2) and tee(2) (no byte through user space), else -1.
+    // Blocking; the caller waits with poll(2) for at most timeout().
+    virtual int stream_fd() const { return -1; }
+
+  private:
+    bool clear_ = false;
 };
 
 // A channel over a connected descriptor without TLS: for tests of the
@@ -57,9 +88,10 @@ class TlsContext {
     // certificate must name expected_peer. Errors say which step failed and
     // why (refused, timed out, certificate not from the cluster CA, wrong
     // name, ...).
-    virtual ghost::Result<std::unique_ptr<Channel>>
-    connect(std::string_view address, std::uint16_t port, std::string_view expected_peer,
-            std::chrono::milliseconds timeout) = 0;
+    virtual ghost::Result<std::unique_ptr<Channel>> connect(std::string_view address,
+                                                            std::uint16_t port,
+                                                            std::string_view expected_peer,
+                                                            std::chrono::milliseconds timeout) = 0;
 
     // Server side of the handshake on an accepted TCP connection. A client
     // without a certificate of the cluster CA is refused, and the error says

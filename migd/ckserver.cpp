@@ -193,9 +193,9 @@ Result<std::string> store_one(Daemon& d, Channel& ch, const json& item, uid_t ow
     if (dir)
         ::fsync(dir.get());
     d.journal_.remove("store-" + id);
-    spdlog::info("checkpoint server: stored {} ({}, pid {} on {}, uid {}, {} bytes)", id,
-                 meta["comm"].get<std::string>(), meta["pid"].get<int>(), ch.peer(), owner,
-                 written);
+    spdlog::info("checkpoint server: stored {} ({}, pid {} on {}, uid {}, {} bytes{})", id,
+                 meta["comm"].get<std::string>(), meta["pid"].get<int>(), ch.peer(), owner, written,
+                 ch.clear() ? ", received in the clear" : "");
     return id;
 }
 
@@ -247,8 +247,9 @@ void run_session(Daemon& d, const std::string& server, std::vector<Job*> jobs, g
                          {"comm", j->proc.comm},
                          {"uid", j->proc.uid},
                          {"estimate", ghost::estimate_image_bytes(j->pid)}});
-    json yes;
-    auto s = send_json(**ch, {{"op", "store"}, {"items", items}});
+    json ask = {{"op", "store"}, {"items", items}};
+    offer_clear(d.config(), **ch, ask, false);
+    auto s = send_json(**ch, ask);
     auto a = s ? recv_json(**ch) : Result<json>(s.error());
     if (!a || !a->value("ok", false)) {
         const std::string why = a ? a->value("error", "refused") : a.error().what();
@@ -256,6 +257,8 @@ void run_session(Daemon& d, const std::string& server, std::vector<Job*> jobs, g
             j->result = error_reply(fmt::format("checkpoint server {}: {}", server, why));
         return;
     }
+    if (follow_clear(**ch, ask, *a))
+        spdlog::info("checkpoint to {}: images go in the clear ([tls] clear_images)", server);
     for (auto* j : jobs) {
         std::string id;
         const auto t0 = std::chrono::steady_clock::now();
@@ -376,7 +379,9 @@ void Ops::peer_store(Daemon& d, Channel& ch, const json& req) {
         (void)send_json(ch, error_reply(ready.error()));
         return;
     }
-    if (!send_json(ch, {{"ok", true}}))
+    json yes = {{"ok", true}};
+    accept_clear(d.config(), ch, req, yes, true);
+    if (!send_json(ch, yes))
         return;
     static std::atomic<std::uint64_t> seq{0};
     for (const auto& item : items) {
@@ -467,6 +472,7 @@ void Ops::peer_fetch(Daemon& d, Channel& ch, const json& req) {
     }
     json ok = *meta;
     ok["ok"] = true;
+    accept_clear(cfg, ch, req, ok, false);
     if (!send_json(ch, ok))
         return;
     if (auto s = send_stream(ch, fd.get()); !s) {

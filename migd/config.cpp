@@ -214,6 +214,7 @@ ghost::Result<Config> parse_config(std::string_view text, std::string_view origi
         r.string("ca", cfg.tls_ca, false);
         r.string("cert", cfg.tls_cert, false);
         r.string("key", cfg.tls_key, false);
+        r.boolean("clear_images", cfg.clear_images);
         r.no_others();
         keep(r.error());
         const int given = !cfg.tls_ca.empty() + !cfg.tls_cert.empty() + !cfg.tls_key.empty();

@@ -36,6 +36,9 @@ struct Config {
     std::string device = "/dev/ghost";
     // [tls]: PEM files; relative paths are relative to the config file
     std::string tls_ca, tls_cert, tls_key;
+    // Image streams outside TLS with peers that say so too (a trusted
+    // network: Documentation/migd-protocol.md, "Image streams in the clear")
+    bool clear_images = false;
     // [[peer]]: the static peer list (the embedded default membership)
     std::vector<PeerConfig> peers;
     // [checkpoint_server]

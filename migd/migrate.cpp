@@ -209,9 +209,10 @@ json Ops::local_move(Daemon& d, const json& req, const Client& who, const Emit& 
     if (!ch)
         return fail(ch.error().what());
     Channel& c = **ch;
-    const json ask = {{"op", "import"},     {"id", id},          {"kind", op},
-                      {"gid", gid},         {"uid", proc->uid},  {"comm", proc->comm},
-                      {"origin", cfg.host}, {"precopy", precopy}};
+    json ask = {{"op", "import"},     {"id", id},          {"kind", op},
+                {"gid", gid},         {"uid", proc->uid},  {"comm", proc->comm},
+                {"origin", cfg.host}, {"precopy", precopy}};
+    offer_clear(cfg, c, ask, false);
     if (auto s = send_json(c, ask); !s)
         return fail(fmt::format("cannot reach {}: {}", to, s.error().what()));
     auto yes = recv_json(c);
@@ -219,8 +220,9 @@ json Ops::local_move(Daemon& d, const json& req, const Client& who, const Emit& 
         return fail(fmt::format("{} did not answer: {}", to, yes.error().what()));
     if (!yes->value("ok", false))
         return fail(fmt::format("{} refused: {}", to, yes->value("error", "no reason given")));
-    spdlog::info("{} {}: pid {} ({}, uid {}) to {} as {}", op, id, pid, proc->comm, proc->uid, to,
-                 gid);
+    const bool clear = follow_clear(c, ask, *yes);
+    spdlog::info("{} {}: pid {} ({}, uid {}) to {} as {}{}", op, id, pid, proc->comm, proc->uid, to,
+                 gid, clear ? ", image in the clear ([tls] clear_images)" : "");
 
     ghost::Precopy pc;
     json rounds = json::array();
@@ -333,7 +335,9 @@ void Ops::peer_import(Daemon& d, Channel& ch, const json& req) {
         (void)send_json(ch, error_reply(j.error()));
         return;
     }
-    if (auto s = send_json(ch, {{"ok", true}}); !s) {
+    json yes = {{"ok", true}};
+    const bool clear = accept_clear(d.config(), ch, req, yes, true);
+    if (auto s = send_json(ch, yes); !s) {
         d.journal_.remove(id);
         return;
     }
@@ -372,8 +376,8 @@ void Ops::peer_import(Daemon& d, Channel& ch, const json& req) {
         return;
     }
     maybe_crash("dest-after-import");
-    spdlog::info("{} {} from {}: {} bytes imported, copy stopped as pid {}", kind, id, ch.peer(),
-                 im->bytes, im->pid);
+    spdlog::info("{} {} from {}: {} bytes imported{}, copy stopped as pid {}", kind, id, ch.peer(),
+                 im->bytes, clear ? " in the clear" : "", im->pid);
     if (auto s = send_json(ch, {{"ok", true}, {"pid", im->pid}, {"bytes", im->bytes}}); !s) {
         d.wake_resolver();
         return;

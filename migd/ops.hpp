@@ -66,6 +66,18 @@ ghost::Result<Imported> import_from(Daemon& d, Channel& ch, bool stopped,
                                     const std::function<void(pid_t)>& spawned = {},
                                     bool sequence = false);
 
+// Image streams in the clear ([tls] clear_images on both hosts; wire.hpp,
+// Channel::set_clear()). The asking side adds "clear": true to a request
+// that carries or fetches an image when its config allows and the channel
+// can; when it will receive the stream it calls ch.receive_clear() first.
+// The answering side accepts in its reply (accept_clear(): "clear": true,
+// after receive_clear() when it receives) and then streams or reads clear;
+// the asking side follows the reply (follow_clear()). Both return whether
+// the image streams of this request go clear.
+void offer_clear(const Config& cfg, Channel& ch, json& req, bool receiving);
+bool accept_clear(const Config& cfg, Channel& ch, const json& req, json& reply, bool receiving);
+bool follow_clear(Channel& ch, const json& req, const json& reply);
+
 // Peer-side checks of who an incoming image runs as.
 ghost::Result<void> check_incoming_uid(const Config& cfg, uid_t uid);
 

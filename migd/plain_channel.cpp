@@ -21,7 +21,8 @@ using ghost::Result;
 
 class PlainChannel final : public Channel {
   public:
-    PlainChannel(ghost::UniqueFd fd, std::string peer) : fd_(std::move(fd)), peer_(std::move(peer)) {}
+    PlainChannel(ghost::UniqueFd fd, std::string peer)
+        : fd_(std::move(fd)), peer_(std::move(peer)) {}
 
     Result<std::size_t> read(std::span<std::byte> buf) override {
         if (auto w = wait(POLLIN); !w)
@@ -57,6 +58,9 @@ class PlainChannel final : public Channel {
     const std::string& peer() const override { return peer_; }
     int fd() const override { return fd_.get(); }
     void set_timeout(std::chrono::milliseconds t) override { timeout_ = t; }
+    std::chrono::milliseconds timeout() const override { return timeout_; }
+    // Nothing to leave: the stream plane is the descriptor already.
+    int stream_fd() const override { return fd_.get(); }
 
   private:
     Result<void> wait(short ev) {

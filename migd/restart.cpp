@@ -39,19 +39,23 @@ struct Fetch {
 Result<json> restart_here(Daemon& d, const std::string& server, const std::string& id, uid_t uid) {
     const Config& cfg = d.config();
     Fetch f;
-    const json ask = {{"op", "fetch"}, {"id", id}, {"uid", uid}};
+    json ask = {{"op", "fetch"}, {"id", id}, {"uid", uid}};
     if (server == cfg.host) {
         int sv[2];
         if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0)
             return Error::from_errno(errno, fmt::format("socketpair: {}", std::strerror(errno)));
         f.ch = plain_channel(UniqueFd(sv[0]));
         f.far = plain_channel(UniqueFd(sv[1]));
-        f.feeder = std::thread([&d, &f, ask] { Ops::peer_fetch(d, *f.far, ask); f.far.reset(); });
+        f.feeder = std::thread([&d, &f, ask] {
+            Ops::peer_fetch(d, *f.far, ask);
+            f.far.reset();
+        });
     } else {
         auto ch = d.connect(server);
         if (!ch)
             return ch.error();
         f.ch = std::move(*ch);
+        offer_clear(cfg, *f.ch, ask, true);
         if (auto s = send_json(*f.ch, ask); !s)
             return s.error();
     }
@@ -60,6 +64,8 @@ Result<json> restart_here(Daemon& d, const std::string& server, const std::strin
         return meta.error();
     if (!meta->value("ok", false))
         return Error::from_errno(EPERM, meta->value("error", "refused"));
+    if (follow_clear(*f.ch, ask, *meta))
+        spdlog::info("restart: image {} of {} comes in the clear ([tls] clear_images)", id, server);
     const uid_t owner = meta->value("owner", 0u);
     if (auto u = check_incoming_uid(cfg, owner); !u)
         return u.error();
@@ -78,8 +84,8 @@ Result<json> restart_here(Daemon& d, const std::string& server, const std::strin
     l.comm = meta->value("comm", "");
     (void)d.locations_.set(l);
     spdlog::info("restart: image {} of {} runs as pid {} ({})", id, server, im->pid, l.gid);
-    return json{{"ok", true}, {"gid", l.gid}, {"host", cfg.host}, {"pid", im->pid},
-                {"bytes", im->bytes}};
+    return json{
+        {"ok", true}, {"gid", l.gid}, {"host", cfg.host}, {"pid", im->pid}, {"bytes", im->bytes}};
 }
 
 } // namespace
@@ -93,8 +99,9 @@ json Ops::local_restart(Daemon& d, const json& req, const Client& who, const Emi
         return error_reply(fmt::format("{} is not a peer of {}", server, cfg.host));
     if (on == cfg.host) {
         auto r = restart_here(d, server, id, who.uid);
-        return r ? *r : error_reply(fmt::format("restart of {} from {} failed: {}", id, server,
-                                                r.error().what()));
+        return r ? *r
+                 : error_reply(fmt::format("restart of {} from {} failed: {}", id, server,
+                                           r.error().what()));
     }
     if (!cfg.peer(on))
         return error_reply(fmt::format("{} is not a peer of {}", on, cfg.host));

@@ -212,6 +212,43 @@ class TlsChannel final : public Channel {
     const std::string& peer() const override { return peer_; }
     int fd() const override { return fd_.get(); }
     SSL* ssl() const { return ssl_; }
+    milliseconds timeout() const override { return timeout_; }
+
+    bool clear_capable() const override { return true; }
+    // Without read-ahead OpenSSL asks the socket for a record's header, then
+    // for exactly its body: the clear frames after a record stay in the
+    // socket. The messages read that way are few and small.
+    void receive_clear() override { SSL_set_read_ahead(ssl_, 0); }
+
+    Result<std::size_t> stream_read(std::span<std::byte> buf) override {
+        if (!clear())
+            return read(buf);
+        if (auto p = nothing_pending(); !p)
+            return p.error();
+        for (;;) {
+            const ssize_t n = ::recv(fd_.get(), buf.data(), buf.size(), 0);
+            if (n >= 0)
+                return static_cast<std::size_t>(n);
+            if (errno != EINTR)
+                return socket_error("receive");
+        }
+    }
+
+    Result<void> stream_write(std::span<const std::byte> data) override {
+        if (!clear())
+            return write(data);
+        while (!data.empty()) {
+            const ssize_t n = ::send(fd_.get(), data.data(), data.size(), MSG_NOSIGNAL);
+            if (n < 0 && errno == EINTR)
+                continue;
+            if (n < 0)
+                return socket_error("send");
+            data = data.subspan(static_cast<std::size_t>(n));
+        }
+        return {};
+    }
+
+    int stream_fd() const override { return clear() && !SSL_has_pending(ssl_) ? fd_.get() : -1; }
     // Two setsockopt(2) calls, made only when the limit changes: a kept
     // connection sets the same one around every short request.
     void set_timeout(milliseconds t) override {
@@ -252,6 +289,29 @@ class TlsChannel final : public Channel {
     }
 
     static constexpr int write_buffer = 256 * 1024;
+
+    // A clear stream begins where a TLS record ended: bytes TLS holds but
+    // has not handed out mean it read into the stream (the receiver did not
+    // call receive_clear() in time, or the peer sent records it should not).
+    Result<void> nothing_pending() const {
+        if (!SSL_has_pending(ssl_))
+            return {};
+        return Error::from_errno(EPROTO, fmt::format("TLS holds bytes read ahead of the clear "
+                                                     "image stream from {}: the two sides are "
+                                                     "out of step",
+                                                     peer_.empty() ? "the peer" : peer_));
+    }
+
+    Error socket_error(const char* what) const {
+        const int e = errno;
+        if (e == EAGAIN || e == EWOULDBLOCK)
+            return Error::from_errno(ETIMEDOUT, fmt::format("clear image stream: {} was silent "
+                                                            "for {} ms",
+                                                            peer_.empty() ? "the peer" : peer_,
+                                                            timeout_.count()));
+        return Error::from_errno(e,
+                                 fmt::format("clear image stream: {}: {}", what, std::strerror(e)));
+    }
 
     Error io_error(int rc, const char* what) {
         const int saved = errno;

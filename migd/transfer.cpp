@@ -2,7 +2,10 @@
 // The one data path of migration, duplication and the checkpoint server: the
 // engine exports into a pipe, DATA frames carry it over the channel, and the
 // receiving side tees it into a restore stub (or a file) while validating it.
-// No side holds more than one frame and a pipe's worth of the image.
+// No side holds more than one frame and a pipe's worth of the image. Where
+// the stream is the socket itself (images in the clear, a plain channel),
+// the kernel moves the frames (zerocopy.hpp) and the stub alone reads the
+// page data.
 #include <fcntl.h>
 #include <poll.h>
 #include <pwd.h>
@@ -115,6 +118,31 @@ Result<void> check_incoming_uid(const Config& cfg, uid_t uid) {
     return {};
 }
 
+void offer_clear(const Config& cfg, Channel& ch, json& req, bool receiving) {
+    if (!cfg.clear_images || !ch.clear_capable())
+        return;
+    if (receiving)
+        ch.receive_clear();
+    req["clear"] = true;
+}
+
+bool accept_clear(const Config& cfg, Channel& ch, const json& req, json& reply, bool receiving) {
+    if (!cfg.clear_images || !ch.clear_capable() || req.value("clear", false) != true)
+        return false;
+    if (receiving)
+        ch.receive_clear();
+    reply["clear"] = true;
+    ch.set_clear(true);
+    return true;
+}
+
+bool follow_clear(Channel& ch, const json& req, const json& reply) {
+    // Only what was offered: a reply cannot turn on what this host refuses.
+    const bool on = req.value("clear", false) == true && reply.value("clear", false) == true;
+    ch.set_clear(on);
+    return ch.clear();
+}
+
 namespace {
 
 // The pipe between an engine and a channel: 1 MiB (fewer wakeups; best
@@ -216,8 +244,9 @@ Result<Imported> import_from(Daemon& d, Channel& ch, bool stopped,
     UniqueFd rd = std::move(pipe->first), wr = std::move(pipe->second);
 
     // The stub restores from the pipe while this thread feeds it and checks
-    // every byte: a restore that succeeds on a stream that then fails the
-    // check is killed before it ever runs (it is stopped).
+    // the image (all of it, or all but the page data the stub checks): a
+    // restore that succeeds on a stream that then fails the check is
+    // killed before it ever runs (it is stopped).
     Result<pid_t> restored = Error{};
     // A sequence: how many images the stub has taken in, and whether the
     // restore is over (it then takes no more).
@@ -246,18 +275,20 @@ Result<Imported> import_from(Daemon& d, Channel& ch, bool stopped,
     std::uint64_t bytes = 0;
     // One image: read and checked as it is teed to the stub.
     const auto one = [&]() -> std::pair<Result<ghost::image::Image>, Result<void>> {
-        FrameSource src(ch, [&](std::span<const std::byte> b) -> Result<void> {
-            // A failed write: the stub refused the image, and its reason
-            // comes from restart().
-            if (!stub_gone && !write_all(wr.get(), b))
-                stub_gone = true;
-            return {};
-        });
+        // A stub that stops reading refused the image, and its reason
+        // comes from restart().
+        FrameSource src(ch, wr.get());
         ghost::image::ReadOptions ro;
         ro.max_bytes = limit;
+        // Page data straight from the socket into the stub's pipe where
+        // the stream plane is the socket: the stub checks it (every byte,
+        // the END checksum) before the restore succeeds; this side checks
+        // the rest (who the image runs as, its descriptors, its size).
+        ro.skip_pages = true;
         auto img = ghost::image::read(src, ro);
         Result<void> rest = img ? src.drain() : Result<void>(img.error());
         bytes += src.bytes();
+        stub_gone = stub_gone || src.pipe_gone();
         return {std::move(img), std::move(rest)};
     };
     Result<ghost::image::Image> img = Error{};

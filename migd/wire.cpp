@@ -20,6 +20,15 @@ void put_u32(std::byte* p, std::uint32_t v) {
         p[i] = static_cast<std::byte>(v >> (8 * i));
 }
 
+// JSON messages go on a channel's message plane (always TLS on a TLS
+// channel), an image's DATA, END and ABORT frames on its stream plane
+// (Channel::set_clear()).
+enum class Plane { Message, Stream };
+
+Result<std::size_t> plane_read(Channel& ch, Plane p, std::span<std::byte> buf) {
+    return p == Plane::Stream ? ch.stream_read(buf) : ch.read(buf);
+}
+
 std::uint32_t get_u32(const std::byte* p) {
     std::uint32_t v = 0;
     for (int i = 0; i < 4; ++i)
@@ -27,10 +36,10 @@ std::uint32_t get_u32(const std::byte* p) {
     return v;
 }
 
-Result<void> read_exact(Channel& ch, std::span<std::byte> buf) {
+Result<void> read_exact(Channel& ch, std::span<std::byte> buf, Plane plane) {
     std::size_t got = 0;
     while (got < buf.size()) {
-        auto n = ch.read(buf.subspan(got));
+        auto n = plane_read(ch, plane, buf.subspan(got));
         if (!n)
             return n.error();
         if (*n == 0)
@@ -43,13 +52,14 @@ Result<void> read_exact(Channel& ch, std::span<std::byte> buf) {
     return {};
 }
 
-Result<void> send_frame(Channel& ch, FrameType type, std::span<const std::byte> payload) {
+Result<void> send_frame(Channel& ch, FrameType type, std::span<const std::byte> payload,
+                        Plane plane) {
     std::vector<std::byte> buf(frame_header_size + payload.size());
     put_u32(buf.data(), static_cast<std::uint32_t>(type));
     put_u32(buf.data() + 4, static_cast<std::uint32_t>(payload.size()));
     if (!payload.empty())
         std::memcpy(buf.data() + frame_header_size, payload.data(), payload.size());
-    return ch.write(buf);
+    return plane == Plane::Stream ? ch.stream_write(buf) : ch.write(buf);
 }
 
 struct Header {
@@ -57,9 +67,9 @@ struct Header {
     std::uint32_t len;
 };
 
-Result<Header> read_header(Channel& ch) {
+Result<Header> read_header(Channel& ch, Plane plane) {
     std::byte h[frame_header_size];
-    if (auto r = read_exact(ch, h); !r)
+    if (auto r = read_exact(ch, h, plane); !r)
         return r.error();
     const std::uint32_t type = get_u32(h);
     const std::uint32_t len = get_u32(h + 4);
@@ -72,15 +82,15 @@ Result<Header> read_header(Channel& ch) {
     return Header{static_cast<FrameType>(type), len};
 }
 
-Result<std::string> read_text(Channel& ch, std::uint32_t len) {
+Result<std::string> read_text(Channel& ch, std::uint32_t len, Plane plane) {
     std::string s(len, '\0');
-    if (auto r = read_exact(ch, std::as_writable_bytes(std::span(s))); !r)
+    if (auto r = read_exact(ch, std::as_writable_bytes(std::span(s)), plane); !r)
         return r.error();
     return s;
 }
 
-Error aborted(Channel& ch, std::uint32_t len) {
-    auto why = read_text(ch, len);
+Error aborted(Channel& ch, std::uint32_t len, Plane plane) {
+    auto why = read_text(ch, len, plane);
     if (!why)
         return why.error();
     return Error::from_errno(ECANCELED, *why);
@@ -88,24 +98,29 @@ Error aborted(Channel& ch, std::uint32_t len) {
 
 } // namespace
 
+void put_header(std::byte (&h)[frame_header_size], FrameType type, std::uint32_t len) {
+    put_u32(h, static_cast<std::uint32_t>(type));
+    put_u32(h + 4, len);
+}
+
 Result<void> send_json(Channel& ch, const json& j) {
     const std::string s = j.dump();
     if (s.size() > max_json_frame)
         return Error::from_errno(EMSGSIZE, "message too long for the peer protocol");
-    return send_frame(ch, FrameType::Json, std::as_bytes(std::span(s)));
+    return send_frame(ch, FrameType::Json, std::as_bytes(std::span(s)), Plane::Message);
 }
 
 Result<json> recv_json(Channel& ch) {
-    auto h = read_header(ch);
+    auto h = read_header(ch, Plane::Message);
     if (!h)
         return h.error();
     if (h->type == FrameType::Abort)
-        return aborted(ch, h->len);
+        return aborted(ch, h->len, Plane::Message);
     if (h->type != FrameType::Json)
         return Error::from_errno(EPROTO, fmt::format("{} sent image data where a message was "
                                                      "expected",
                                                      ch.peer()));
-    auto text = read_text(ch, h->len);
+    auto text = read_text(ch, h->len, Plane::Message);
     if (!text)
         return text.error();
     auto j = json::parse(*text, nullptr, false);
@@ -117,15 +132,17 @@ Result<json> recv_json(Channel& ch) {
 }
 
 Result<void> send_end(Channel& ch) {
-    return send_frame(ch, FrameType::End, {});
+    return send_frame(ch, FrameType::End, {}, Plane::Stream);
 }
 
 Result<void> send_abort(Channel& ch, const std::string& reason) {
     const std::string s = reason.substr(0, max_json_frame);
-    return send_frame(ch, FrameType::Abort, std::as_bytes(std::span(s)));
+    return send_frame(ch, FrameType::Abort, std::as_bytes(std::span(s)), Plane::Stream);
 }
 
 Result<void> send_stream(Channel& ch, int fd, std::atomic<std::uint64_t>* sent) {
+    if (const int sock = ch.stream_fd(); sock >= 0 && zerocopy::can_send(fd))
+        return zerocopy::send_frames(ch, sock, fd, sent);
     // One buffer, header in front: one TLS record train per frame, no copy.
     std::vector<std::byte> buf(frame_header_size + max_data_frame);
     for (;;) {
@@ -150,48 +167,102 @@ Result<void> send_stream(Channel& ch, int fd, std::atomic<std::uint64_t>* sent) 
             return {};
         put_u32(buf.data(), static_cast<std::uint32_t>(FrameType::Data));
         put_u32(buf.data() + 4, static_cast<std::uint32_t>(got));
-        if (auto w = ch.write(std::span(buf.data(), frame_header_size + got)); !w)
+        if (auto w = ch.stream_write(std::span(buf.data(), frame_header_size + got)); !w)
             return w.error();
         if (sent)
             sent->fetch_add(got, std::memory_order_relaxed);
     }
 }
 
-Result<std::size_t> FrameSource::read(std::span<std::byte> buf) {
-    if (ended_ || buf.empty())
-        return std::size_t{0};
+Result<bool> FrameSource::next_data() {
     while (left_ == 0) {
-        auto h = read_header(ch_);
+        if (ended_)
+            return false;
+        auto h = read_header(ch_, Plane::Stream);
         if (!h)
             return h.error();
         if (h->type == FrameType::End) {
             if (h->len)
                 return Error::from_errno(EPROTO, "malformed END frame");
             ended_ = true;
-            return std::size_t{0};
+            return false;
         }
         if (h->type == FrameType::Abort)
-            return aborted(ch_, h->len);
+            return aborted(ch_, h->len, Plane::Stream);
         if (h->type != FrameType::Data)
             return Error::from_errno(EPROTO, fmt::format("{} sent a message in the middle of an "
                                                          "image",
                                                          ch_.peer()));
         left_ = h->len;
     }
+    return true;
+}
+
+namespace {
+
+Error cut_short(const Channel& ch) {
+    return Error::from_errno(ECONNRESET, fmt::format("{} closed the connection in the middle of "
+                                                     "the image",
+                                                     ch.peer()));
+}
+
+} // namespace
+
+Result<std::size_t> FrameSource::read(std::span<std::byte> buf) {
+    if (ended_ || buf.empty())
+        return std::size_t{0};
+    if (auto d = next_data(); !d || !*d)
+        return d ? Result<std::size_t>(std::size_t{0}) : Result<std::size_t>(d.error());
     const std::size_t want = std::min<std::size_t>(buf.size(), left_);
-    auto n = ch_.read(buf.first(want));
+    auto n = ch_.stream_read(buf.first(want));
     if (!n)
         return n.error();
     if (*n == 0)
-        return Error::from_errno(ECONNRESET, fmt::format("{} closed the connection in the middle "
-                                                         "of the image",
-                                                         ch_.peer()));
+        return cut_short(ch_);
     left_ -= static_cast<std::uint32_t>(*n);
     bytes_ += *n;
+    if (pipe_ >= 0 && !pipe_gone_ && !zerocopy::give(pipe_, buf.first(*n)))
+        pipe_gone_ = true;
     if (tee_)
         if (auto t = tee_(buf.first(*n)); !t)
             return t.error();
     return *n;
+}
+
+Result<bool> FrameSource::skip(std::uint64_t n) {
+    const int sock = ch_.stream_fd();
+    if (pipe_ < 0 || pipe_gone_ || sock < 0 || ended_)
+        return false;
+    std::vector<std::byte> scratch; // the stub gone: the rest is read and dropped
+    while (n > 0) {
+        auto d = next_data();
+        if (!d)
+            return d.error();
+        if (!*d)
+            return Error::from_errno(EBADMSG, fmt::format("the image from {} ends inside its "
+                                                          "page data",
+                                                          ch_.peer()));
+        const std::size_t want = static_cast<std::size_t>(std::min<std::uint64_t>(n, left_));
+        Result<std::size_t> k = std::size_t{0};
+        if (!pipe_gone_) {
+            k = zerocopy::splice_into(ch_, sock, pipe_, want);
+            if (!k && k.error().code.value() == EPIPE) {
+                pipe_gone_ = true;
+                continue;
+            }
+        } else {
+            scratch.resize(std::min<std::size_t>(want, 1 << 20));
+            k = ch_.stream_read(scratch);
+        }
+        if (!k)
+            return k.error();
+        if (*k == 0)
+            return cut_short(ch_);
+        left_ -= static_cast<std::uint32_t>(*k);
+        bytes_ += *k;
+        n -= *k;
+    }
+    return true;
 }
 
 Result<void> FrameSource::drain() {

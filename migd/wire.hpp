@@ -16,6 +16,7 @@
 #include "channel.hpp"
 #include "ghost/image.hpp"
 #include "ghost/result.hpp"
+#include "zerocopy.hpp"
 
 namespace migd {
 
@@ -27,6 +28,9 @@ inline constexpr std::size_t max_data_frame = 1 << 20;
 
 using nlohmann::json;
 
+// A frame's header: type and payload length, little-endian.
+void put_header(std::byte (&h)[frame_header_size], FrameType type, std::uint32_t len);
+
 ghost::Result<void> send_json(Channel& ch, const json& j);
 // The next frame, which must be JSON; an ABORT frame becomes an error with
 // its reason (ECANCELED), anything else a protocol error (EPROTO).
@@ -35,27 +39,42 @@ ghost::Result<json> recv_json(Channel& ch);
 ghost::Result<void> send_end(Channel& ch);
 ghost::Result<void> send_abort(Channel& ch, const std::string& reason);
 
-// Copies everything readable from fd (a pipe the engine exports into) to ch
-// as DATA frames until fd's end; counts bytes in *sent. Does not send END.
+// Copies everything readable from fd (a pipe the engine exports into, or a
+// stored image file) to ch as DATA frames until fd's end; counts bytes in
+// *sent. Does not send END. Image frames go on ch's stream plane: moved by
+// the kernel (zerocopy.hpp) where that is the socket itself.
 ghost::Result<void> send_stream(Channel& ch, int fd, std::atomic<std::uint64_t>* sent = nullptr);
 
 // Reads DATA frames as a byte source until END (then read() returns 0). An
 // ABORT frame is an error with the sender's reason; every byte read is also
-// handed to tee (a restore stub's pipe, a file) before read() returns it.
+// handed to tee (a file) or written to tee_pipe (a restore stub's pipe)
+// before read() returns it.
 class FrameSource final : public ghost::image::Source {
   public:
     using Tee = std::function<ghost::Result<void>(std::span<const std::byte>)>;
     FrameSource(Channel& ch, Tee tee) : ch_(ch), tee_(std::move(tee)) {}
+    FrameSource(Channel& ch, int tee_pipe) : ch_(ch), pipe_(tee_pipe) {}
     ghost::Result<std::size_t> read(std::span<std::byte> buf) override;
+    // With tee_pipe where the stream plane is the socket: the next n bytes
+    // go from the socket into tee_pipe by splice(2), never read by migd
+    // (page data, which the restore stub checks: image::ReadOptions::
+    // skip_pages). False elsewhere, and nothing moved.
+    ghost::Result<bool> skip(std::uint64_t n) override;
     // Reads and tees whatever DATA is left up to END (an image's reader
     // stops at its END section; a well-formed stream has nothing after it).
     ghost::Result<void> drain();
     bool ended() const { return ended_; }
     std::uint64_t bytes() const { return bytes_; }
+    // tee_pipe's reader stopped reading (the stub refused the image).
+    bool pipe_gone() const { return pipe_gone_; }
 
   private:
+    // Until a DATA frame has bytes left: false at END.
+    ghost::Result<bool> next_data();
     Channel& ch_;
     Tee tee_;
+    int pipe_ = -1;
+    bool pipe_gone_ = false;
     std::uint32_t left_ = 0; // bytes of the current DATA frame not yet read
     bool ended_ = false;
     std::uint64_t bytes_ = 0;

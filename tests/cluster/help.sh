@@ -58,6 +58,7 @@ NAME
 SYNOPSIS
     cluster up --hosts N [--cpu P1,P2,...] [--name NAME]
                [--engine user|kernel|auto] [--dir DIR] [--own-clocks]
+               [--clear-images]
 
 DESCRIPTION
     Makes hosts h1..hN (1 to 64): a network namespace each with lo up and
@@ -96,6 +97,9 @@ OPTIONS
                      migd, exec and what they start run in it). A process
                      moved between hosts then sees another monotonic clock,
                      as between real machines. Wall-clock time stays shared.
+    --clear-images   clear_images = true in every migd.toml ([tls]): images
+                     cross the bridge outside TLS after the mutual-TLS
+                     handshake, as on a trusted network (migd(8)).
 
 ERRORS
     Not root; no cgroup cpu controller; a cluster NAME already up (or its

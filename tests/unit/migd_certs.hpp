@@ -9,8 +9,11 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <future>
+#include <memory>
 #include <string>
 
 #include "channel.hpp"
@@ -74,5 +77,32 @@ inline std::uint16_t port_of(int fd) {
     ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
     return ntohs(a.sin_port);
 }
+
+inline std::shared_ptr<migd::TlsContext> ctx(const migd::TlsFiles& f) {
+    auto r = migd::TlsContext::load(f);
+    if (!r)
+        ADD_FAILURE() << r.error().what();
+    return r ? *r : nullptr;
+}
+
+// A loopback server accepting one connection with a TlsContext.
+struct Server {
+    ghost::UniqueFd lfd;
+    std::uint16_t port = 0;
+    std::future<ghost::Result<std::unique_ptr<migd::Channel>>> result;
+
+    explicit Server(std::shared_ptr<migd::TlsContext> tls,
+                    std::chrono::milliseconds timeout = std::chrono::seconds(5)) {
+        auto l = migd::tcp_listen("127.0.0.1", 0);
+        EXPECT_TRUE(l) << l.error().what();
+        lfd = std::move(*l);
+        port = port_of(lfd.get());
+        result = std::async(std::launch::async, [this, tls, timeout] {
+            ghost::UniqueFd c(::accept4(lfd.get(), nullptr, nullptr, SOCK_CLOEXEC));
+            return tls->accept(std::move(c), timeout);
+        });
+    }
+    ghost::Result<std::unique_ptr<migd::Channel>> get() { return result.get(); }
+};
 
 } // namespace migd_test

@@ -37,6 +37,7 @@ device = "/dev/ghost0"
 ca = "tls/ca.pem"
 cert = "/abs/h1.pem"
 key = "tls/../tls/h1.key"
+clear_images = true
 [[peer]]
 name = "h2"
 address = "10.0.0.2"
@@ -70,6 +71,7 @@ max_clients_per_user = 5
     EXPECT_EQ(c.tls_ca, "/etc/ghost/tls/ca.pem");
     EXPECT_EQ(c.tls_cert, "/abs/h1.pem");
     EXPECT_EQ(c.tls_key, "/etc/ghost/tls/h1.key");
+    EXPECT_TRUE(c.clear_images);
     ASSERT_EQ(c.peers.size(), 2u);
     EXPECT_EQ(c.peers[0].name, "h2");
     EXPECT_EQ(c.peers[0].address, "10.0.0.2");
@@ -103,6 +105,7 @@ TEST(MigdConfig, EmptyFileGivesTheDefaultsAndTheHostName) {
     EXPECT_TRUE(r->tls_ca.empty() && r->tls_cert.empty() && r->tls_key.empty());
     EXPECT_TRUE(r->peers.empty());
     EXPECT_FALSE(r->allow_root);
+    EXPECT_FALSE(r->clear_images);
     EXPECT_EQ(r->max_transfers, 4u);
     EXPECT_EQ(r->io_timeout_ms, 10000u);
     EXPECT_EQ(r->max_clients, 256u);

@@ -24,32 +24,8 @@ using namespace std::chrono;
 using migd::Channel;
 using migd::TlsContext;
 using migd_test::Certs;
-
-std::shared_ptr<TlsContext> ctx(const migd::TlsFiles& f) {
-    auto r = TlsContext::load(f);
-    if (!r)
-        ADD_FAILURE() << r.error().what();
-    return r ? *r : nullptr;
-}
-
-// A loopback server accepting one connection with a TlsContext.
-struct Server {
-    ghost::UniqueFd lfd;
-    std::uint16_t port = 0;
-    std::future<ghost::Result<std::unique_ptr<Channel>>> result;
-
-    explicit Server(std::shared_ptr<TlsContext> tls, milliseconds timeout = 5s) {
-        auto l = migd::tcp_listen("127.0.0.1", 0);
-        EXPECT_TRUE(l) << l.error().what();
-        lfd = std::move(*l);
-        port = migd_test::port_of(lfd.get());
-        result = std::async(std::launch::async, [this, tls, timeout] {
-            ghost::UniqueFd c(::accept4(lfd.get(), nullptr, nullptr, SOCK_CLOEXEC));
-            return tls->accept(std::move(c), timeout);
-        });
-    }
-    ghost::Result<std::unique_ptr<Channel>> get() { return result.get(); }
-};
+using migd_test::ctx;
+using migd_test::Server;
 
 std::span<const std::byte> bytes(std::string_view s) {
     return std::as_bytes(std::span(s));
