@@ -33,7 +33,12 @@ static void usage(FILE *out)
 		"  -h, --help   show this help\n"
 		"\n"
 		"Exit status (only on failure): 1 the image was refused or unreadable\n"
-		"(the reason is printed), 2 usage error.\n");
+		"(the reason is printed), 2 usage error.\n"
+		"\n"
+		"From an image file the page data is read straight into place after the\n"
+		"point of no return (GHOST_IMPORT_DIRECT, where the module has it): page\n"
+		"data that does not match the image's checksum then kills the process\n"
+		"(SIGKILL) before it runs, and the kernel log says why.\n");
 }
 
 int main(int argc, char **argv)
@@ -97,7 +102,7 @@ int main(int argc, char **argv)
 		return 1;
 	}
 
-	ghost_restore_self(g, &im);
+	ghost_restore_self_direct(g, &im, 0);
 	fprintf(stderr, "ghost-restore: %s\n", im.reason[0] ? im.reason : strerror(errno));
 	return 1;
 }

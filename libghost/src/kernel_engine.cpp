@@ -100,14 +100,11 @@ template <class Base> class KernelGhostBase : public Base {
     Error restore_self(const RestoreOptions& o) override {
         ghost_import im{};
         const __u32 flags = o.stopped ? GHOST_IMPORT_STOPPED : 0;
-        ghost_restore_self_flags(fd_.get(), &im, flags | (o.direct ? GHOST_IMPORT_DIRECT : 0));
-        int err = errno;
-        // A module without GHOST_IMPORT_DIRECT refuses the flag on the
-        // first call, before anything changed: import as it can.
-        if (o.direct && err == EINVAL && !im.reason[0]) {
+        if (o.direct)
+            ghost_restore_self_direct(fd_.get(), &im, flags);
+        else
             ghost_restore_self_flags(fd_.get(), &im, flags);
-            err = errno;
-        }
+        const int err = errno;
         if (o.stopped && err == EINVAL && !im.reason[0])
             return Error::from_errno(err, "this ghost.ko cannot restore a process stopped "
                                           "(it lacks GHOST_IMPORT_STOPPED: load a newer module)");

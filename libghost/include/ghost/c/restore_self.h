@@ -164,4 +164,19 @@ static inline int ghost_restore_self(int g, struct ghost_import *im)
 	return ghost_restore_self_flags(g, im, 0);
 }
 
+/*
+ * ghost_restore_self_flags() with GHOST_IMPORT_DIRECT (page data read from
+ * an image file straight into place, Documentation/ioctl-api.md) where the
+ * module has it: a module without it refuses the flag on the first call,
+ * before anything changed, and the import is then made as it can.
+ */
+static inline int ghost_restore_self_direct(int g, struct ghost_import *im,
+					    __u32 flags)
+{
+	ghost_restore_self_flags(g, im, flags | GHOST_IMPORT_DIRECT);
+	if (errno != EINVAL || im->reason[0])
+		return -1;
+	return ghost_restore_self_flags(g, im, flags);
+}
+
 #endif /* GHOST_C_RESTORE_SELF_H */
