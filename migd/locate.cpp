@@ -111,6 +111,23 @@ json local_processes(Daemon& d) {
     return list;
 }
 
+// The peer whose table has gid as a process running there, asked when the
+// host where it was last seen (or was made) does not answer: that host may
+// be down while the process lives on elsewhere. "" when no peer has it.
+std::string find_elsewhere(Daemon& d, const std::string& gid, const std::string& silent) {
+    for (const auto& p : d.config().peers) {
+        if (p.name == silent)
+            continue;
+        auto r = d.ask(p.name, {{"op", "list"}});
+        if (!r || !r->value("ok", false))
+            continue;
+        for (const auto& e : r->value("processes", json::array()))
+            if (e.value("gid", "") == gid && !e.contains("waiting_for"))
+                return p.name;
+    }
+    return {};
+}
+
 } // namespace
 
 json Ops::route(Daemon& d, const std::string& op, const std::string& gid, const json& extra,
@@ -138,9 +155,18 @@ json Ops::route(Daemon& d, const std::string& op, const std::string& gid, const 
         is_move(op) ? std::chrono::milliseconds(std::max(cfg.io_timeout_ms, move_reply_timeout_ms))
                     : std::chrono::milliseconds(0);
     auto r = d.ask(next, ask, reply_timeout);
-    if (!r)
-        return error_reply(fmt::format("{} was last seen on {}, which did not answer: {}", gid,
-                                       next, r.error().what()));
+    if (!r) {
+        const std::string there = find_elsewhere(d, gid, next);
+        if (there.empty())
+            return error_reply(fmt::format("{} was last seen on {}, which did not answer ({}), "
+                                           "and no other peer has it",
+                                           gid, next, r.error().what()));
+        spdlog::info("{}: {} did not answer ({}); {} has it", gid, next, r.error().what(), there);
+        r = d.ask(there, ask, reply_timeout);
+        if (!r)
+            return error_reply(fmt::format("{} runs on {}, which did not answer: {}", gid, there,
+                                           r.error().what()));
+    }
     // Cut the forwarding: this host now points where the process really is
     // (not after a dup: its answer is the copy, with a gid of its own).
     if (r->value("ok", false) && r->value("gid", "") == gid && r->contains("host") &&

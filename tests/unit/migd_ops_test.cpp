@@ -437,6 +437,33 @@ TEST(MigdOps, ForwardingFollowsAChainAndTheAnswerShortensIt) {
     ::kill(np, SIGKILL);
 }
 
+// The host that made a gid is down while the process lives on elsewhere:
+// the other peers' tables find it (a job's old processes must still be
+// found and killed after its home host died).
+TEST(MigdOps, AProcessIsFoundOnAnotherPeerWhenItsOriginIsDown) {
+    Net net(3);
+    Counter c(net.root());
+    json r = net["h1"].local({{"op", "migrate"}, {"pid", c.pid}, {"to", "h2"}}, user, {});
+    ASSERT_TRUE(r.value("ok", false)) << r.dump();
+    ::waitpid(c.pid, nullptr, 0);
+    c.pid = -1;
+    const std::string gid = r["gid"];
+    const pid_t np = r["pid"];
+    ASSERT_EQ(gid.rfind("h1-", 0), 0u) << gid; // made by h1, which h3 would ask
+    net.cut("h1");
+    const json w = net["h3"].local({{"op", "where"}, {"gid", gid}}, root, {});
+    EXPECT_EQ(w.value("host", ""), "h2") << w.dump();
+    EXPECT_EQ(w.value("pid", 0), np) << w.dump();
+    const json k = net["h3"].local({{"op", "kill"}, {"gid", gid}, {"signal", SIGKILL}}, user, {});
+    EXPECT_TRUE(k.value("ok", false)) << k.dump();
+    EXPECT_TRUE(eventually([&] { return !alive(np); }));
+    // A gid that no peer has: the error says so.
+    const json none = net["h3"].local({{"op", "where"}, {"gid", "h1-999"}}, root, {});
+    EXPECT_FALSE(none.value("ok", true));
+    EXPECT_NE(none.value("error", "").find("no other peer has it"), std::string::npos)
+        << none.dump();
+}
+
 // Short requests keep their connection: a lookup costs a round trip, not a
 // handshake. A kept connection the peer hung up is replaced without error.
 TEST(MigdOps, LookupsReuseAKeptConnectionAndReconnectAfterAHangUp) {
