@@ -189,6 +189,23 @@ CHECKPOINT AND ROLLBACK
   why; at most 3 times in a row. Without a complete checkpoint yet the job
   fails as with --on-failure fail (the default) and says so.
 
+  When bsprun itself is lost (its host died, or it was killed), a guard
+  rolls the job back: with --on-failure rollback and a --server other than
+  this host, bsprun starts "bsprun --guard" here, migd moves it to the
+  checkpoint server's host, and it holds a connection to the hub:
+    bsprun: guard on HOST (pid N): if bsprun or its host is lost, it rolls
+    the job back from there (its output: DIR/guard-R.log)
+  bsprun releases it whenever it ends in control of the job (and leaves a
+  rollback to the guard when the guard does not confirm the release). If
+  the hub's connection is lost instead (TCP keepalive notices a dead host
+  within about 5 s), the guard kills the lost run's relays and becomes
+  "bsprun --restart JOB --hosts UP" on its host, UP being the run's hosts
+  but this one whose migd answers; the job
+  then finishes there, its output in DIR/guard-R.log (R: the rollbacks
+  before this run). With a guard, SIGINT, SIGTERM and SIGHUP stop the job
+  (every VP killed, the guard released) and bsprun exits with 128 + the
+  signal: an interrupted job is not rolled back.
+
 ENVIRONMENT
   GHOST_MIGD_SOCKET   this host's migd control socket (--migd-socket)
   GHOST_CLUSTER_HOST  this host's migd name (--home; set by tests/cluster)

@@ -20,6 +20,7 @@
 
 #include "checkpoint.hpp"
 #include "ghost/engine.hpp"
+#include "guard.hpp"
 #include "hub.hpp"
 #include "migrate.hpp"
 #include "multihost.hpp"
@@ -57,6 +58,8 @@ void copy_out(int from, int to, bool& open) {
 } // namespace
 
 int main(int argc, char** argv) {
+    if (argc == 2 && std::strcmp(argv[1], "--guard") == 0)
+        return guard_main();
     int code = 0;
     auto plan = make_plan(argc, argv, code);
     if (!plan)
@@ -127,10 +130,18 @@ int main(int argc, char** argv) {
     if (engine)
         local = std::make_unique<LocalMover>(std::move(engine), out_w.get(), err_w.get());
 
-    // SIGCHLD through a signalfd: blocked before any thread exists.
+    // A guard on the checkpoint server rolls the job back if bsprun itself
+    // is lost; an interrupted bsprun must then stop it (guard.hpp).
+    const std::string guard_on =
+        mh && ck.on_failure == "rollback" ? guard_host(mh->home(), ck.server) : "";
+    // SIGCHLD (and with a guard SIGINT, SIGTERM, SIGHUP) through a
+    // signalfd: blocked before any thread exists.
     sigset_t chld, oldmask;
     sigemptyset(&chld);
     sigaddset(&chld, SIGCHLD);
+    if (!guard_on.empty())
+        for (int sig : {SIGINT, SIGTERM, SIGHUP})
+            sigaddset(&chld, sig);
     sigprocmask(SIG_BLOCK, &chld, &oldmask);
     UniqueFd sfd(::signalfd(-1, &chld, SFD_CLOEXEC | SFD_NONBLOCK));
     if (!sfd) {
@@ -250,10 +261,16 @@ int main(int argc, char** argv) {
         });
     }
     bool out_open = true, err_open = true;
+    int interrupted = 0; // the signal that stopped the job (with a guard)
     const auto reap = [&](bool tell_hub) {
         signalfd_siginfo si;
-        while (::read(sfd.get(), &si, sizeof si) > 0) {
-        }
+        while (::read(sfd.get(), &si, sizeof si) > 0)
+            if (si.ssi_signo != SIGCHLD && !interrupted) {
+                interrupted = static_cast<int>(si.ssi_signo);
+                hub.fail(-1, fmt::format("bsprun was interrupted by SIG{}: the job is "
+                                         "stopped, not rolled back",
+                                         sigabbrev_np(interrupted)));
+            }
         for (;;) {
             int st;
             const pid_t p = ::waitpid(-1, &st, WNOHANG);
@@ -292,7 +309,50 @@ int main(int argc, char** argv) {
                 break;
             }
     }
+    std::optional<Guard> guard;
+    if (!guard_on.empty()) {
+        GuardPlan gp;
+        gp.host = guard_on;
+        gp.job = job;
+        gp.key_hex = mh->key_hex();
+        gp.hub = mh->hub_address();
+        gp.home = mh->home();
+        gp.hosts = host_list;
+        gp.sockets = o.migd_sockets;
+        gp.restart = guard_restart_options(o, guard_on);
+        if (relays)
+            gp.helpers = relays->gids();
+        gp.log = fmt::format("{}/guard-{}.log", mh->output().dir(),
+                             std::getenv("GHOST_BSPRUN_ROLLBACKS") ?: "0");
+        auto g = Guard::start(mh->mover(), std::move(gp));
+        if (g && hub.wait_for_guard(std::chrono::seconds(10))) {
+            guard.emplace(std::move(*g));
+            std::fprintf(stderr,
+                         "bsprun: guard on %s (pid %d): if bsprun or its host is lost, it rolls "
+                         "the job back from there (its output: %s)\n",
+                         guard_on.c_str(), guard->proc().pid, guard->log().c_str());
+        } else {
+            if (g)
+                (void)migd_kill(mh->mover().home_socket(), g->proc().gid, SIGKILL);
+            std::fprintf(stderr,
+                         "bsprun: warning: no guard on %s (%s): the job is rolled back after a "
+                         "lost VP or host, but not if bsprun itself is lost\n",
+                         guard_on.c_str(),
+                         g ? "it did not connect to the hub in 10 s" : g.error().what().c_str());
+        }
+    }
     const Outcome outcome = hub.run();
+    // From here bsprun is in control to the end (done, failed, interrupted,
+    // or rolled back by bsprun itself): the guard stands down.
+    const bool guard_released = hub.release_guard();
+    if (guard && guard_released)
+        guard->finish();
+    else if (guard)
+        std::fprintf(stderr,
+                     "bsprun: the guard on %s did not confirm that it stands down (its host "
+                     "unreachable?): it rolls the job back if it lost this bsprun, and bsprun "
+                     "leaves that to it (its output: %s)\n",
+                     guard_on.c_str(), guard->log().c_str());
     const double job_seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - job_start).count();
     if (mh && o.policy != "none")
@@ -351,7 +411,9 @@ int main(int argc, char** argv) {
             if (const int st = mh->mover().exit_status(v); st >= 0)
                 status[static_cast<std::size_t>(v)] = st;
     }
-    if (!outcome.ok && ck.on_failure == "rollback" && outcome.lost) {
+    if (interrupted)
+        return 128 + interrupted;
+    if (!outcome.ok && ck.on_failure == "rollback" && outcome.lost && (!guard || guard_released)) {
         rollback(mh->mover(), host_list, *ckpt, ck.server, outcome.why,
                  rollback_options(o, mh->home())); // on failure: returns
     }

@@ -197,4 +197,33 @@ std::vector<std::string> rollback_options(const Options& o, const std::string& h
     return pass_on;
 }
 
+std::vector<std::string> guard_restart_options(const Options& o, const std::string& host) {
+    std::vector<std::string> out = {"--server", o.ck.server};
+    const auto pass_on = rollback_options(o, host);
+    for (std::size_t i = 0; i < pass_on.size(); ++i) {
+        const std::string& a = pass_on[i];
+        if (a == "--hub-address" && i + 1 < pass_on.size()) { // the lost host's
+            ++i;
+            continue;
+        }
+        if (a == "--migd-socket" && i + 1 < pass_on.size()) {
+            // The guard's host's own migd: named by --migd-sockets; else the
+            // path given on the command line, taken to be the same on every
+            // host; else (this host's environment or the default) none, so
+            // that the guard's host uses its own default.
+            std::string sock = o.migd_sockets;
+            if (const auto at = sock.find("{host}"); at != std::string::npos)
+                sock.replace(at, 6, host);
+            else
+                sock = o.migd_socket == migd_client::default_socket() ? "" : o.migd_socket;
+            if (!sock.empty())
+                out.insert(out.end(), {a, sock});
+            ++i;
+            continue;
+        }
+        out.push_back(a);
+    }
+    return out;
+}
+
 } // namespace ghost::bsp

@@ -51,4 +51,10 @@ std::optional<Plan> make_plan(int argc, char** argv, int& code);
 // --policy, ...) for "bsprun --restart JOB --server S --hosts UP ...".
 std::vector<std::string> rollback_options(const Options& o, const std::string& home);
 
+// What the guard on host passes to "bsprun --restart JOB --hosts UP"
+// (guard.hpp): "--server S" and rollback_options() for host, without the
+// lost home's --hub-address, with host's own migd socket when
+// --migd-sockets names it (else the --migd-socket given, or none).
+std::vector<std::string> guard_restart_options(const Options& o, const std::string& host);
+
 } // namespace ghost::bsp

@@ -41,21 +41,6 @@ std::string relay_program() {
     return dir + "bsp-relay";
 }
 
-// Whether pid catches SIGUSR2 yet (/proc/PID/status, SigCgt): then it has
-// it blocked and waits for it, and a wake-up after the move cannot kill it.
-bool catches_wakeup(pid_t pid) {
-    std::FILE* f = std::fopen(fmt::format("/proc/{}/status", pid).c_str(), "re");
-    if (!f)
-        return false;
-    char line[256];
-    unsigned long long mask = 0;
-    while (std::fgets(line, sizeof line, f))
-        if (std::sscanf(line, "SigCgt: %llx", &mask) == 1)
-            break;
-    std::fclose(f);
-    return (mask >> (SIGUSR2 - 1)) & 1;
-}
-
 } // namespace
 
 std::vector<std::string> Relays::hosts_of(const std::string& home,
@@ -78,60 +63,16 @@ Result<Relays> Relays::start(const std::vector<std::string>& hosts, HostsMover& 
     const std::string prog = relay_program();
     for (const auto& host : hosts) {
         const bool home = host == mover.home();
-        const std::string log = rs.log_of(host);
-        const pid_t c = ::fork();
-        if (c < 0)
-            return Error::from_errno(
-                errno, fmt::format("the relay for {}: fork: {}", host, std::strerror(errno)));
-        if (c == 0) {
-            const int in = ::open("/dev/null", O_RDONLY);
-            const int out = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0600);
-            if (in < 0 || out < 0)
-                ::_exit(127);
-            ::dup2(in, 0);
-            ::dup2(out, 1);
-            ::dup2(out, 2);
-            ::close_range(3, ~0U, 0); // it holds nothing migd could not carry
-            sigset_t none;
-            sigemptyset(&none);
-            sigprocmask(SIG_SETMASK, &none, nullptr);
-            ::setenv("GHOST_BSP_JOB", job.c_str(), 1);
-            ::setenv("GHOST_BSP_KEY", key_hex.c_str(), 1);
-            ::setenv("GHOST_BSP_HUB", hub_address.c_str(), 1);
-            ::setenv("GHOST_BSP_RELAY_HOST", host.c_str(), 1);
-            ::setenv("GHOST_BSP_RELAY_WAIT", home ? "0" : "1", 1);
-            ::execl(prog.c_str(), prog.c_str(), static_cast<char*>(nullptr));
-            std::fprintf(stderr, "bsprun: cannot run %s: %s\n", prog.c_str(), std::strerror(errno));
-            ::_exit(127);
-        }
-        rs.procs_.push_back({host, c, {}});
-        if (home)
-            continue;
-        // Moved as a VP is placed: by pid through the home migd, then woken
-        // through migd's kill by gid, once it waits for that.
-        RelayProc& r = rs.procs_.back();
-        const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-        while (!catches_wakeup(c) && std::chrono::steady_clock::now() < until)
-            std::this_thread::sleep_for(std::chrono::milliseconds(2));
-        if (!catches_wakeup(c))
-            return Error::from_errno(ETIMEDOUT, fmt::format("the relay for {} (pid {}) did not "
-                                                            "get ready in 10 s (its log: {})",
-                                                            host, c, log));
-        const json reply =
-            migd_client::call(mover.home_socket(), {{"op", "migrate"}, {"pid", c}, {"to", host}});
-        if (!reply.value("ok", false))
-            return Error::from_errno(EIO, fmt::format("the relay for {}: migd ({}): migrate "
-                                                      "pid {}: {} (its log: {})",
-                                                      host, mover.home_socket(), c,
-                                                      reply.value("error", "refused"), log));
-        while (::waitpid(c, nullptr, 0) < 0 && errno == EINTR) {
-        }
-        r.pid = reply.value("pid", -1);
-        r.gid = reply.value("gid", "");
-        if (auto w = migd_kill(mover.home_socket(), r.gid, SIGUSR2); !w)
-            return Error::from_errno(EIO, fmt::format("the relay on {} ({}): cannot wake it "
-                                                      "through migd: {}",
-                                                      host, r.gid, w.error().what()));
+        auto h = start_helper(mover, host, rs.log_of(host), {prog},
+                              {{"GHOST_BSP_JOB", job},
+                               {"GHOST_BSP_KEY", key_hex},
+                               {"GHOST_BSP_HUB", hub_address},
+                               {"GHOST_BSP_RELAY_HOST", host},
+                               {"GHOST_BSP_RELAY_WAIT", home ? "0" : "1"}},
+                              fmt::format("the relay for {}", host));
+        if (!h)
+            return h.error(); // the relays started so far go with rs
+        rs.procs_.push_back(std::move(*h));
     }
     return rs;
 }
@@ -165,14 +106,16 @@ std::vector<std::string> Relays::hosts() const {
     return out;
 }
 
+std::vector<std::string> Relays::gids() const {
+    std::vector<std::string> out;
+    for (const auto& r : procs_)
+        if (!r.gid.empty())
+            out.push_back(r.gid);
+    return out;
+}
+
 bool Relays::gone(const RelayProc& r) {
-    if (r.gid.empty()) {
-        int st;
-        const pid_t p = ::waitpid(r.pid, &st, WNOHANG);
-        return p == r.pid || (p < 0 && errno == ECHILD);
-    }
-    int status = -1;
-    return migd_gone(mover_->home_socket(), r.gid, &status);
+    return helper_gone(*mover_, r);
 }
 
 void Relays::kill_all() {

@@ -11,15 +11,12 @@
 #include <vector>
 
 #include "ghost/result.hpp"
+#include "helper.hpp"
 #include "hosts.hpp"
 
 namespace ghost::bsp {
 
-struct RelayProc {
-    std::string host;
-    pid_t pid = -1;
-    std::string gid; // migd's, once it moved the relay (empty: our child)
-};
+using RelayProc = HelperProc;
 
 // "bsprun: routing: ..." for the end of a job (the relays' counters).
 std::string routing_summary(const RelayTotals& t, bool broadcast);
@@ -43,6 +40,8 @@ class Relays {
     Result<void> wait_home_listening(const std::string& job);
     // The relays' hosts, in the order they were started (hosts_of's).
     std::vector<std::string> hosts() const;
+    // The migd gids of the relays migd moved (every host's but home's).
+    std::vector<std::string> gids() const;
     // SIGKILL to every relay still there (by pid, or through migd by gid).
     void kill_all();
     // After the job: waits (at most 30 s) until every relay exited, then

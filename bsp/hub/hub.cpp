@@ -123,15 +123,18 @@ void Hub::accept_tcp() {
 void Hub::hello(wire::Link link, bool tcp) {
     auto f = wire::recv_frame(link);
     const bool relay = f && tcp && f->type == Type::RelayHello;
-    if (!f || (f->type != Type::Hello && !relay))
+    const bool guard = f && tcp && f->type == Type::GuardHello;
+    if (!f || (f->type != Type::Hello && !relay && !guard))
         return; // not one of ours, or it died at once: its process exit tells
-    if (tcp) {  // a VP or relay of ours: from now on it may be slow
+    if (tcp) {  // a VP, relay or guard of ours: from now on it may be slow
         const timeval none{0, 0};
         ::setsockopt(link.fd(), SOL_SOCKET, SO_RCVTIMEO, &none, sizeof none);
         ::setsockopt(link.fd(), SOL_SOCKET, SO_SNDTIMEO, &none, sizeof none);
     }
     if (relay)
         return relay_hello(std::move(link), *f);
+    if (guard)
+        return guard_hello(std::move(link), *f);
     wire::Reader r(f->payload);
     // flags: bit 0 resumed, bit 1 through its host's relay.
     const std::uint32_t version = r.u32(), vp = r.u32(), nprocs = r.u32(), flags = r.u32();

@@ -7,6 +7,7 @@
 #include <poll.h>
 #include <sys/types.h>
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <optional>
@@ -147,6 +148,20 @@ class Hub {
     // Runs until every VP called bsp_end (ENDOK sent) or the job failed.
     Outcome run();
 
+    // The guard (bsprun --on-failure rollback across hosts, bsp/bsprun/
+    // guard.hpp) connects over TCP (GUARD_HELLO) and waits; the hub never
+    // reads from it. Whether it has connected:
+    bool guarded() const { return static_cast<bool>(guard_); }
+    // Accepts connections until the guard said GUARD_HELLO (true), or for
+    // at most limit: run() must not end a job before its guard is there.
+    bool wait_for_guard(std::chrono::milliseconds limit);
+    // bsprun is in control to the end (the job ended, failed, or bsprun
+    // rolls it back itself): GUARD_RELEASE tells the guard to exit, so that
+    // the hub's end is not taken for bsprun's loss. True once the guard
+    // closed its end in answer (within 5 s), false when that was not seen
+    // (then it may roll the job back) or there was no guard. Idempotent.
+    bool release_guard();
+
     std::uint64_t superstep() const { return superstep_; }
 
   private:
@@ -180,6 +195,7 @@ class Hub {
     // waits for (back: the relay returns it completed, for a VP to move).
     void deliver(int vp, std::span<const std::byte> payload, bool back = false);
     void relay_hello(wire::Link link, const Frame& f);
+    void guard_hello(wire::Link link, const Frame& f);
     void on_relay_frame(std::size_t i);
     void send_directory();
     void reroute(int vp);
@@ -213,6 +229,8 @@ class Hub {
     RelayTotals relay_totals_;
     bool done_ = false;
     Outcome outcome_;
+    wire::Link guard_;
+    bool guard_released_ = false;
 };
 
 } // namespace ghost::bsp

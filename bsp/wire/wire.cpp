@@ -52,6 +52,10 @@ std::string_view type_name(Type t) {
         return "RELAY_STATS";
     case Type::GetsRelayed:
         return "GETS_RELAYED";
+    case Type::GuardHello:
+        return "GUARD_HELLO";
+    case Type::GuardRelease:
+        return "GUARD_RELEASE";
     }
     return "unknown";
 }

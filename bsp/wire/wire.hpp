@@ -48,6 +48,10 @@ enum class Type : std::uint32_t {
     DeliverBack = 16,    // relay -> hub: the completed DELIVER of a VP to move
     RelayStats = 17,     // relay -> hub (after END): its routing counters
     GetsRelayed = 18,    // hub -> relay: a VP's GETS with each get's requester
+    // The guard (bsprun --on-failure rollback across hosts): a process on
+    // another host that rolls the job back if bsprun itself is lost.
+    GuardHello = 19,   // guard -> hub: version, job, its host
+    GuardRelease = 20, // hub -> guard: bsprun is in control to the end, stand down
 };
 
 std::string_view type_name(Type t);
