@@ -258,13 +258,14 @@ long ghost_export_snapshot(struct ghost *g, struct ghost_export *e)
 		mmput(mm);
 	if (snap)
 		put_task_struct(snap);
-	if (err) {
-		if (!e->reason[0])
-			ghost_reason(e->reason, "reading pid %d failed (error %ld)",
-				     task_pid_vnr(task), err);
-		ghost_event(GHOST_CMD_EXPORTED, task, e->flags, 0, 0, err,
-			    e->reason);
-	}
+	/*
+	 * No event for a refused snapshot: it exports nothing, and its caller
+	 * either exports the plain way (which is announced) or reports the
+	 * refusal itself; an event here would make one export look like two.
+	 */
+	if (err && !e->reason[0])
+		ghost_reason(e->reason, "reading pid %d failed (error %ld)",
+			     task_pid_vnr(task), err);
 	put_task_struct(task);
 	mutex_unlock(&g->lock);
 	return err;

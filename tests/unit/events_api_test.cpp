@@ -9,6 +9,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -105,6 +106,47 @@ TEST(EventStream, AnnouncesAnExportAndARefusedImport) {
     EXPECT_EQ(im->error().code.value(), -im->result);
     EXPECT_FALSE(im->reason.empty());
     EXPECT_EQ(im->reason, r.error().message);
+}
+
+// A leave-running checkpoint of a process with a MADV_DONTFORK mapping: the
+// copy-on-write snapshot is refused (a fork would not copy that mapping) and
+// libghost exports the plain way. One export, one event: the successful one.
+TEST(EventStream, ARefusedSnapshotThenAPlainExportIsOneEvent) {
+    if (!module_loaded())
+        GTEST_SKIP() << "no ghost.ko";
+    auto s = ghost::EventStream::open();
+    ASSERT_TRUE(s) << s.error().what();
+    auto engine = ghost::Engine::open(ghost::EngineKind::Kernel);
+    ASSERT_TRUE(engine) << engine.error().what();
+    const pid_t pid = ::fork();
+    if (pid == 0) {
+        ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+        ::syscall(SYS_close_range, 3, ~0U, 0);
+        void* p = ::mmap(nullptr, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (p == MAP_FAILED || ::madvise(p, 4096, MADV_DONTFORK) != 0)
+            ::_exit(1);
+        static_cast<char*>(p)[0] = 1;
+        for (;;)
+            ::pause();
+    }
+    ::usleep(100000);
+    ghost::UniqueFd img(::open("/tmp", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600));
+    ASSERT_TRUE(img);
+    ghost::CheckpointOptions o;
+    o.fate = ghost::Fate::Run;
+    auto st = ghost::checkpoint(**engine, pid, img.get(), o);
+    ::kill(pid, SIGKILL);
+    ::waitpid(pid, nullptr, 0);
+    ASSERT_TRUE(st) << st.error().what();
+    EXPECT_FALSE(st->copy_on_write) << "the snapshot was not refused";
+    auto ex = next_of(*s, ghost::Event::Kind::Export);
+    ASSERT_TRUE(ex);
+    EXPECT_EQ(ex->pid, pid);
+    EXPECT_TRUE(ex->ok()) << "the first event is a failure: " << ex->reason;
+    EXPECT_EQ(ex->bytes, st->bytes);
+    auto more = s->next(500ms);
+    ASSERT_TRUE(more) << more.error().what();
+    EXPECT_FALSE(*more) << "a second event for one export";
 }
 
 } // namespace
