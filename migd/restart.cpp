@@ -72,6 +72,14 @@ Result<json> restart_here(Daemon& d, const std::string& server, const std::strin
     auto im = import_from(d, *f.ch, true);
     if (!im)
         return im.error();
+    // It runs as its recorded owner or not at all, whatever the stored
+    // bytes or a clear stream say (the owner was checked above).
+    if (im->image.creds && im->image.creds->uid != owner) {
+        (void)kill_process(im->pid, im->starttime);
+        return Error::from_errno(EPERM, fmt::format("image {} runs as uid {}, not as its "
+                                                    "recorded owner, uid {}: refused",
+                                                    id, im->image.creds->uid, owner));
+    }
     d.adopt(im->pid);
     ::kill(im->pid, SIGCONT);
     Location l;

@@ -335,6 +335,34 @@ TEST(MigdOps, CheckpointServerStoresListsRestartsAndRemoves) {
 
 // The server's own processes (bsprun checkpoints the VPs of every host,
 // the server's too): stored through the host's own store, left running.
+// A stored image runs as its recorded owner or not at all: here the
+// server's record says uid 1 (an existing user) while the image is nobody's.
+TEST(MigdOps, AStoredImageThatIsNotItsOwnersIsRefused) {
+    Net net(3);
+    Counter a(net.root());
+    const json r =
+        net["h1"].local({{"op", "checkpoint"}, {"pids", {a.pid}}, {"server", "h3"}}, user, {});
+    ASSERT_TRUE(r.value("ok", false)) << r.dump();
+    ::waitpid(a.pid, nullptr, 0);
+    a.pid = -1;
+    const std::string id = r["images"][0]["id"];
+    const fs::path meta = net.root() / "h3" / "images" / (id + ".json");
+    json m;
+    {
+        std::ifstream in(meta);
+        in >> m;
+    }
+    ASSERT_EQ(m.value("owner", 0u), nobody);
+    m["owner"] = 1;
+    std::ofstream(meta) << m.dump();
+    const json rs =
+        net["h1"].local({{"op", "restart"}, {"server", "h3"}, {"id", id}, {"on", "h2"}}, root, {});
+    EXPECT_FALSE(rs.value("ok", true)) << rs.dump();
+    EXPECT_NE(rs.value("error", "").find("not as its recorded owner, uid 1"), std::string::npos)
+        << rs.dump();
+    EXPECT_EQ(net["h2"].local({{"op", "ps"}}, root, {})["processes"].size(), 0u);
+}
+
 TEST(MigdOps, CheckpointOntoTheServerHostItself) {
     Net net(2);
     Counter a(net.root());
