@@ -3,7 +3,6 @@
 
 #include <fcntl.h>
 #include <poll.h>
-#include <signal.h>
 #include <sys/ioctl.h>
 #include <sys/sendfile.h>
 #include <sys/socket.h>
@@ -25,40 +24,6 @@ namespace {
 
 using ghost::Error;
 using ghost::Result;
-
-// splice(2), sendfile(2) and tee(2) cannot say MSG_NOSIGNAL: a peer or a
-// stub gone raises SIGPIPE in the calling thread. It is blocked around the
-// call and a pending one taken back, so that only the errno (EPIPE) tells,
-// whatever the process does with SIGPIPE.
-class NoSigpipe {
-  public:
-    NoSigpipe() {
-        sigset_t pipe;
-        sigemptyset(&pipe);
-        sigaddset(&pipe, SIGPIPE);
-        sigset_t pending;
-        sigpending(&pending);
-        was_pending_ = sigismember(&pending, SIGPIPE) == 1;
-        pthread_sigmask(SIG_BLOCK, &pipe, &old_);
-    }
-    ~NoSigpipe() {
-        if (!was_pending_) {
-            sigset_t pipe;
-            sigemptyset(&pipe);
-            sigaddset(&pipe, SIGPIPE);
-            const timespec zero{};
-            while (sigtimedwait(&pipe, nullptr, &zero) == SIGPIPE) {
-            }
-        }
-        pthread_sigmask(SIG_SETMASK, &old_, nullptr);
-    }
-    NoSigpipe(const NoSigpipe&) = delete;
-    NoSigpipe& operator=(const NoSigpipe&) = delete;
-
-  private:
-    sigset_t old_{};
-    bool was_pending_ = false;
-};
 
 std::string who(const Channel& ch) {
     return ch.peer().empty() ? "the peer" : ch.peer();
@@ -160,7 +125,7 @@ Result<void> send_frames(const Channel& ch, int sock, int fd, std::atomic<std::u
         const off_t at = ::lseek(fd, 0, SEEK_CUR);
         left = at >= 0 && st.st_size > at ? static_cast<std::uint64_t>(st.st_size - at) : 0;
     }
-    NoSigpipe quiet;
+    ghost::NoSigpipe quiet;
     for (;;) {
         std::size_t n;
         if (pipe) {
@@ -188,14 +153,14 @@ Result<void> send_frames(const Channel& ch, int sock, int fd, std::atomic<std::u
 }
 
 bool give(int pipe, std::span<const std::byte> b) {
-    NoSigpipe quiet;
+    ghost::NoSigpipe quiet;
     return ghost::write_all(pipe, b).has_value();
 }
 
 Result<std::size_t> splice_into(const Channel& ch, int sock, int pipe, std::size_t n) {
     if (auto r = ready(ch, sock, POLLIN); !r)
         return r.error();
-    NoSigpipe quiet;
+    ghost::NoSigpipe quiet;
     for (;;) {
         const ssize_t k = ::splice(sock, nullptr, pipe, nullptr, n, SPLICE_F_MOVE);
         if (k >= 0)

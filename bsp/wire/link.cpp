@@ -8,18 +8,18 @@
 #include <net/if.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
-#include <signal.h>
 #include <sys/random.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
-#include <ctime>
 
 #include <fmt/format.h>
 #include <openssl/err.h>
 #include <openssl/ssl.h>
+
+#include "ghost/io.hpp"
 
 namespace ghost::bsp::wire {
 
@@ -74,36 +74,6 @@ int find_session(SSL* ssl, const unsigned char* id, std::size_t idlen, SSL_SESSI
     *sess = psk_session(ssl);
     return *sess ? 1 : 0;
 }
-
-// SSL_write writes with write(2): keep a broken connection's SIGPIPE from
-// killing the process (a pending SIGPIPE of our own making is consumed).
-class NoSigpipe {
-  public:
-    NoSigpipe() {
-        sigemptyset(&pipe_);
-        sigaddset(&pipe_, SIGPIPE);
-        sigset_t pending;
-        sigpending(&pending);
-        was_pending_ = sigismember(&pending, SIGPIPE) == 1;
-        pthread_sigmask(SIG_BLOCK, &pipe_, &old_);
-    }
-    ~NoSigpipe() {
-        sigset_t pending;
-        sigpending(&pending);
-        if (!was_pending_ && sigismember(&pending, SIGPIPE) == 1) {
-            const timespec zero{0, 0};
-            while (sigtimedwait(&pipe_, nullptr, &zero) < 0 && errno == EINTR) {
-            }
-        }
-        pthread_sigmask(SIG_SETMASK, &old_, nullptr);
-    }
-    NoSigpipe(const NoSigpipe&) = delete;
-    NoSigpipe& operator=(const NoSigpipe&) = delete;
-
-  private:
-    sigset_t pipe_, old_;
-    bool was_pending_ = false;
-};
 
 } // namespace
 
@@ -187,7 +157,7 @@ bool Link::pending() const {
 
 void Link::close() {
     if (ssl_) {
-        NoSigpipe guard;
+        ghost::NoSigpipe guard;
         SSL_shutdown(ssl_.get()); // our close_notify; we do not wait for theirs
     }
     ssl_.reset();
@@ -207,7 +177,7 @@ Result<void> Link::write_all(const std::byte* p, std::size_t n) {
         }
         return {};
     }
-    NoSigpipe guard;
+    ghost::NoSigpipe guard;
     while (n > 0) {
         std::size_t w = 0;
         errno = 0;
@@ -312,7 +282,7 @@ Result<Link> handshake(const TlsContext& ctx, UniqueFd fd, bool server) {
     ERR_clear_error();
     int rc;
     {
-        NoSigpipe guard;
+        ghost::NoSigpipe guard;
         do {
             errno = 0;
             rc = server ? SSL_accept(ssl.get()) : SSL_connect(ssl.get());
