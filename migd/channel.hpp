@@ -55,7 +55,7 @@ class Channel {
         return write(data);
     }
     // The connection's descriptor when stream frames may be moved on it
-    // with splice(2) and tee(2) (no byte through user space), else -1.
+    // with splice(2) and sendfile(2) (no byte through user space), else -1.
     // Blocking; the caller waits with poll(2) for at most timeout().
     virtual int stream_fd() const { return -1; }
 

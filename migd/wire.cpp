@@ -55,8 +55,8 @@ Result<void> read_exact(Channel& ch, std::span<std::byte> buf, Plane plane) {
 Result<void> send_frame(Channel& ch, FrameType type, std::span<const std::byte> payload,
                         Plane plane) {
     std::vector<std::byte> buf(frame_header_size + payload.size());
-    put_u32(buf.data(), static_cast<std::uint32_t>(type));
-    put_u32(buf.data() + 4, static_cast<std::uint32_t>(payload.size()));
+    put_header(std::span(buf).first<frame_header_size>(), type,
+               static_cast<std::uint32_t>(payload.size()));
     if (!payload.empty())
         std::memcpy(buf.data() + frame_header_size, payload.data(), payload.size());
     return plane == Plane::Stream ? ch.stream_write(buf) : ch.write(buf);
@@ -98,9 +98,9 @@ Error aborted(Channel& ch, std::uint32_t len, Plane plane) {
 
 } // namespace
 
-void put_header(std::byte (&h)[frame_header_size], FrameType type, std::uint32_t len) {
-    put_u32(h, static_cast<std::uint32_t>(type));
-    put_u32(h + 4, len);
+void put_header(std::span<std::byte, frame_header_size> h, FrameType type, std::uint32_t len) {
+    put_u32(h.data(), static_cast<std::uint32_t>(type));
+    put_u32(h.data() + 4, len);
 }
 
 Result<void> send_json(Channel& ch, const json& j) {
@@ -165,8 +165,8 @@ Result<void> send_stream(Channel& ch, int fd, std::atomic<std::uint64_t>* sent) 
         }
         if (got == 0)
             return {};
-        put_u32(buf.data(), static_cast<std::uint32_t>(FrameType::Data));
-        put_u32(buf.data() + 4, static_cast<std::uint32_t>(got));
+        put_header(std::span(buf).first<frame_header_size>(), FrameType::Data,
+                   static_cast<std::uint32_t>(got));
         if (auto w = ch.stream_write(std::span(buf.data(), frame_header_size + got)); !w)
             return w.error();
         if (sent)

@@ -29,7 +29,7 @@ inline constexpr std::size_t max_data_frame = 1 << 20;
 using nlohmann::json;
 
 // A frame's header: type and payload length, little-endian.
-void put_header(std::byte (&h)[frame_header_size], FrameType type, std::uint32_t len);
+void put_header(std::span<std::byte, frame_header_size> h, FrameType type, std::uint32_t len);
 
 ghost::Result<void> send_json(Channel& ch, const json& j);
 // The next frame, which must be JSON; an ABORT frame becomes an error with
