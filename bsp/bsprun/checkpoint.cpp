@@ -244,9 +244,14 @@ Result<std::vector<pid_t>> restore_vps(HostsMover& mover, const Manifest& m,
 }
 
 std::vector<std::string> hosts_up(HostsMover& mover, const std::vector<std::string>& hosts) {
+    return hosts_up(hosts, [&](const std::string& h) { return mover.socket_of(h); });
+}
+
+std::vector<std::string> hosts_up(const std::vector<std::string>& hosts,
+                                  const std::function<std::string(const std::string&)>& socket_of) {
     std::vector<std::string> up;
     for (const auto& h : hosts) {
-        const std::string sock = mover.socket_of(h);
+        const std::string sock = socket_of(h);
         if (sock.empty() || migd_client::call(sock, {{"op", "ping"}}).value("ok", false))
             up.push_back(h);
     }

@@ -8,6 +8,7 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <span>
 #include <string>
@@ -92,5 +93,8 @@ Result<std::vector<pid_t>> restore_vps(HostsMover& mover, const Manifest& m,
 // Of hosts, those whose migd answers a ping on its control socket (a host
 // whose socket bsprun does not know counts as up).
 std::vector<std::string> hosts_up(HostsMover& mover, const std::vector<std::string>& hosts);
+// The same with the sockets socket_of names (the guard has no mover).
+std::vector<std::string> hosts_up(const std::vector<std::string>& hosts,
+                                  const std::function<std::string(const std::string&)>& socket_of);
 
 } // namespace ghost::bsp

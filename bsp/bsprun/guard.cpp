@@ -2,7 +2,6 @@
 // bsprun's guard (see guard.hpp): placing it, ending it, and its program.
 #include "guard.hpp"
 
-#include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <signal.h>
@@ -19,9 +18,9 @@
 
 #include <fmt/format.h>
 
+#include "checkpoint.hpp"
 #include "link.hpp"
 #include "migd_client.hpp"
-#include "output.hpp"
 #include "rollback.hpp"
 #include "wakeup.hpp"
 #include "wire.hpp"
@@ -85,9 +84,8 @@ std::string watch(const std::string& hub, const wire::Key& key, const std::strin
 // The control socket of host's migd: from --migd-sockets, else this
 // host's default (the guard's environment is the home host's).
 std::string socket_of(const json& plan, const std::string& host) {
-    std::string sock = plan.value("sockets", "");
-    if (const auto at = sock.find("{host}"); at != std::string::npos)
-        return sock.replace(at, 6, host);
+    if (std::string sock = socket_in(plan.value("sockets", ""), host); !sock.empty())
+        return sock;
     ::unsetenv("GHOST_MIGD_SOCKET");
     return std::string(migd_client::default_socket());
 }
@@ -110,17 +108,11 @@ void kill_helpers(const json& plan, const std::string& sock) {
 // their control sockets are known (--migd-sockets); all of them else.
 std::vector<std::string> hosts_left(const json& plan) {
     const std::string home = plan.value("home", ""), pattern = plan.value("sockets", "");
-    std::vector<std::string> up;
-    for (const auto& h : plan.value("hosts", std::vector<std::string>{})) {
-        if (h == home)
-            continue;
-        std::string sock = pattern;
-        if (const auto at = sock.find("{host}"); at != std::string::npos)
-            sock.replace(at, 6, h);
-        if (pattern.empty() || migd_client::call(sock, {{"op", "ping"}}).value("ok", false))
-            up.push_back(h);
-    }
-    return up;
+    std::vector<std::string> others;
+    for (const auto& h : plan.value("hosts", std::vector<std::string>{}))
+        if (h != home)
+            others.push_back(h);
+    return hosts_up(others, [&](const std::string& h) { return socket_in(pattern, h); });
 }
 
 } // namespace
@@ -149,10 +141,7 @@ void Guard::finish() {
     const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
     while (!helper_gone(*mover_, proc_) && std::chrono::steady_clock::now() < until)
         std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    if (UniqueFd fd(::open(log_.c_str(), O_RDONLY | O_CLOEXEC)); fd)
-        while (relay_chunk(fd.get(), 2) > 0) {
-        }
-    ::unlink(log_.c_str());
+    copy_log_out(log_);
 }
 
 int guard_main() {

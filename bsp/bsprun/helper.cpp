@@ -17,6 +17,7 @@
 #include <fmt/format.h>
 
 #include "migd_client.hpp"
+#include "output.hpp"
 
 namespace ghost::bsp {
 
@@ -115,6 +116,13 @@ bool helper_gone(HostsMover& mover, const HelperProc& h) {
     }
     int status = -1;
     return migd_gone(mover.home_socket(), h.gid, &status);
+}
+
+void copy_log_out(const std::string& log) {
+    if (UniqueFd fd(::open(log.c_str(), O_RDONLY | O_CLOEXEC)); fd)
+        while (relay_chunk(fd.get(), 2) > 0) {
+        }
+    ::unlink(log.c_str());
 }
 
 } // namespace ghost::bsp

@@ -36,4 +36,8 @@ Result<HelperProc> start_helper(HostsMover& mover, const std::string& host, cons
 // Whether the helper has exited (our child reaped, or migd says so).
 bool helper_gone(HostsMover& mover, const HelperProc& h);
 
+// Once the helper is gone: what it wrote in log goes to bsprun's stderr,
+// and the log is removed.
+void copy_log_out(const std::string& log);
+
 } // namespace ghost::bsp

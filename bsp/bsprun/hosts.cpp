@@ -31,15 +31,17 @@ void HostsMover::plan(int vp, std::string to, std::string why) {
     plans_.at(static_cast<std::size_t>(vp)) = {std::move(to), std::move(why)};
 }
 
-std::string HostsMover::socket_of(const std::string& host) const {
-    if (host == home_)
-        return home_socket_;
-    const auto at = sockets_.find("{host}");
+std::string socket_in(const std::string& pattern, const std::string& host) {
+    const auto at = pattern.find("{host}");
     if (at == std::string::npos)
         return {};
-    std::string s = sockets_;
+    std::string s = pattern;
     s.replace(at, 6, host);
     return s;
+}
+
+std::string HostsMover::socket_of(const std::string& host) const {
+    return host == home_ ? home_socket_ : socket_in(sockets_, host);
 }
 
 Result<pid_t> HostsMover::move(int vp, pid_t pid, std::uint64_t superstep) {

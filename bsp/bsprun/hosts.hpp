@@ -66,6 +66,10 @@ class HostsMover final : public Mover, public Placer {
     std::function<void(int)> child_left_;
 };
 
+// The control socket of host's migd named by a --migd-sockets pattern
+// ("{host}" replaced by host); "" when the pattern names none.
+std::string socket_in(const std::string& pattern, const std::string& host);
+
 // {"op":"kill","gid":G,"signal":S} to the migd on socket, which passes it
 // on to the host where G runs. The error is migd's, or why it could not be
 // asked.

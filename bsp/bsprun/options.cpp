@@ -211,10 +211,8 @@ std::vector<std::string> guard_restart_options(const Options& o, const std::stri
             // path given on the command line, taken to be the same on every
             // host; else (this host's environment or the default) none, so
             // that the guard's host uses its own default.
-            std::string sock = o.migd_sockets;
-            if (const auto at = sock.find("{host}"); at != std::string::npos)
-                sock.replace(at, 6, host);
-            else
+            std::string sock = socket_in(o.migd_sockets, host);
+            if (sock.empty())
                 sock = o.migd_socket == migd_client::default_socket() ? "" : o.migd_socket;
             if (!sock.empty())
                 out.insert(out.end(), {a, sock});

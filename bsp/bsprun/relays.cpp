@@ -2,10 +2,7 @@
 // Relays: starting, moving and ending the job's bsp-relay processes.
 #include "relays.hpp"
 
-#include <fcntl.h>
-#include <poll.h>
 #include <signal.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -19,13 +16,9 @@
 
 #include <fmt/format.h>
 
-#include "migd_client.hpp"
-#include "output.hpp"
 #include "wire.hpp"
 
 namespace ghost::bsp {
-
-using nlohmann::json;
 
 namespace {
 
@@ -140,11 +133,7 @@ void Relays::finish() {
     for (auto& r : procs_) {
         while (r.pid > 0 && !gone(r) && std::chrono::steady_clock::now() < until)
             std::this_thread::sleep_for(std::chrono::milliseconds(20));
-        const std::string log = log_of(r.host);
-        if (UniqueFd fd(::open(log.c_str(), O_RDONLY | O_CLOEXEC)); fd)
-            while (relay_chunk(fd.get(), 2) > 0) {
-            }
-        ::unlink(log.c_str());
+        copy_log_out(log_of(r.host));
     }
 }
 
