@@ -44,6 +44,39 @@ std::optional<ghost::Event> next_of(ghost::EventStream& s, ghost::Event::Kind ki
     return std::nullopt;
 }
 
+// A child that waits in pause(), holding nothing an export refuses (not
+// our event socket); with dontfork, a page of it is marked MADV_DONTFORK
+// first. It has 100 ms to get there.
+pid_t idle_child(bool dontfork) {
+    const pid_t pid = ::fork();
+    if (pid == 0) {
+        ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+        ::syscall(SYS_close_range, 3, ~0U, 0);
+        if (dontfork) {
+            void* p =
+                ::mmap(nullptr, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+            if (p == MAP_FAILED || ::madvise(p, 4096, MADV_DONTFORK) != 0)
+                ::_exit(1);
+            static_cast<char*>(p)[0] = 1;
+        }
+        for (;;)
+            ::pause();
+    }
+    ::usleep(100000);
+    return pid;
+}
+
+// Checkpoints pid with that fate into a new unnamed file in /tmp.
+ghost::Result<ghost::ExportStats> checkpoint_to_tmp(ghost::Engine& engine, pid_t pid,
+                                                    ghost::Fate fate) {
+    ghost::UniqueFd img(::open("/tmp", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600));
+    if (!img)
+        return ghost::Error::from_errno(errno, "cannot make an image file in /tmp");
+    ghost::CheckpointOptions o;
+    o.fate = fate;
+    return ghost::checkpoint(engine, pid, img.get(), o);
+}
+
 TEST(EventStream, WithoutTheModuleSaysSo) {
     if (module_loaded())
         GTEST_SKIP() << "ghost.ko is loaded";
@@ -65,19 +98,8 @@ TEST(EventStream, AnnouncesAnExportAndARefusedImport) {
 
     auto engine = ghost::Engine::open(ghost::EngineKind::Kernel);
     ASSERT_TRUE(engine) << engine.error().what();
-    const pid_t pid = ::fork();
-    if (pid == 0) {
-        ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-        ::syscall(SYS_close_range, 3, ~0U, 0); // nothing the export refuses (our socket)
-        for (;;)
-            ::pause();
-    }
-    ::usleep(100000);
-    ghost::UniqueFd img(::open("/tmp", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600));
-    ASSERT_TRUE(img);
-    ghost::CheckpointOptions o;
-    o.fate = ghost::Fate::Kill;
-    auto st = ghost::checkpoint(**engine, pid, img.get(), o);
+    const pid_t pid = idle_child(false);
+    auto st = checkpoint_to_tmp(**engine, pid, ghost::Fate::Kill);
     ASSERT_TRUE(st) << st.error().what();
     ::waitpid(pid, nullptr, 0);
 
@@ -118,23 +140,8 @@ TEST(EventStream, ARefusedSnapshotThenAPlainExportIsOneEvent) {
     ASSERT_TRUE(s) << s.error().what();
     auto engine = ghost::Engine::open(ghost::EngineKind::Kernel);
     ASSERT_TRUE(engine) << engine.error().what();
-    const pid_t pid = ::fork();
-    if (pid == 0) {
-        ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-        ::syscall(SYS_close_range, 3, ~0U, 0);
-        void* p = ::mmap(nullptr, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-        if (p == MAP_FAILED || ::madvise(p, 4096, MADV_DONTFORK) != 0)
-            ::_exit(1);
-        static_cast<char*>(p)[0] = 1;
-        for (;;)
-            ::pause();
-    }
-    ::usleep(100000);
-    ghost::UniqueFd img(::open("/tmp", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600));
-    ASSERT_TRUE(img);
-    ghost::CheckpointOptions o;
-    o.fate = ghost::Fate::Run;
-    auto st = ghost::checkpoint(**engine, pid, img.get(), o);
+    const pid_t pid = idle_child(true);
+    auto st = checkpoint_to_tmp(**engine, pid, ghost::Fate::Run);
     ::kill(pid, SIGKILL);
     ::waitpid(pid, nullptr, 0);
     ASSERT_TRUE(st) << st.error().what();

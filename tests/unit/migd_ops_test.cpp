@@ -215,6 +215,17 @@ template <class F> bool eventually(F cond) {
 const migd::Client root{0, 1};
 const migd::Client user{nobody, 1};
 
+// Moves the counter from h1 to h2 as its owner; once it moved, the original
+// (our child) is reaped. Returns migd's reply.
+json move_to_h2(Net& net, Counter& c) {
+    json r = net["h1"].local({{"op", "migrate"}, {"pid", c.pid}, {"to", "h2"}}, user, {});
+    if (r.value("ok", false)) {
+        ::waitpid(c.pid, nullptr, 0);
+        c.pid = -1;
+    }
+    return r;
+}
+
 TEST(MigdOps, MigrateMovesTheProcessAndItContinues) {
     Net net(2);
     Counter c(net.root());
@@ -252,10 +263,8 @@ TEST(MigdOps, MigrateMovesTheProcessAndItContinues) {
 TEST(MigdOps, ALateResolverLeavesACommittedCopyRunning) {
     Net net(2);
     Counter c(net.root());
-    const json r = net["h1"].local({{"op", "migrate"}, {"pid", c.pid}, {"to", "h2"}}, user, {});
+    const json r = move_to_h2(net, c);
     ASSERT_TRUE(r.value("ok", false)) << r.dump();
-    ::waitpid(c.pid, nullptr, 0);
-    c.pid = -1;
     const pid_t np = r["pid"];
     ASSERT_TRUE(eventually([&] { return c.last().second == np; }));
     const auto info = migd::proc_info(np);
@@ -447,10 +456,8 @@ TEST(MigdOps, BspManifestOfManyVpsCrossesHosts) {
 TEST(MigdOps, ForwardingFollowsAChainAndTheAnswerShortensIt) {
     Net net(3);
     Counter c(net.root());
-    json r = net["h1"].local({{"op", "migrate"}, {"pid", c.pid}, {"to", "h2"}}, user, {});
+    json r = move_to_h2(net, c);
     ASSERT_TRUE(r.value("ok", false)) << r.dump();
-    ::waitpid(c.pid, nullptr, 0);
-    c.pid = -1;
     const std::string gid = r["gid"];
     r = net["h2"].local({{"op", "migrate"}, {"pid", r["pid"]}, {"to", "h3"}}, user, {});
     ASSERT_TRUE(r.value("ok", false)) << r.dump();
@@ -471,10 +478,8 @@ TEST(MigdOps, ForwardingFollowsAChainAndTheAnswerShortensIt) {
 TEST(MigdOps, AProcessIsFoundOnAnotherPeerWhenItsOriginIsDown) {
     Net net(3);
     Counter c(net.root());
-    json r = net["h1"].local({{"op", "migrate"}, {"pid", c.pid}, {"to", "h2"}}, user, {});
+    json r = move_to_h2(net, c);
     ASSERT_TRUE(r.value("ok", false)) << r.dump();
-    ::waitpid(c.pid, nullptr, 0);
-    c.pid = -1;
     const std::string gid = r["gid"];
     const pid_t np = r["pid"];
     ASSERT_EQ(gid.rfind("h1-", 0), 0u) << gid; // made by h1, which h3 would ask
@@ -497,10 +502,8 @@ TEST(MigdOps, AProcessIsFoundOnAnotherPeerWhenItsOriginIsDown) {
 TEST(MigdOps, LookupsReuseAKeptConnectionAndReconnectAfterAHangUp) {
     Net net(2);
     Counter c(net.root());
-    json r = net["h1"].local({{"op", "migrate"}, {"pid", c.pid}, {"to", "h2"}}, user, {});
+    json r = move_to_h2(net, c);
     ASSERT_TRUE(r.value("ok", false)) << r.dump();
-    ::waitpid(c.pid, nullptr, 0);
-    c.pid = -1;
     const std::string gid = r["gid"];
     const pid_t np = r["pid"];
     json w = net["h1"].local({{"op", "where"}, {"gid", gid}}, root, {});
