@@ -2,10 +2,8 @@
 // bsprun's guard (see guard.hpp): placing it, ending it, and its program.
 #include "guard.hpp"
 
-#include <netinet/in.h>
-#include <netinet/tcp.h>
+#include <poll.h>
 #include <signal.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -19,6 +17,8 @@
 #include <fmt/format.h>
 
 #include "checkpoint.hpp"
+#include "fence.hpp"
+#include "keepalive.hpp"
 #include "link.hpp"
 #include "migd_client.hpp"
 #include "rollback.hpp"
@@ -42,42 +42,40 @@ std::string self_path() {
     return n > 0 ? std::string(self, static_cast<std::size_t>(n)) : "/proc/self/exe";
 }
 
-// A dead host sends nothing, not even a reset: probes after 2 s of
-// silence, 1 s apart, 3 unanswered ones end the connection (about 5 s).
-void keep_alive(int fd) {
-    const int on = 1, idle = 2, intvl = 1, cnt = 3;
-    ::setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &on, sizeof on);
-    ::setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof idle);
-    ::setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &intvl, sizeof intvl);
-    ::setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &cnt, sizeof cnt);
-}
-
-// Connects to the hub and waits: "" when told to stand down, else how the
-// hub was lost.
-std::string watch(const std::string& hub, const wire::Key& key, const std::string& job,
-                  const std::string& host) {
+// Connects to the hub and waits: why=="" when told to stand down, else how
+// the hub was lost.
+wire::Loss watch(const std::string& hub, const wire::Key& key, const std::string& job,
+                 const std::string& host) {
     auto ctx = wire::TlsContext::make(wire::TlsContext::Role::Client, key);
     if (!ctx)
-        return ctx.error().what();
+        return {false, ctx.error().what()};
     auto fd = wire::connect_tcp(hub);
     if (!fd)
-        return fmt::format("cannot reach it: {}", fd.error().what());
-    keep_alive(fd->get());
+        return {false, fmt::format("cannot reach it: {}", fd.error().what())};
+    wire::keep_alive(fd->get());
     auto link = wire::tls_connect(*ctx, std::move(*fd));
     if (!link)
-        return fmt::format("its handshake failed: {}", link.error().what());
+        return {false, fmt::format("its handshake failed: {}", link.error().what())};
     wire::Writer w;
     w.u32(wire::kVersion);
     w.str(job);
     w.str(host);
     if (auto s = wire::send_frame(*link, wire::Type::GuardHello, w.data()); !s)
-        return fmt::format("cannot say hello: {}", s.error().what());
+        return {false, fmt::format("cannot say hello: {}", s.error().what())};
     for (;;) {
+        pollfd p{link->fd(), POLLIN | POLLRDHUP, 0};
+        if (!link->pending() && ::poll(&p, 1, -1) < 0) {
+            if (errno == EINTR)
+                continue;
+            return {false, fmt::format("poll: {}", std::strerror(errno))};
+        }
+        if (p.revents & POLLERR) // keepalive gave up, or a reset
+            return wire::loss_of(link->fd());
         auto f = wire::recv_frame(*link);
         if (!f)
-            return f.error().what();
+            return {false, f.error().what()};
         if (f->type == wire::Type::GuardRelease)
-            return "";
+            return {};
     }
 }
 
@@ -157,14 +155,24 @@ int guard_main() {
     if (env("GHOST_BSP_GUARD_WAIT") == "1") // holds nothing migd cannot move
         wire::wait_for_wakeup([] { std::fflush(nullptr); });
     ::signal(SIGPIPE, SIG_IGN);
-    const std::string lost = watch(hub, *key, job, host);
-    if (lost.empty())
+    const wire::Loss lost = watch(hub, *key, job, host);
+    if (lost.why.empty())
         return 0;
     std::fprintf(stderr,
                  "bsprun: guard on %s: lost the hub of job %s at %s (%s): bsprun or its host %s "
                  "is gone\n",
-                 host.c_str(), job.c_str(), hub.c_str(), lost.c_str(),
+                 host.c_str(), job.c_str(), hub.c_str(), lost.why.c_str(),
                  plan.value("home", "").c_str());
+    if (lost.silent) {
+        // Cut off rather than dead, the hub notices this side's silence
+        // too and ends its run (hub/fence.hpp); that must be over first.
+        std::fprintf(stderr,
+                     "bsprun: guard on %s: waiting %d ms, so that a bsprun cut off from here "
+                     "has stopped its run\n",
+                     host.c_str(), kFenceWaitMs);
+        std::fflush(nullptr);
+        std::this_thread::sleep_for(std::chrono::milliseconds(kFenceWaitMs));
+    }
     const int done = std::atoi(env("GHOST_BSPRUN_ROLLBACKS").c_str());
     if (done >= kMaxRollbacks) {
         std::fprintf(stderr,

@@ -12,7 +12,9 @@
 // the guard kills the lost run's relays on other hosts (they would hold the
 // job's socket there) and becomes "bsprun --restart JOB" on its own host,
 // on the job's hosts whose migd answers, the lost home host left out; that
-// restart itself refuses while the old hub still answers.
+// restart itself refuses while the old hub still answers. A hub that went
+// silent may only be cut off: the guard then first waits kFenceWaitMs, by
+// when the hub has stopped its run (bsp/hub/fence.hpp).
 #pragma once
 
 #include <optional>

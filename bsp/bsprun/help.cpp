@@ -202,9 +202,16 @@ CHECKPOINT AND ROLLBACK
   "bsprun --restart JOB --hosts UP" on its host, UP being the run's hosts
   but this one whose migd answers; the job
   then finishes there, its output in DIR/guard-R.log (R: the rollbacks
-  before this run). With a guard, SIGINT, SIGTERM and SIGHUP stop the job
-  (every VP killed, the guard released) and bsprun exits with 128 + the
-  signal: an interrupted job is not rolled back.
+  before this run). A home host cut off from the guard's looks dead from
+  there, so bsprun stops the job itself (exit status 1, "lost the guard
+  on HOST") as soon as the guard's connection goes silent, and the guard
+  waits 4 s after the hub went silent before it rolls back: the job never
+  runs twice. The same happens if the guard's host dies; bsprun then says
+  how to --restart the job once that host is back. A guard that merely
+  ended leaves the job running, unguarded (a warning). With a guard,
+  SIGINT, SIGTERM and SIGHUP stop the job (every VP killed, the guard
+  released) and bsprun exits with 128 + the signal: an interrupted job is
+  not rolled back.
 
 ENVIRONMENT
   GHOST_MIGD_SOCKET   this host's migd control socket (--migd-socket)
@@ -216,8 +223,8 @@ ENVIRONMENT
 EXIT STATUS
   0 when every VP exited with status 0; otherwise the status of the VP that
   failed first (its exit status, or 128+N when signal N killed it); 1 for a
-  job-wide error (e.g. registrations that differ between VPs); 2 for a
-  usage error.
+  job-wide error (e.g. registrations that differ between VPs, or a job
+  stopped because its guard went silent); 2 for a usage error.
 
 EXAMPLES
   bsprun -n 4 ./lu 512

@@ -29,6 +29,17 @@ void Hub::guard_hello(wire::Link link, const Frame& f) {
         return;
     }
     guard_ = std::move(link);
+    auto fence = GuardFence::start(guard_.fd(), host, job_);
+    if (fence) {
+        fence_.emplace(std::move(*fence));
+        return;
+    }
+    // Unwatched, a partition could leave two runs: no guard rather than that
+    // (released, so that it does not take its closed connection for our loss).
+    std::fprintf(stderr, "bsprun: hub: cannot watch the guard on %s (%s); sent it away\n",
+                 host.c_str(), fence.error().what().c_str());
+    (void)wire::send_frame(guard_, Type::GuardRelease);
+    guard_.close();
 }
 
 bool Hub::wait_for_guard(std::chrono::milliseconds limit) {
@@ -54,6 +65,7 @@ bool Hub::wait_for_guard(std::chrono::milliseconds limit) {
 bool Hub::release_guard() {
     if (!guard_)
         return guard_released_;
+    fence_.reset(); // the guard's answer is to close its end
     // The guard closes its end once it has the release: that end, within
     // a few seconds, confirms it (a partition or a dead guard host does not).
     bool confirmed = false;

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "data.hpp"
+#include "fence.hpp"
 #include "ghost/fd.hpp"
 #include "ghost/result.hpp"
 #include "link.hpp"
@@ -150,7 +151,8 @@ class Hub {
 
     // The guard (bsprun --on-failure rollback across hosts, bsp/bsprun/
     // guard.hpp) connects over TCP (GUARD_HELLO) and waits; the hub never
-    // reads from it. Whether it has connected:
+    // reads from it, but a GuardFence ends this process if it goes silent
+    // (fence.hpp). Whether it has connected:
     bool guarded() const { return static_cast<bool>(guard_); }
     // Accepts connections until the guard said GUARD_HELLO (true), or for
     // at most limit: run() must not end a job before its guard is there.
@@ -231,6 +233,7 @@ class Hub {
     Outcome outcome_;
     wire::Link guard_;
     bool guard_released_ = false;
+    std::optional<GuardFence> fence_; // watches guard_ (ends before it)
 };
 
 } // namespace ghost::bsp
