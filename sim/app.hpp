@@ -51,7 +51,8 @@ struct AppParams {
     std::string name;       // lu, lbm, sw, sat3, alltoall
     std::uint64_t size = 0; // lu, sw: matrix order; lbm, sat3, alltoall: supersteps
     Proc procs = 0;
-    std::uint64_t seed = 1; // sat3's irregular work
+    std::uint64_t seed = 1;  // sat3's irregular work
+    std::string replay = {}; // replay: the file bsprun --record wrote
 };
 
 Result<std::unique_ptr<App>> make_app(const AppParams& p);
@@ -65,5 +66,11 @@ std::unique_ptr<App> make_sw(std::uint64_t order, Proc procs);
 Result<std::unique_ptr<App>> make_lu(std::uint64_t order, Proc procs);
 std::unique_ptr<App> make_sat3(std::uint64_t supersteps, Proc procs, std::uint64_t seed);
 std::unique_ptr<App> make_alltoall(std::uint64_t supersteps, Proc procs);
+// A real job as bsprun --record saw it (replay.cpp); procs 0: the file's.
+Result<std::unique_ptr<App>> make_replay(const std::string& path, Proc procs);
+// A recorded CPU second counts as this many instructions: bsprun's
+// nominal power (bsp/bsprun/observe.hpp), so that a policy sees the same
+// figures in the simulation as in the job.
+inline constexpr double kReplayPower = 1e9;
 
 } // namespace ghost::sim

@@ -7,7 +7,9 @@
 
 #include <ghost/balance/policy.hpp>
 
+#include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <map>
 #include <optional>
@@ -38,7 +40,8 @@ int main(int argc, char** argv) {
     CLI::App cli{"ghost-sim - run a BSP application of the MigBSP and PUB papers on a simulated "
                  "cluster of clusters (SimGrid), balanced by a policy of ghost's balance/ "
                  "library"};
-    cli.footer(R"(The platform is MigBSP's five Sets (Labtec, Corisco, Frontal on Fast Ethernet;
+    cli.footer(
+        R"(The platform (--platform migbsp, the default) is MigBSP's five Sets (Labtec, Corisco, Frontal on Fast Ethernet;
 ICE, Aquario on Gigabit; one processor per node), processes mapped by filling
 one Set, then the next, wrapping. Its node counts and speeds are a table in
 sim/platform.cpp, calibrated once (sim/calibrate) and the same for every run.
@@ -51,6 +54,15 @@ route plus the fixed migration cost.
 SIZE is the matrix order for lu and sw, the number of supersteps for lbm,
 sat3 and alltoall.
 
+Replay: --app replay --replay FILE --platform cluster:N runs a job that
+bsprun --record FILE recorded on the test cluster (bench/bsp_cluster_bench
+--sim): each recorded superstep is one here, a VP computes its recorded CPU
+seconds at 10^9 instructions per second (bsprun's nominal power) and sends
+each VP what that VP received from it; a host's CPU share is external load
+(--load h2=0.8 for a host with 20% of a CPU). The platform cluster:N is the
+test cluster as bsprun describes it to its policy: hosts h1..hN of one
+processor each, 100 MB/s between hosts, Mig 0.2 s, VP i on host i mod N.
+
 Output: a few 'key value' lines, the last one always 'makespan SECONDS'
 (simulated seconds). Exit status 0 on success, 2 on a usage error.
 
@@ -58,22 +70,33 @@ Examples:
   ghost-sim --app lu --size 2000 --procs 25 --policy none --scenario i
   ghost-sim --app lbm --size 100 --procs 25 --policy migbsp --alpha 4 --scenario iii \
             --trace moves.jsonl
-  ghost-sim --app sat3 --size 50 --procs 32 --policy pub-global --load Labtec=0.6@5)");
+  ghost-sim --app sat3 --size 50 --procs 32 --policy pub-global --load Labtec=0.6@5
+  ghost-sim --app replay --replay lu.jsonl --platform cluster:3 --load h2=0.8 \
+            --policy ghost --scenario iii)");
 
     std::string app_name, policy_name = "none", scenario_text, trace_path, steps_path;
     std::uint64_t size = 0, seed = 1;
     unsigned procs = 0, hosts = 0;
     std::vector<std::string> loads;
     balance::Params params;
-    cli.add_option("--app", app_name, "application: lu, lbm, sw, sat3 or alltoall")
+    std::string replay_path, platform_name = "migbsp";
+    cli.add_option("--app", app_name,
+                   "application: lu, lbm, sw, sat3, alltoall, or replay (a job bsprun --record "
+                   "wrote: --replay FILE)")
         ->required()
         ->check(CLI::IsMember(sim::app_names()));
-    cli.add_option("--size", size, "matrix order (lu, sw) or supersteps (lbm, sat3, alltoall)")
-        ->required()
+    cli.add_option("--size", size,
+                   "matrix order (lu, sw) or supersteps (lbm, sat3, alltoall); not with replay")
         ->check(CLI::PositiveNumber);
-    cli.add_option("--procs", procs, "number of BSP processes")
-        ->required()
+    cli.add_option("--procs", procs, "number of BSP processes (replay: the recorded job's)")
         ->check(CLI::PositiveNumber);
+    cli.add_option("--replay", replay_path,
+                   "with --app replay: the file bsprun --record wrote (its VPs' CPU time, "
+                   "bytes and memory at every barrier)");
+    cli.add_option("--platform", platform_name,
+                   "migbsp (MigBSP's five Sets) or cluster:N (the test cluster's N hosts "
+                   "h1..hN as bsprun describes them to its policy)")
+        ->capture_default_str();
     cli.add_option("--policy", policy_name, "balancing policy: " + joined(balance::policy_names()))
         ->capture_default_str();
     cli.add_option("--scenario", scenario_text,
@@ -133,10 +156,33 @@ Examples:
     auto policy = balance::make_policy(policy_name, params);
     if (!policy)
         return fail(policy.error().what());
-    auto app = sim::make_app({app_name, size, procs, seed});
+    const bool replay = app_name == "replay";
+    if (replay && size != 0)
+        return fail("--size is not for --app replay: the recording has its supersteps.");
+    if (!replay && (size == 0 || procs == 0))
+        return fail("--app " + app_name + " needs --size and --procs.");
+    if (!replay && !replay_path.empty())
+        return fail("--replay is for --app replay.");
+    auto app = sim::make_app({app_name, size, procs, seed, replay_path});
     if (!app)
         return fail(app.error().what());
-    auto spec = sim::migbsp_platform(hosts);
+    procs = (*app)->procs();
+    size = (*app)->supersteps();
+    Result<sim::PlatformSpec> spec = Error::from_errno(EINVAL, "");
+    if (platform_name == "migbsp") {
+        spec = sim::migbsp_platform(hosts);
+    } else if (platform_name.starts_with("cluster:")) {
+        if (hosts != 0)
+            return fail("--hosts is for --platform migbsp; cluster:N names its hosts.");
+        const std::string n = platform_name.substr(8);
+        char* end = nullptr;
+        const unsigned long count = std::strtoul(n.c_str(), &end, 10);
+        if (n.empty() || *end != '\0')
+            return fail("--platform '" + platform_name + "': cluster:N, N a number of hosts.");
+        spec = sim::cluster_platform(unsigned(std::min(count, 100000UL)));
+    } else {
+        return fail("--platform '" + platform_name + "': migbsp or cluster:N.");
+    }
     if (!spec)
         return fail(spec.error().what());
     if (barrier_bytes)

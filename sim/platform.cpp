@@ -100,6 +100,22 @@ Result<PlatformSpec> migbsp_platform(unsigned hosts) {
     return spec;
 }
 
+Result<PlatformSpec> cluster_platform(unsigned hosts) {
+    if (hosts == 0 || hosts > 1000)
+        return Error::from_errno(EINVAL, "a test cluster has 1 to 1000 hosts, not " +
+                                             std::to_string(hosts) + ".");
+    PlatformSpec spec;
+    // The node links carry bsprun's 100 MB/s; the backbone is not the
+    // narrow part (one bridge on the test cluster).
+    for (unsigned h = 1; h <= hosts; ++h)
+        spec.sets.push_back({"h" + std::to_string(h), 1, 1e9, 100e6, 10e-6});
+    spec.backbone_bandwidth = 10 * gigabit;
+    spec.backbone_latency = 1e-6;
+    spec.migration_cost = 0.2;
+    spec.barrier_bytes = 400;
+    return spec;
+}
+
 Result<void> override_speed(PlatformSpec& spec, std::string_view text) {
     const auto eq = text.find('=');
     const std::string name(text.substr(0, eq));

@@ -44,6 +44,13 @@ struct PlatformSpec {
 // so that they add up to hosts (0: the table's own counts).
 Result<PlatformSpec> migbsp_platform(unsigned hosts = 0);
 
+// The test cluster (tests/cluster) as bsprun describes it to its policy
+// (bsp/bsprun/observe.hpp): hosts h1..hN, each its own Set of one node of
+// 10^9 instructions per second (bsprun's nominal power; a host's CPU share
+// is external load, --load hK=F), 100 MB/s between any two hosts, Mig
+// 0.2 s. For replaying a job bsprun recorded there (--app replay).
+Result<PlatformSpec> cluster_platform(unsigned hosts);
+
 // Sets the speed of the Set named in "SET=INSTRUCTIONS_PER_SECOND"; an unknown
 // Set or a speed that is not a positive number is an error.
 Result<void> override_speed(PlatformSpec& spec, std::string_view text);

@@ -137,6 +137,15 @@ BALANCING
   its SYNC, which the runtime gathers with any policy, and what moves
   cost).
 
+  --record FILE writes what every VP reported at every barrier (with any
+  policy, also none and on one host), one JSON line per barrier:
+    {"superstep":S,"cpu":[...],"wall":[...],"memory":[...],"from":[[...]]}
+  per VP its CPU and wall seconds of computation, its resident bytes (0
+  where not sampled) and from[v][u], the bytes VP v received from VP u.
+  ghost-sim --app replay --replay FILE --platform cluster:N runs the same
+  job on a simulated platform that is these hosts as the policy sees them
+  (bench/bsp_cluster_bench --sim). A rollback does not record.
+
 LOAD PROFILES
   --at-superstep S:COMMAND runs /bin/sh -c COMMAND at the barrier that
   ends superstep S-1, after the hook (placement, policy) decided and

@@ -27,6 +27,7 @@
 #include "options.hpp"
 #include "output.hpp"
 #include "printing.hpp"
+#include "record.hpp"
 #include "relays.hpp"
 #include "rollback.hpp"
 #include "wire.hpp"
@@ -107,6 +108,15 @@ int main(int argc, char** argv) {
             std::fprintf(stderr, "bsprun: --checkpoint-every: %s\n", c.error().what().c_str());
             return 1;
         }
+    }
+    std::optional<RecordHook> record;
+    if (!o.record.empty()) {
+        auto r = RecordHook::open(o.record);
+        if (!r) {
+            std::fprintf(stderr, "bsprun: %s\n", r.error().what().c_str());
+            return 1;
+        }
+        record.emplace(std::move(*r));
     }
     std::optional<MultiHost> mh;
     if (multi) {
@@ -226,7 +236,9 @@ int main(int argc, char** argv) {
                                  : static_cast<BarrierHook&>(every_nth),
                               plan->at_commands, job);
     VerboseHook verbose_hook(at_hook, o.verbose);
-    hub.set_hook(&verbose_hook);
+    if (record)
+        record->wrap(verbose_hook);
+    hub.set_hook(record ? static_cast<BarrierHook*>(&*record) : &verbose_hook);
     if (local) {
         mover = std::make_unique<PrintingMover>(*local, every);
         hub.set_mover(mover.get());

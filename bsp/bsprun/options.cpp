@@ -26,6 +26,10 @@ void add_options(CLI::App& app, Options& o) {
     app.add_option("--migrate-every", o.every,
                    "testing: move one VP at every N-th barrier (see MIGRATION, HOSTS)");
     app.add_flag("-v,--verbose", o.verbose, "print every barrier's statistics on standard error");
+    app.add_option("--record", o.record,
+                   "write every VP's statistics at every barrier to FILE, one JSON line per "
+                   "barrier, for ghost-sim --app replay (see BALANCING)")
+        ->type_name("FILE");
     app.add_flag("--dry-run", o.dry_run,
                  "with --hosts or --cluster: the policy decides at every barrier and each of its "
                  "moves is printed as 'would move', but no VP moves after its placement "

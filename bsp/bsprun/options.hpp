@@ -24,6 +24,7 @@ struct Options {
     std::string hosts;
     std::vector<std::string> at_specs;
     std::string job_dir, migd_socket, migd_sockets, home, hub_address;
+    std::string record;          // --record FILE
     std::string routing = "hub"; // --routing: hub or relay
     bool no_broadcast = false;   // --no-broadcast (with --routing relay)
     CkptOptions ck;

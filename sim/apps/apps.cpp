@@ -7,11 +7,13 @@
 namespace ghost::sim {
 
 const std::vector<std::string>& app_names() {
-    static const std::vector<std::string> names = {"lu", "lbm", "sw", "sat3", "alltoall"};
+    static const std::vector<std::string> names = {"lu", "lbm", "sw", "sat3", "alltoall", "replay"};
     return names;
 }
 
 Result<std::unique_ptr<App>> make_app(const AppParams& p) {
+    if (p.name == "replay")
+        return make_replay(p.replay, p.procs);
     if (p.procs == 0)
         return Error::from_errno(EINVAL, "an application needs at least one process.");
     if (p.size == 0)

@@ -4,7 +4,11 @@
 // sent is a message received.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <cmath>
+#include <cstdlib>
+#include <fstream>
 #include <map>
 #include <memory>
 
@@ -162,6 +166,64 @@ TEST(SimApps, AllToAllSendsToEveryOtherProcess) {
     expect_balanced_messages(*a);
     EXPECT_FALSE(ghost::sim::make_app({"nosuch", 3, 16, 1}).has_value());
     EXPECT_FALSE(ghost::sim::make_app({"lbm", 3, 0, 1}).has_value());
+}
+
+// A file as bsprun --record writes it, in a temporary directory.
+std::string recorded(const std::string& text) {
+    char dir[] = "/tmp/ghost-replay-test.XXXXXX";
+    EXPECT_NE(::mkdtemp(dir), nullptr);
+    const std::string path = std::string(dir) + "/job.jsonl";
+    std::ofstream(path) << text;
+    return path;
+}
+
+TEST(SimApps, ReplayComputesTheRecordedCpuTimeAndSendsWhatWasReceived) {
+    const std::string path = recorded(
+        R"({"superstep":0,"cpu":[0.5,0.25,0],"wall":[0.5,1.25,0],"memory":[1000,0,0],)"
+        R"("from":[[0,0,0],[300,0,0],[7,0,0]]})"
+        "\n"
+        R"({"superstep":1,"cpu":[0.1,0.2,0.3],"wall":[0.1,0.2,0.3],"memory":[2000,5000,0],)"
+        R"("from":[[0,40,0],[0,0,0],[0,0,9]]})"
+        "\n");
+    auto r = ghost::sim::make_app({"replay", 0, 0, 1, path});
+    ASSERT_TRUE(r.has_value()) << r.error().what();
+    const App& a = **r;
+    EXPECT_EQ(a.procs(), 3u);
+    EXPECT_EQ(a.supersteps(), 2u);
+    // A recorded CPU second is kReplayPower instructions.
+    EXPECT_DOUBLE_EQ(a.step(1, 0).instructions, 0.5 * ghost::sim::kReplayPower);
+    EXPECT_DOUBLE_EQ(a.step(2, 2).instructions, 0.3 * ghost::sim::kReplayPower);
+    // VP 0 sends each VP what that VP received from it.
+    const auto s10 = a.step(1, 0).sends;
+    ASSERT_EQ(s10.size(), 2u);
+    EXPECT_EQ(s10[0].to, 1u);
+    EXPECT_EQ(s10[0].bytes, 300u);
+    EXPECT_EQ(s10[1].to, 2u);
+    EXPECT_EQ(s10[1].bytes, 7u);
+    EXPECT_EQ(a.step(1, 1).recv_count, 1u);
+    EXPECT_EQ(a.step(1, 0).recv_count, 0u);
+    EXPECT_EQ(a.step(2, 1).sends.size(), 1u);
+    EXPECT_EQ(a.step(2, 0).recv_count, 1u);
+    // What a VP sent itself stays in its memory.
+    EXPECT_TRUE(a.step(2, 2).sends.empty());
+    EXPECT_EQ(a.step(2, 2).recv_count, 0u);
+    expect_balanced_messages(a);
+    // The largest size recorded; never sampled: bsprun's default 64 MiB.
+    EXPECT_EQ(a.memory_bytes(0), 2000u);
+    EXPECT_EQ(a.memory_bytes(1), 5000u);
+    EXPECT_EQ(a.memory_bytes(2), 64u << 20);
+
+    auto wrong = ghost::sim::make_app({"replay", 0, 4, 1, path});
+    ASSERT_FALSE(wrong.has_value());
+    EXPECT_NE(wrong.error().what().find("recorded with 3 VPs, not 4"), std::string::npos);
+    EXPECT_FALSE(ghost::sim::make_app({"replay", 0, 0, 1, ""}).has_value());
+    EXPECT_FALSE(ghost::sim::make_app({"replay", 0, 0, 1, path + ".none"}).has_value());
+    const std::string ragged =
+        recorded(R"({"superstep":0,"cpu":[1,2],"wall":[1,2],"memory":[0,0],"from":[[0],[0,0]]})");
+    auto bad = ghost::sim::make_app({"replay", 0, 0, 1, ragged});
+    ASSERT_FALSE(bad.has_value());
+    EXPECT_NE(bad.error().what().find("job.jsonl:1: "), std::string::npos) << bad.error().what();
+    EXPECT_FALSE(ghost::sim::make_app({"replay", 0, 0, 1, recorded("")}).has_value());
 }
 
 } // namespace

@@ -285,6 +285,34 @@ TEST(Sim, LoadSpecificationsNameSetsHostsOrAll) {
     EXPECT_FALSE(load.add("all", spec));
 }
 
+TEST(Sim, TheTestClusterPlatformIsWhatBsprunTellsItsPolicy) {
+    auto spec = sim::cluster_platform(3);
+    ASSERT_TRUE(spec.has_value()) << spec.error().what();
+    ASSERT_EQ(spec->sets.size(), 3u);
+    for (unsigned k = 0; k < 3; ++k) {
+        EXPECT_EQ(spec->sets[k].name, "h" + std::to_string(k + 1));
+        EXPECT_EQ(spec->sets[k].nodes, 1u);
+        EXPECT_EQ(spec->sets[k].speed, 1e9);            // bsprun's nominal power
+        EXPECT_EQ(spec->sets[k].link_bandwidth, 100e6); // its byte_time
+    }
+    EXPECT_EQ(spec->migration_cost, 0.2);
+    EXPECT_FALSE(sim::cluster_platform(0).has_value());
+    // Two VPs of 0.1 CPU seconds per superstep, VP 1 on h2 with 20% of its
+    // CPU (80% external load): each superstep waits 0.5 s for VP 1.
+    auto r = isolated([] {
+        TestApp app(2, 2, 0.1 * sim::kReplayPower, 0, 0);
+        auto spec = *sim::cluster_platform(3);
+        spec.barrier_bytes = 0;
+        sim::RunConfig cfg;
+        cfg.load = sim::LoadSchedule(3);
+        if (!cfg.load.add("h2=0.8", spec))
+            return json{{"error", "h2=0.8 refused"}};
+        return to_json(sim::run(app, spec, nullptr, std::move(cfg)));
+    });
+    ASSERT_FALSE(r.contains("error")) << r.dump();
+    EXPECT_NEAR(r["makespan"].get<double>(), 1.0, 1e-9);
+}
+
 TEST(Sim, TwoRunsGiveTheSameTimes) {
     // LBM on MigBSP's platform, Corisco's five processes moved to Aquario.
     auto once = [] {
