@@ -28,6 +28,7 @@
 #include <tuple>
 
 #include <fmt/format.h>
+#include <spdlog/spdlog.h>
 
 #include "ghost/process.hpp"
 #include "ops.hpp"
@@ -242,6 +243,10 @@ Result<Imported> import_from(Daemon& d, Channel& ch, bool stopped,
     if (!pipe)
         return pipe.error();
     UniqueFd rd = std::move(pipe->first), wr = std::move(pipe->second);
+    // A stub that stops taking bytes without exiting must not hold this
+    // thread: writes into its pipe wait at most the channel's timeout.
+    if (::fcntl(wr.get(), F_SETFL, O_NONBLOCK) != 0)
+        return Error::from_errno(errno, fmt::format("fcntl: {}", std::strerror(errno)));
 
     // The stub restores from the pipe while this thread feeds it and checks
     // the image (all of it, or all but the page data the stub checks): a
@@ -254,10 +259,15 @@ Result<Imported> import_from(Daemon& d, Channel& ch, bool stopped,
     std::condition_variable cv;
     unsigned taken = 0;
     bool over = false;
+    std::atomic<pid_t> stub{-1};
     std::thread restorer([&] {
         ghost::RestartOptions o;
         o.stopped = stopped;
-        o.spawned = spawned;
+        o.spawned = [&](pid_t p) {
+            stub = p;
+            if (spawned)
+                spawned(p);
+        };
         o.sequence = sequence;
         o.image_done = [&](unsigned n) {
             std::lock_guard l(mu);
@@ -271,7 +281,10 @@ Result<Imported> import_from(Daemon& d, Channel& ch, bool stopped,
         cv.notify_all();
     });
     const std::uint64_t limit = d.config().max_image_bytes;
-    bool stub_gone = false;
+    // How long a stub may take nothing, or take to finish once it has it all.
+    const auto stub_limit =
+        ch.timeout().count() > 0 ? ch.timeout() : std::chrono::milliseconds(10000);
+    bool stub_gone = false, stalled = false;
     std::uint64_t bytes = 0;
     // One image: read and checked as it is teed to the stub.
     const auto one = [&]() -> std::pair<Result<ghost::image::Image>, Result<void>> {
@@ -289,6 +302,7 @@ Result<Imported> import_from(Daemon& d, Channel& ch, bool stopped,
         Result<void> rest = img ? src.drain() : Result<void>(img.error());
         bytes += src.bytes();
         stub_gone = stub_gone || src.pipe_gone();
+        stalled = stalled || src.stalled();
         return {std::move(img), std::move(rest)};
     };
     Result<ghost::image::Image> img = Error{};
@@ -315,7 +329,13 @@ Result<Imported> import_from(Daemon& d, Channel& ch, bool stopped,
             // Acknowledged once the stub took it in: the next image (the
             // last one above all) then never waits behind this one's work.
             std::unique_lock l(mu);
-            cv.wait(l, [&] { return taken >= n || over; });
+            if (!cv.wait_for(l, stub_limit, [&] { return taken >= n || over; }))
+                stalled = true; // killed below
+        }
+        if (stalled) {
+            rest = Error::from_errno(
+                ETIME, fmt::format("the restore stub took nothing for {} ms", stub_limit.count()));
+            break;
         }
         if (stub_gone || over) {
             rest = Error::from_errno(EPIPE, "the restore stub stopped reading");
@@ -329,6 +349,24 @@ Result<Imported> import_from(Daemon& d, Channel& ch, bool stopped,
         }
     }
     wr.reset();
+    {
+        // A stub that took nothing for the channel's timeout, or that is
+        // not done within it once it has the whole stream, is stuck: it is
+        // killed (our child), and the restore fails.
+        std::unique_lock l(mu);
+        if (stalled || !cv.wait_for(l, stub_limit, [&] { return over; })) {
+            const pid_t p = stub.load();
+            spdlog::warn("the restore stub (pid {}) of an image from {} {} for {} ms: killed", p,
+                         ch.peer(), stalled ? "took nothing" : "was not done", stub_limit.count());
+            if (p > 0)
+                ::kill(p, SIGKILL);
+            if (rest)
+                rest =
+                    Error::from_errno(ETIME, fmt::format("the restore stub {} for {} ms",
+                                                         stalled ? "took nothing" : "was not done",
+                                                         stub_limit.count()));
+        }
+    }
     restorer.join();
     auto fail = [&](const Error& e) -> Result<Imported> {
         if (restored) {

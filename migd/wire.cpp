@@ -221,8 +221,11 @@ Result<std::size_t> FrameSource::read(std::span<std::byte> buf) {
         return cut_short(ch_);
     left_ -= static_cast<std::uint32_t>(*n);
     bytes_ += *n;
-    if (pipe_ >= 0 && !pipe_gone_ && !zerocopy::give(pipe_, buf.first(*n)))
-        pipe_gone_ = true;
+    if (pipe_ >= 0 && !pipe_gone_)
+        if (auto g = zerocopy::give(ch_, pipe_, buf.first(*n)); !g) {
+            pipe_gone_ = true;
+            stalled_ = g.error().code.value() == ETIME;
+        }
     if (tee_)
         if (auto t = tee_(buf.first(*n)); !t)
             return t.error();
@@ -246,8 +249,10 @@ Result<bool> FrameSource::skip(std::uint64_t n) {
         Result<std::size_t> k = std::size_t{0};
         if (!pipe_gone_) {
             k = zerocopy::splice_into(ch_, sock, pipe_, want);
-            if (!k && k.error().code.value() == EPIPE) {
+            const int e = k ? 0 : k.error().code.value();
+            if (e == EPIPE || e == ETIME) {
                 pipe_gone_ = true;
+                stalled_ = e == ETIME;
                 continue;
             }
         } else {

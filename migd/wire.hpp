@@ -65,8 +65,11 @@ class FrameSource final : public ghost::image::Source {
     ghost::Result<void> drain();
     bool ended() const { return ended_; }
     std::uint64_t bytes() const { return bytes_; }
-    // tee_pipe's reader stopped reading (the stub refused the image).
+    // tee_pipe's reader stopped reading: it closed its end (the stub
+    // refused the image), or took nothing for the channel's timeout
+    // (stalled(): the stub is stuck). The rest is read and dropped.
     bool pipe_gone() const { return pipe_gone_; }
+    bool stalled() const { return stalled_; }
 
   private:
     // Until a DATA frame has bytes left: false at END.
@@ -75,6 +78,7 @@ class FrameSource final : public ghost::image::Source {
     Tee tee_;
     int pipe_ = -1;
     bool pipe_gone_ = false;
+    bool stalled_ = false;
     std::uint32_t left_ = 0; // bytes of the current DATA frame not yet read
     bool ended_ = false;
     std::uint64_t bytes_ = 0;

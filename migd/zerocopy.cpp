@@ -152,9 +152,49 @@ Result<void> send_frames(const Channel& ch, int sock, int fd, std::atomic<std::u
     }
 }
 
-bool give(int pipe, std::span<const std::byte> b) {
+namespace {
+
+Error stub_gone() {
+    return Error::from_errno(EPIPE, "the restore stub stopped reading");
+}
+
+// Waits until the stub's pipe has room, at most the channel's timeout.
+Result<void> room(const Channel& ch, int pipe) {
+    const int ms = ch.timeout().count() > 0 ? static_cast<int>(ch.timeout().count()) : -1;
+    pollfd p{pipe, POLLOUT, 0};
+    int r;
+    while ((r = ::poll(&p, 1, ms)) < 0 && errno == EINTR) {
+    }
+    if (r == 0)
+        return Error::from_errno(ETIME, fmt::format("the restore stub took nothing for {} ms", ms));
+    if (r < 0)
+        return Error::from_errno(errno, fmt::format("poll: {}", std::strerror(errno)));
+    if ((p.revents & POLLERR) && !(p.revents & POLLOUT))
+        return stub_gone();
+    return {};
+}
+
+} // namespace
+
+Result<void> give(const Channel& ch, int pipe, std::span<const std::byte> b) {
     ghost::NoSigpipe quiet;
-    return ghost::write_all(pipe, b).has_value();
+    while (!b.empty()) {
+        const ssize_t n = ::write(pipe, b.data(), b.size());
+        if (n >= 0) {
+            b = b.subspan(static_cast<std::size_t>(n));
+            continue;
+        }
+        if (errno == EINTR)
+            continue;
+        if (errno == EPIPE)
+            return stub_gone();
+        if (errno != EAGAIN)
+            return Error::from_errno(
+                errno, fmt::format("writing to the restore stub: {}", std::strerror(errno)));
+        if (auto r = room(ch, pipe); !r)
+            return r;
+    }
+    return {};
 }
 
 Result<std::size_t> splice_into(const Channel& ch, int sock, int pipe, std::size_t n) {
@@ -168,7 +208,18 @@ Result<std::size_t> splice_into(const Channel& ch, int sock, int pipe, std::size
         if (errno == EINTR)
             continue;
         if (errno == EPIPE)
-            return Error::from_errno(EPIPE, "the restore stub stopped reading");
+            return stub_gone();
+        if (errno == EAGAIN) {
+            // The pipe is full, or the socket's receive timeout ran out.
+            pollfd p{pipe, POLLOUT, 0};
+            if (::poll(&p, 1, 0) == 1 && (p.revents & POLLOUT)) {
+                errno = EAGAIN;
+                return io_error(ch, "receiving the image");
+            }
+            if (auto r = room(ch, pipe); !r)
+                return r.error();
+            continue;
+        }
         return io_error(ch, "receiving the image");
     }
 }

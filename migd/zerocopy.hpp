@@ -25,12 +25,19 @@ bool can_send(int fd);
 ghost::Result<void> send_frames(const Channel& ch, int sock, int fd,
                                 std::atomic<std::uint64_t>* sent);
 
+// The restore stub's pipe is non-blocking on migd's side (import_from):
+// a stub that stops taking bytes without exiting must not hold a thread of
+// migd for ever. Both calls below wait for room in it at most ch.timeout()
+// at a time, then fail with ETIME ("the restore stub took nothing for N
+// ms"; ETIMEDOUT is a silent peer); EPIPE when its reader is gone. No
+// SIGPIPE.
+
 // Up to n bytes of sock moved into pipe (splice), waiting for sock at most
-// ch.timeout(); 0 when the peer closed. An error EPIPE: pipe's reader is
-// gone (nothing was moved).
+// ch.timeout(); 0 when the peer closed. On EPIPE or ETIME nothing was
+// moved.
 ghost::Result<std::size_t> splice_into(const Channel& ch, int sock, int pipe, std::size_t n);
 
-// Writes bytes to pipe; false when its reader is gone. No SIGPIPE.
-bool give(int pipe, std::span<const std::byte> b);
+// Writes all of b to pipe.
+ghost::Result<void> give(const Channel& ch, int pipe, std::span<const std::byte> b);
 
 } // namespace migd::zerocopy

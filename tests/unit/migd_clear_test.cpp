@@ -157,6 +157,50 @@ TEST(MigdClear, ImageFramesGoOutsideTlsBetweenTlsMessages) {
     sender.join();
 }
 
+// A restore stub that stops taking bytes without exiting (its pipe full,
+// its reader open) is given up after the channel's timeout, both where
+// migd writes what it read and where it splices page data: the rest of the
+// stream is read and dropped, and stalled() says why (import_from then
+// kills the stub). Nothing waits for ever.
+TEST(MigdClear, AStubThatTakesNothingIsGivenUpAfterTheTimeout) {
+    for (const bool splice : {false, true}) {
+        SCOPED_TRACE(splice ? "page data spliced" : "bytes written by migd");
+        auto [c, s] = tls_pair();
+        ASSERT_TRUE(c && s);
+        s->receive_clear();
+        ASSERT_TRUE(migd::send_json(*c, {{"op", "import"}}));
+        ASSERT_TRUE(migd::recv_json(*s));
+        c->set_clear(true);
+        s->set_clear(true);
+        s->set_timeout(300ms);
+        const auto data = pattern(4u << 20, 11);
+        std::thread sender([&, &c = c] {
+            Feeder f(data);
+            EXPECT_TRUE(migd::send_stream(*c, f.rd.get()));
+            EXPECT_TRUE(migd::send_end(*c));
+        });
+        int p[2];
+        ASSERT_EQ(::pipe2(p, O_CLOEXEC), 0);
+        ghost::UniqueFd stub_rd(p[0]), wr(p[1]); // nobody reads stub_rd
+        ASSERT_EQ(::fcntl(wr.get(), F_SETFL, O_NONBLOCK), 0);
+        migd::FrameSource src(*s, wr.get());
+        const auto t0 = steady_clock::now();
+        if (splice) {
+            auto k = src.skip(3u << 20);
+            ASSERT_TRUE(k) << k.error().what();
+        }
+        const auto rest = read_n(src, 0);
+        const auto waited = steady_clock::now() - t0;
+        EXPECT_TRUE(src.ended());
+        EXPECT_EQ(src.bytes(), data.size());
+        EXPECT_TRUE(src.pipe_gone());
+        EXPECT_TRUE(src.stalled());
+        EXPECT_GE(waited, 300ms);
+        EXPECT_LT(waited, 5s);
+        sender.join();
+    }
+}
+
 TEST(MigdClear, AStoredImageIsSentWithSendfile) {
     auto [c, s] = tls_pair();
     ASSERT_TRUE(c && s);

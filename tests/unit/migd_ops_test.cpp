@@ -20,6 +20,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <map>
 #include <mutex>
 #include <sstream>
@@ -540,6 +541,56 @@ TEST(MigdOps, RefusalsLeaveTheOriginalRunning) {
     const auto n = c.last().first;
     EXPECT_TRUE(eventually([&] { return c.last().first > n; })); // still counting
     EXPECT_TRUE(fs::is_empty(net.root() / "h1" / "state" / "journal"));
+}
+
+// Processes whose command line is exactly argv (none of ours match).
+std::vector<pid_t> running(const std::vector<std::string>& argv) {
+    std::string want;
+    for (const auto& a : argv)
+        want += a + '\0';
+    std::vector<pid_t> found;
+    for (const auto& e : fs::directory_iterator("/proc")) {
+        const std::string name = e.path().filename();
+        if (name.find_first_not_of("0123456789") != std::string::npos)
+            continue;
+        std::ifstream f(e.path() / "cmdline");
+        const std::string cmd((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+        if (cmd == want && alive(std::stoi(name)))
+            found.push_back(std::stoi(name));
+    }
+    return found;
+}
+
+// A restore stub that takes the image and then never answers (it neither
+// restores nor exits) must not hold h2's migd: it is killed after the
+// channel's timeout, the migration fails, and the original runs on.
+TEST(MigdOps, AStuckRestoreStubIsKilledAndTheOriginalRunsOn) {
+    Net net(2);
+    const fs::path stub = net.root() / "stuck-stub";
+    {
+        std::ofstream f(stub);
+        f << "#!/bin/sh\nexec sleep 299.25\n";
+    }
+    fs::permissions(stub, fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
+                              fs::perms::others_read | fs::perms::others_exec);
+    Counter c(net.root());
+    ::setenv("GHOST_RESTORE_STUB", stub.c_str(), 1);
+    const auto t0 = std::chrono::steady_clock::now();
+    const json r = net["h1"].local({{"op", "migrate"}, {"pid", c.pid}, {"to", "h2"}}, user, {});
+    const auto took = std::chrono::steady_clock::now() - t0;
+    ::unsetenv("GHOST_RESTORE_STUB");
+    EXPECT_FALSE(r.value("ok", true)) << r.dump();
+    EXPECT_LT(took, 30s);
+    EXPECT_TRUE(alive(c.pid));
+    const auto n = c.last().first;
+    EXPECT_TRUE(eventually([&] { return c.last().first > n; })); // still counting
+    EXPECT_TRUE(eventually([&] { return running({"sleep", "299.25"}).empty(); }));
+    for (pid_t p : running({"sleep", "299.25"})) // (only if the test failed)
+        ::kill(p, SIGKILL);
+    EXPECT_TRUE(eventually([&] {
+        return fs::is_empty(net.root() / "h1" / "state" / "journal") &&
+               fs::is_empty(net.root() / "h2" / "state" / "journal");
+    }));
 }
 
 TEST(MigdOps, APipeOnStdoutIsRefusedBeforeAnythingHappens) {
