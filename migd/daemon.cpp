@@ -100,9 +100,23 @@ Result<json> Daemon::ask(const std::string& host, const json& req,
         std::unique_ptr<Channel> ch = keep ? pool_.take(host) : nullptr;
         const bool reused = ch != nullptr;
         if (!ch) {
+            // Lookups skip a peer that just failed in silence; whatever
+            // must reach that peer (a commit, a resolve) tries every time.
+            const bool lookup = op == "where" || op == "kill" || op == "list";
+            if (const auto left = lookup ? pool_.silent(host) : std::chrono::milliseconds(0);
+                left.count() > 0)
+                return Error::from_errno(EHOSTUNREACH,
+                                         fmt::format("{} did not answer a moment ago (not asked "
+                                                     "again for {} ms)",
+                                                     host, left.count()));
             auto c = connect(host);
-            if (!c)
+            if (!c) {
+                const int e = c.error().code.value();
+                if (e == ETIMEDOUT || e == EHOSTUNREACH || e == ENETUNREACH)
+                    pool_.mark_silent(host);
                 return c.error();
+            }
+            pool_.mark_answered(host);
             ch = std::move(*c);
         }
         auto s = send_json(*ch, req);

@@ -72,4 +72,27 @@ void ConnectionPool::clear() {
         (void)i.ch->finish();
 }
 
+void ConnectionPool::mark_silent(const std::string& host) {
+    std::lock_guard lock(mu_);
+    silent_[host] = std::chrono::steady_clock::now() + max_idle_;
+}
+
+void ConnectionPool::mark_answered(const std::string& host) {
+    std::lock_guard lock(mu_);
+    silent_.erase(host);
+}
+
+std::chrono::milliseconds ConnectionPool::silent(const std::string& host) {
+    std::lock_guard lock(mu_);
+    const auto it = silent_.find(host);
+    if (it == silent_.end())
+        return std::chrono::milliseconds(0);
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        it->second - std::chrono::steady_clock::now());
+    if (left.count() > 0)
+        return left;
+    silent_.erase(it);
+    return std::chrono::milliseconds(0);
+}
+
 } // namespace migd

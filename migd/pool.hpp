@@ -5,6 +5,7 @@
 #pragma once
 
 #include <chrono>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -40,6 +41,14 @@ class ConnectionPool {
     // Closes every kept connection (migd stops).
     void clear();
 
+    // A peer whose connect failed in silence (a timeout, no route) is not
+    // tried again by lookups (where, kill, list) for max_idle: with a dead
+    // peer each lookup would otherwise wait one connect timeout before it
+    // asks the others. silent() is the time left (0: try it).
+    void mark_silent(const std::string& host);
+    void mark_answered(const std::string& host);
+    std::chrono::milliseconds silent(const std::string& host);
+
   private:
     struct Idle {
         std::string host;
@@ -49,6 +58,7 @@ class ConnectionPool {
     std::chrono::milliseconds max_idle_;
     std::mutex mu_;
     std::vector<Idle> idle_;
+    std::map<std::string, std::chrono::steady_clock::time_point> silent_; // until
 };
 
 } // namespace migd

@@ -89,12 +89,21 @@ class Net {
             ::shutdown(fd.get(), SHUT_RDWR);
     }
     fs::path root() const { return root_; }
+    // Connections tried to host (also those that found it cut).
+    int attempts(const std::string& host) {
+        std::lock_guard lock(mu_);
+        return attempts_[host];
+    }
 
   private:
     ghost::Result<std::unique_ptr<migd::Channel>> link(const std::string& from,
                                                        const std::string& to) {
         if (from == to) // as the real connector: a host is not its own peer
             return ghost::Error::from_errno(EINVAL, to + " is not a peer of " + from);
+        {
+            std::lock_guard lock(mu_);
+            ++attempts_[to];
+        }
         for (const auto& d : down_)
             if (d == to || d == from)
                 return ghost::Error::from_errno(EHOSTUNREACH, to + " is unreachable");
@@ -118,6 +127,7 @@ class Net {
     std::vector<std::thread> threads_;
     std::vector<ghost::UniqueFd> far_;
     std::vector<std::string> down_;
+    std::map<std::string, int> attempts_;
 };
 
 // A ghost-counter writing "N pid=P" lines to a file every 10 ms.
@@ -492,10 +502,13 @@ TEST(MigdOps, AProcessIsFoundOnAnotherPeerWhenItsOriginIsDown) {
     EXPECT_TRUE(k.value("ok", false)) << k.dump();
     EXPECT_TRUE(eventually([&] { return !alive(np); }));
     // A gid that no peer has: the error says so.
+    const int tried = net.attempts("h1");
     const json none = net["h3"].local({{"op", "where"}, {"gid", "h1-999"}}, root, {});
     EXPECT_FALSE(none.value("ok", true));
     EXPECT_NE(none.value("error", "").find("no other peer has it"), std::string::npos)
         << none.dump();
+    // h1 did not answer a moment ago: this lookup asked the others at once.
+    EXPECT_EQ(net.attempts("h1"), tried);
 }
 
 // Short requests keep their connection: a lookup costs a round trip, not a
@@ -554,7 +567,8 @@ std::vector<pid_t> running(const std::vector<std::string>& argv) {
         if (name.find_first_not_of("0123456789") != std::string::npos)
             continue;
         std::ifstream f(e.path() / "cmdline");
-        const std::string cmd((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+        const std::string cmd((std::istreambuf_iterator<char>(f)),
+                              std::istreambuf_iterator<char>());
         if (cmd == want && alive(std::stoi(name)))
             found.push_back(std::stoi(name));
     }
