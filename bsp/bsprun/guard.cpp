@@ -71,9 +71,9 @@ wire::Loss watch(const std::string& hub, const wire::Key& key, const std::string
         }
         if (p.revents & POLLERR) // keepalive gave up, or a reset
             return wire::loss_of(link->fd());
-        auto f = wire::recv_frame(*link);
+        auto f = wire::recv_frame(*link); // (TLS may block in it: tickets)
         if (!f)
-            return {false, f.error().what()};
+            return {wire::silent_errno(f.error().code.value()), f.error().what()};
         if (f->type == wire::Type::GuardRelease)
             return {};
     }

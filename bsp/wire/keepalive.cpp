@@ -19,23 +19,19 @@ void keep_alive(int fd) {
     ::setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &cnt, sizeof cnt);
 }
 
+bool silent_errno(int err) {
+    return err == ETIMEDOUT || err == EHOSTUNREACH || err == ENETUNREACH || err == EHOSTDOWN ||
+           err == ENETDOWN;
+}
+
 Loss loss_of(int fd) {
     int err = 0;
     socklen_t len = sizeof err;
     if (::getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) != 0)
         err = errno;
-    switch (err) {
-    case 0:
+    if (err == 0)
         return {false, "the connection was closed"};
-    case ETIMEDOUT:
-    case EHOSTUNREACH:
-    case ENETUNREACH:
-    case EHOSTDOWN:
-    case ENETDOWN:
-        return {true, std::strerror(err)};
-    default:
-        return {false, std::strerror(err)};
-    }
+    return {silent_errno(err), std::strerror(err)};
 }
 
 } // namespace ghost::bsp::wire

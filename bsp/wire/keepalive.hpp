@@ -28,5 +28,7 @@ struct Loss {
 // The loss of a socket on which poll() reported POLLERR, POLLHUP or
 // POLLRDHUP (reads its pending error).
 Loss loss_of(int fd);
+// Whether a read's or write's errno means silence (as Loss::silent).
+bool silent_errno(int err);
 
 } // namespace ghost::bsp::wire
