@@ -63,6 +63,8 @@ class Runner {
         }
         if (cfg_.keep_step_ends)
             result_.step_end.reserve(app.supersteps());
+        step_load_.assign(cfg_.load.hosts(), 0.0);
+        hogs_.assign(cfg_.load.hosts(), nullptr);
     }
 
     // "p7", "b7": built by appending, since GCC 12's -Wrestrict misfires on
@@ -74,6 +76,7 @@ class Runner {
     }
 
     void start() {
+        step_load(1);
         for (balance::ProcId i = 0; i < procs_; ++i) {
             mailboxes_.push_back(sg4::Mailbox::by_name(numbered('p', i)));
             barrier_boxes_.push_back(sg4::Mailbox::by_name(numbered('b', i)));
@@ -181,7 +184,31 @@ class Runner {
         }
     }
 
+    // Load set in supersteps (--load H=F@sN): from the start of superstep s
+    // on, a daemon actor on the host computes for ever with the priority
+    // that leaves the host's processes 1 - F of its CPU (SimGrid shares a
+    // CPU by priority), as a higher-priority hog does on a real host.
+    void step_load(std::uint64_t s) {
+        for (std::size_t h = 0; h < cfg_.load.hosts(); ++h) {
+            if (!cfg_.load.by_superstep(h))
+                continue;
+            const double f = cfg_.load.at_step(h, s);
+            if (f == step_load_[h])
+                continue;
+            if (hogs_[h])
+                hogs_[h]->kill();
+            hogs_[h] = nullptr;
+            step_load_[h] = f;
+            if (f > 0.0)
+                hogs_[h] = sg4::Actor::create("load-" + std::to_string(h), plat_.hosts[h], [f] {
+                    sg4::Actor::self()->daemonize();
+                    sg4::this_actor::exec_init(1e300)->set_priority(f / (1.0 - f))->wait();
+                });
+        }
+    }
+
     void at_barrier(std::uint64_t s) {
+        step_load(s + 1);
         if (cfg_.scenario == Scenario::i || policy_ == nullptr)
             return;
         observe(s);
@@ -221,7 +248,9 @@ class Runner {
             host.set = plat_.host_set[h];
             host.cpu_power = plat_.spec.sets[host.set].speed;
             host.processors = 1;
-            host.external_load = cfg_.load.hosts() ? cfg_.load.at(h, now) : 0.0;
+            host.external_load = !cfg_.load.hosts()          ? 0.0
+                                 : cfg_.load.by_superstep(h) ? step_load_[h]
+                                                             : cfg_.load.at(h, now);
             host.managed = 0;
             host.available = true;
         }
@@ -293,12 +322,14 @@ class Runner {
     bool any_moves_ = false;
     balance::Observation obs_;
     RunResult result_;
+    std::vector<double> step_load_;   // per host: the share a hog takes now
+    std::vector<sg4::ActorPtr> hogs_; // per host: that hog, if any
 };
 
 void apply_load(const Platform& plat, const LoadSchedule& load) {
     for (std::size_t h = 0; h < load.hosts() && h < plat.hosts.size(); ++h) {
         const auto changes = load.changes(h);
-        if (changes.empty())
+        if (changes.empty() || load.by_superstep(h))
             continue;
         std::string text;
         if (changes.front().time > 0.0)

@@ -59,33 +59,63 @@ Result<void> LoadSchedule::add(std::string_view spec, const PlatformSpec& platfo
             return Error::from_errno(EINVAL, "the load fraction " + std::to_string(*f) +
                                                  " is outside [0, 1).");
         double t = 0.0;
-        if (at != std::string_view::npos) {
+        std::uint64_t step = 0;
+        if (at != std::string_view::npos && item.substr(at + 1).starts_with('s')) {
+            auto n = number(item.substr(at + 2), "the load superstep");
+            if (!n)
+                return n.error();
+            if (*n < 1 || *n != double(std::uint64_t(*n)))
+                return Error::from_errno(EINVAL, "the load superstep '" +
+                                                     std::string(item.substr(at + 2)) +
+                                                     "' is not a superstep number (from 1).");
+            step = std::uint64_t(*n);
+        } else if (at != std::string_view::npos) {
             auto tt = number(item.substr(at + 1), "the load time");
             if (!tt)
                 return tt.error();
             t = *tt;
         }
-        changes.push_back({t, *f});
+        changes.push_back({t, *f, step});
     }
     if (changes.empty())
         return Error::from_errno(EINVAL, "the load '" + std::string(spec) + "' gives no fraction.");
+    const bool steps = changes.front().superstep > 0;
+    for (const auto& c : changes)
+        if ((c.superstep > 0) != steps)
+            return Error::from_errno(EINVAL, "the load '" + std::string(spec) +
+                                                 "' mixes seconds and supersteps (@sN): give "
+                                                 "each item in the same unit.");
     for (auto h : hosts)
         set(h, changes);
     return {};
 }
 
 void LoadSchedule::set(std::size_t host, std::vector<LoadChange> changes) {
-    std::stable_sort(changes.begin(), changes.end(),
-                     [](const LoadChange& a, const LoadChange& b) { return a.time < b.time; });
+    std::stable_sort(changes.begin(), changes.end(), [](const LoadChange& a, const LoadChange& b) {
+        return a.superstep != b.superstep ? a.superstep < b.superstep : a.time < b.time;
+    });
     changes_[host] = std::move(changes);
 }
 
 double LoadSchedule::at(std::size_t host, double time) const {
     double f = 0.0;
     for (const auto& c : changes_[host])
-        if (c.time <= time)
+        if (c.superstep == 0 && c.time <= time)
             f = c.fraction;
     return f;
+}
+
+double LoadSchedule::at_step(std::size_t host, std::uint64_t s) const {
+    double f = 0.0;
+    for (const auto& c : changes_[host])
+        if (c.superstep > 0 && c.superstep <= s)
+            f = c.fraction;
+    return f;
+}
+
+bool LoadSchedule::by_superstep(std::size_t host) const {
+    return std::any_of(changes_[host].begin(), changes_[host].end(),
+                       [](const LoadChange& c) { return c.superstep > 0; });
 }
 
 } // namespace ghost::sim

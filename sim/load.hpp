@@ -4,9 +4,12 @@
 //   --load TARGET=F[@T][,F@T...]
 // TARGET is a Set name, a host number (from 0, in mapping order) or "all";
 // F in [0, 1) is the share taken from time T on (T 0 when omitted), e.g.
-// "Labtec=0.5" or "7=0.8@10,0@60".
+// "Labtec=0.5" or "7=0.8@10,0@60"; or from the start of superstep N on
+// with @sN ("h2=0.67@s5,0@s12": a load profile set in supersteps, as
+// bsprun --at-superstep sets it). One load is in seconds or in supersteps.
 #pragma once
 
+#include <cstdint>
 #include <span>
 #include <string>
 #include <string_view>
@@ -21,6 +24,7 @@ namespace ghost::sim {
 struct LoadChange {
     double time = 0.0;
     double fraction = 0.0;
+    std::uint64_t superstep = 0; // > 0: from the start of this superstep on, not time
 };
 
 // A schedule of load changes for every host of a platform.
@@ -34,7 +38,11 @@ class LoadSchedule {
     // Sets host's schedule directly (tests, scripts).
     void set(std::size_t host, std::vector<LoadChange> changes);
 
+    // The share taken at time (changes set in seconds), or in superstep s
+    // (changes set in supersteps; 0 before the first).
     double at(std::size_t host, double time) const;
+    double at_step(std::size_t host, std::uint64_t s) const;
+    bool by_superstep(std::size_t host) const;
     std::span<const LoadChange> changes(std::size_t host) const { return changes_[host]; }
     std::size_t hosts() const { return changes_.size(); }
 

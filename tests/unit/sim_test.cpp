@@ -269,6 +269,43 @@ TEST(Sim, ExternalLoadSlowsTheHostForItsDuration) {
     EXPECT_EQ(seen["load_average"].get<double>(), 1.75);
 }
 
+TEST(Sim, LoadSetInSuperstepsTakesItsShareFromThatSuperstepOn) {
+    // One process of 1e9 instructions per superstep on A (1e9/s): half of
+    // A's CPU taken during superstep 2 only, as a hog started and stopped
+    // at the barriers around it (bsprun --at-superstep).
+    auto r = isolated([] {
+        TestApp app(1, 3, 1e9, 0, 0);
+        sim::RunConfig cfg;
+        cfg.load = sim::LoadSchedule(2);
+        if (!cfg.load.add("A=0.5@s2,0@s3", small_platform()))
+            return json{{"error", "A=0.5@s2,0@s3 refused"}};
+        return to_json(sim::run(app, small_platform(), nullptr, std::move(cfg)));
+    });
+    ASSERT_FALSE(r.contains("error")) << r.dump();
+    const auto end = r["step_end"].get<std::vector<double>>();
+    ASSERT_EQ(end.size(), 3u);
+    EXPECT_NEAR(end[0], 1.0, 1e-9);
+    EXPECT_NEAR(end[1] - end[0], 2.0, 1e-9);
+    EXPECT_NEAR(end[2] - end[1], 1.0, 1e-9);
+    // The policy sees it as external load in the superstep it is taken.
+    auto seen = isolated([] {
+        TestApp app(1, 2, 1e8, 0, 0);
+        ScriptedPolicy policy({}, 0);
+        sim::RunConfig cfg;
+        cfg.scenario = sim::Scenario::ii;
+        cfg.load = sim::LoadSchedule(2);
+        if (!cfg.load.add("0=0.75@s1", small_platform()))
+            return json{{"error", "0=0.75@s1 refused"}};
+        auto res = sim::run(app, small_platform(), &policy, std::move(cfg));
+        json j = to_json(res);
+        j["external"] = policy.last.hosts[0].external_load;
+        return j;
+    });
+    ASSERT_FALSE(seen.contains("error")) << seen.dump();
+    EXPECT_NEAR(seen["makespan"].get<double>(), 0.8, 1e-9); // 2 x 1e8 at a quarter of 1e9
+    EXPECT_EQ(seen["external"].get<double>(), 0.75);
+}
+
 TEST(Sim, LoadSpecificationsNameSetsHostsOrAll) {
     auto spec = small_platform(3);
     sim::LoadSchedule load(4);
@@ -283,6 +320,18 @@ TEST(Sim, LoadSpecificationsNameSetsHostsOrAll) {
     EXPECT_FALSE(load.add("all=1.5", spec));
     EXPECT_FALSE(load.add("9=0.5", spec));
     EXPECT_FALSE(load.add("all", spec));
+    // In supersteps: from the start of superstep N on; not mixed with seconds.
+    ASSERT_TRUE(load.add("1=0.5@s3,0@s5", spec));
+    EXPECT_TRUE(load.by_superstep(1));
+    EXPECT_EQ(load.at_step(1, 2), 0.0);
+    EXPECT_EQ(load.at_step(1, 3), 0.5);
+    EXPECT_EQ(load.at_step(1, 4), 0.5);
+    EXPECT_EQ(load.at_step(1, 5), 0.0);
+    EXPECT_EQ(load.at(1, 100.0), 0.0); // not a load in seconds
+    EXPECT_FALSE(load.by_superstep(2));
+    EXPECT_FALSE(load.add("1=0.5@s3,0@10", spec));
+    EXPECT_FALSE(load.add("1=0.5@s0", spec));
+    EXPECT_FALSE(load.add("1=0.5@sx", spec));
 }
 
 TEST(Sim, TheTestClusterPlatformIsWhatBsprunTellsItsPolicy) {
