@@ -122,7 +122,8 @@ Examples:
                    "total nodes, the Sets' node counts scaled to it (default: the table's 174)");
     cli.add_option("--load", loads,
                    "external load TARGET=F[@T][,F@T...]: Set name, host number or 'all' loses "
-                   "the share F of its CPU from time T on (repeatable)");
+                   "the share F of its CPU from time T on, or with @sN from the start of "
+                   "superstep N on (repeatable)");
     std::optional<std::uint64_t> barrier_bytes;
     cli.add_option("--barrier-bytes", barrier_bytes,
                    "bytes of each message of the centralised barrier (default: the platform "
