@@ -238,6 +238,24 @@ TEST(Sim, ScenarioTwoNeverMigrates) {
     EXPECT_NEAR(r["makespan"].get<double>(), 4.0, 1e-9);
 }
 
+// Scenario ii, `steps` supersteps of 1e8 instructions on A under the
+// --load `load`: the run, and what the policy saw of A at its last call.
+json policy_sees(std::uint64_t steps, const std::string& load) {
+    return isolated([&] {
+        TestApp app(1, steps, 1e8, 0, 0);
+        ScriptedPolicy policy({}, 0);
+        sim::RunConfig cfg;
+        cfg.scenario = sim::Scenario::ii;
+        cfg.load = sim::LoadSchedule(2);
+        if (!cfg.load.add(load, small_platform()))
+            return json{{"error", load + " refused"}};
+        json j = to_json(sim::run(app, small_platform(), &policy, std::move(cfg)));
+        j["external"] = policy.last.hosts[0].external_load;
+        j["load_average"] = policy.last.hosts[0].load_average;
+        return j;
+    });
+}
+
 TEST(Sim, ExternalLoadSlowsTheHostForItsDuration) {
     // A loses half its CPU during the first second, then none: 1e9
     // instructions take 1 s at half speed (0.5e9) + 0.5 s.
@@ -251,19 +269,7 @@ TEST(Sim, ExternalLoadSlowsTheHostForItsDuration) {
     ASSERT_FALSE(r.contains("error")) << r.dump();
     EXPECT_NEAR(r["makespan"].get<double>(), 1.5, 1e-6);
     // The policy sees the load in force at the barrier.
-    auto seen = isolated([] {
-        TestApp app(1, 1, 1e8, 0, 0);
-        ScriptedPolicy policy({}, 0);
-        sim::RunConfig cfg;
-        cfg.scenario = sim::Scenario::ii;
-        cfg.load = sim::LoadSchedule(2);
-        cfg.load.set(0, {{0.0, 0.75}});
-        auto res = sim::run(app, small_platform(), &policy, std::move(cfg));
-        json j = to_json(res);
-        j["external"] = policy.last.hosts[0].external_load;
-        j["load_average"] = policy.last.hosts[0].load_average;
-        return j;
-    });
+    const json seen = policy_sees(1, "0=0.75");
     EXPECT_NEAR(seen["makespan"].get<double>(), 0.4, 1e-9); // 1e8 at a quarter of 1e9
     EXPECT_EQ(seen["external"].get<double>(), 0.75);
     EXPECT_EQ(seen["load_average"].get<double>(), 1.75);
@@ -288,19 +294,7 @@ TEST(Sim, LoadSetInSuperstepsTakesItsShareFromThatSuperstepOn) {
     EXPECT_NEAR(end[1] - end[0], 2.0, 1e-9);
     EXPECT_NEAR(end[2] - end[1], 1.0, 1e-9);
     // The policy sees it as external load in the superstep it is taken.
-    auto seen = isolated([] {
-        TestApp app(1, 2, 1e8, 0, 0);
-        ScriptedPolicy policy({}, 0);
-        sim::RunConfig cfg;
-        cfg.scenario = sim::Scenario::ii;
-        cfg.load = sim::LoadSchedule(2);
-        if (!cfg.load.add("0=0.75@s1", small_platform()))
-            return json{{"error", "0=0.75@s1 refused"}};
-        auto res = sim::run(app, small_platform(), &policy, std::move(cfg));
-        json j = to_json(res);
-        j["external"] = policy.last.hosts[0].external_load;
-        return j;
-    });
+    const json seen = policy_sees(2, "0=0.75@s1");
     ASSERT_FALSE(seen.contains("error")) << seen.dump();
     EXPECT_NEAR(seen["makespan"].get<double>(), 0.8, 1e-9); // 2 x 1e8 at a quarter of 1e9
     EXPECT_EQ(seen["external"].get<double>(), 0.75);
