@@ -241,7 +241,7 @@ json Ops::local_move(Daemon& d, const json& req, const Client& who, const Emit& 
     auto confirm = [&]() -> Result<void> {
         // The destination restores as the stream arrives; what is left after
         // END is the last pages and the check, which may take a while.
-        c.set_timeout(std::chrono::milliseconds(std::max(cfg.io_timeout_ms, 60000u)));
+        c.set_timeout(import_answer_within(cfg.io_timeout_ms));
         auto ack = recv_json(c);
         if (!ack)
             return Error::from_errno(

@@ -66,6 +66,14 @@ ghost::Result<Imported> import_from(Daemon& d, Channel& ch, bool stopped,
                                     const std::function<void(pid_t)>& spawned = {},
                                     bool sequence = false);
 
+// How long the destination may take, after an image's END, to answer
+// whether it imported it (the last pages, the check): the source waits
+// that long for the answer, and the destination gives its restore stub as
+// long before it takes it for stuck.
+inline std::chrono::milliseconds import_answer_within(unsigned io_timeout_ms) {
+    return std::chrono::milliseconds(std::max(io_timeout_ms, 60000u));
+}
+
 // Image streams in the clear ([tls] clear_images on both hosts; wire.hpp,
 // Channel::set_clear()). The asking side adds "clear": true to a request
 // that carries or fetches an image when its config allows and the channel

@@ -281,9 +281,12 @@ Result<Imported> import_from(Daemon& d, Channel& ch, bool stopped,
         cv.notify_all();
     });
     const std::uint64_t limit = d.config().max_image_bytes;
-    // How long a stub may take nothing, or take to finish once it has it all.
+    // How long a stub may take nothing (the source's writes wait as long),
+    // and how long it may take to finish once it has it all (the source
+    // waits as long for the answer).
     const auto stub_limit =
         ch.timeout().count() > 0 ? ch.timeout() : std::chrono::milliseconds(10000);
+    const auto finish_limit = import_answer_within(d.config().io_timeout_ms);
     bool stub_gone = false, stalled = false;
     std::uint64_t bytes = 0;
     // One image: read and checked as it is teed to the stub.
@@ -350,21 +353,21 @@ Result<Imported> import_from(Daemon& d, Channel& ch, bool stopped,
     }
     wr.reset();
     {
-        // A stub that took nothing for the channel's timeout, or that is
-        // not done within it once it has the whole stream, is stuck: it is
+        // A stub that took nothing for stub_limit, or that is not done
+        // within finish_limit once it has the whole stream, is stuck: it is
         // killed (our child), and the restore fails.
         std::unique_lock l(mu);
-        if (stalled || !cv.wait_for(l, stub_limit, [&] { return over; })) {
+        if (stalled || !cv.wait_for(l, finish_limit, [&] { return over; })) {
             const pid_t p = stub.load();
+            const auto ms = (stalled ? stub_limit : finish_limit).count();
+            const char* what = stalled ? "took nothing" : "was not done";
             spdlog::warn("the restore stub (pid {}) of an image from {} {} for {} ms: killed", p,
-                         ch.peer(), stalled ? "took nothing" : "was not done", stub_limit.count());
+                         ch.peer(), what, ms);
             if (p > 0)
                 ::kill(p, SIGKILL);
             if (rest)
-                rest =
-                    Error::from_errno(ETIME, fmt::format("the restore stub {} for {} ms",
-                                                         stalled ? "took nothing" : "was not done",
-                                                         stub_limit.count()));
+                rest = Error::from_errno(ETIME,
+                                         fmt::format("the restore stub {} for {} ms", what, ms));
         }
     }
     restorer.join();

@@ -134,7 +134,9 @@ class Net {
 struct Counter {
     pid_t pid = -1;
     std::string out;
-    Counter(const fs::path& dir, bool pipe_stdout = false) {
+    // pad: bytes of environment (in 100 KB variables) the worker carries on
+    // its stack, to make its image that much larger.
+    Counter(const fs::path& dir, bool pipe_stdout = false, std::size_t pad = 0) {
         out = (dir /
                ("counter-" + std::to_string(::getpid()) + "-" + std::to_string(seq_++) + ".txt"))
                   .string();
@@ -149,6 +151,13 @@ struct Counter {
         if (pipe_stdout) {
             EXPECT_EQ(::pipe(p), 0);
         }
+        std::vector<std::string> env;
+        for (std::size_t i = 0; i * 100'000 < pad; ++i)
+            env.push_back(fmt::format("PAD{}=", i) + std::string(100'000, 'x'));
+        std::vector<char*> envp;
+        for (auto& e : env)
+            envp.push_back(e.data());
+        envp.push_back(nullptr);
         pid = ::fork();
         if (pid == 0) {
             ::setsid();
@@ -161,7 +170,7 @@ struct Counter {
             ::dup2(o, 1);
             ::dup2(o, 2);
             ::close_range(3, ~0u, 0);
-            ::execl(COUNTER_PATH, "ghost-counter", "10", nullptr);
+            ::execle(COUNTER_PATH, "ghost-counter", "10", nullptr, envp.data());
             ::_exit(127);
         }
         if (pipe_stdout) {
@@ -575,9 +584,11 @@ std::vector<pid_t> running(const std::vector<std::string>& argv) {
     return found;
 }
 
-// A restore stub that takes the image and then never answers (it neither
-// restores nor exits) must not hold h2's migd: it is killed after the
-// channel's timeout, the migration fails, and the original runs on.
+// A restore stub that stops taking the image without exiting must not hold
+// h2's migd: it is killed once it took nothing for the channel's timeout,
+// the migration fails, and the original runs on. (One that took it all and
+// never answers is killed after import_answer_within(), at least 60 s, as
+// long as the source waits for the answer.)
 TEST(MigdOps, AStuckRestoreStubIsKilledAndTheOriginalRunsOn) {
     Net net(2);
     const fs::path stub = net.root() / "stuck-stub";
@@ -587,7 +598,9 @@ TEST(MigdOps, AStuckRestoreStubIsKilledAndTheOriginalRunsOn) {
     }
     fs::permissions(stub, fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
                               fs::perms::others_read | fs::perms::others_exec);
-    Counter c(net.root());
+    // 1.5 MB of environment: more than the stub's pipe (1 MiB) and the
+    // socket hold, so migd's writes into the pipe must wait.
+    Counter c(net.root(), false, 1'500'000);
     ::setenv("GHOST_RESTORE_STUB", stub.c_str(), 1);
     const auto t0 = std::chrono::steady_clock::now();
     const json r = net["h1"].local({{"op", "migrate"}, {"pid", c.pid}, {"to", "h2"}}, user, {});
