@@ -3,6 +3,7 @@
 // hub, relays the VPs' output, and exits with the job's status.
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/signalfd.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -190,6 +191,7 @@ int main(int argc, char** argv) {
         pids = *r;
         std::fill(status.begin(), status.end(), 0); // they live under migd
     }
+    const pid_t self = ::getpid();
     for (int v = 0; v < nprocs && !restarting; ++v) {
         const pid_t c = ::fork();
         if (c < 0) {
@@ -200,6 +202,12 @@ int main(int argc, char** argv) {
             return 1;
         }
         if (c == 0) {
+            // A VP that never left bsprun ends with it, even while it waits
+            // detached with no socket to lose (bsprun stopped by its guard's
+            // fence, or killed); moved copies are migd's and the rollback's.
+            ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+            if (::getppid() != self)
+                ::_exit(127);
             sigprocmask(SIG_SETMASK, &oldmask, nullptr);
             if (mh) {
                 if (!mh->redirect(v))
