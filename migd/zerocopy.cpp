@@ -29,14 +29,20 @@ std::string who(const Channel& ch) {
     return ch.peer().empty() ? "the peer" : ch.peer();
 }
 
-// Waits until sock is ready for ev, at most the channel's timeout.
-Result<void> ready(const Channel& ch, int sock, short ev) {
+// poll(2) of p alone for at most the channel's timeout (none: for ever),
+// EINTR retried: 0 when the timeout ran out.
+int poll_one(const Channel& ch, pollfd& p) {
     const int ms = ch.timeout().count() > 0 ? static_cast<int>(ch.timeout().count()) : -1;
-    pollfd p{sock, ev, 0};
     int r;
     while ((r = ::poll(&p, 1, ms)) < 0 && errno == EINTR) {
     }
-    if (r == 0)
+    return r;
+}
+
+// Waits until sock is ready for ev, at most the channel's timeout.
+Result<void> ready(const Channel& ch, int sock, short ev) {
+    pollfd p{sock, ev, 0};
+    if (poll_one(ch, p) == 0)
         return Error::from_errno(ETIMEDOUT,
                                  fmt::format("{} {} nothing for {} ms", who(ch),
                                              ev == POLLIN ? "sent" : "read", ch.timeout().count()));
@@ -160,13 +166,11 @@ Error stub_gone() {
 
 // Waits until the stub's pipe has room, at most the channel's timeout.
 Result<void> room(const Channel& ch, int pipe) {
-    const int ms = ch.timeout().count() > 0 ? static_cast<int>(ch.timeout().count()) : -1;
     pollfd p{pipe, POLLOUT, 0};
-    int r;
-    while ((r = ::poll(&p, 1, ms)) < 0 && errno == EINTR) {
-    }
+    const int r = poll_one(ch, p);
     if (r == 0)
-        return Error::from_errno(ETIME, fmt::format("the restore stub took nothing for {} ms", ms));
+        return Error::from_errno(
+            ETIME, fmt::format("the restore stub took nothing for {} ms", ch.timeout().count()));
     if (r < 0)
         return Error::from_errno(errno, fmt::format("poll: {}", std::strerror(errno)));
     if ((p.revents & POLLERR) && !(p.revents & POLLOUT))
