@@ -14,13 +14,14 @@
 
 #include "ghost/fd.hpp"
 #include "ghost/result.hpp"
+#include "keepalive.hpp"
 
 namespace ghost::bsp {
 
 // How long the guard waits, after the hub went silent, before it rolls the
 // job back: the hub may notice up to wire::kKeepAliveSkewMs later, then
-// needs a moment to end its run.
-inline constexpr int kFenceWaitMs = 4000;
+// needs a moment (2 s here) to end its run.
+inline constexpr int kFenceWaitMs = wire::kKeepAliveSkewMs + 2000;
 
 class GuardFence {
   public:
