@@ -28,6 +28,25 @@ std::string joined(std::span<const std::string_view> names) {
     return s;
 }
 
+// --platform NAME with --hosts.
+ghost::Result<ghost::sim::PlatformSpec> platform(const std::string& name, unsigned hosts) {
+    using ghost::Error;
+    if (name == "migbsp")
+        return ghost::sim::migbsp_platform(hosts);
+    if (!name.starts_with("cluster:"))
+        return Error::from_errno(EINVAL, "--platform '" + name + "': migbsp or cluster:N.");
+    if (hosts != 0)
+        return Error::from_errno(EINVAL,
+                                 "--hosts is for --platform migbsp; cluster:N names its hosts.");
+    const std::string n = name.substr(8);
+    char* end = nullptr;
+    const unsigned long count = std::strtoul(n.c_str(), &end, 10);
+    if (n.empty() || *end != '\0')
+        return Error::from_errno(EINVAL,
+                                 "--platform '" + name + "': cluster:N, N a number of hosts.");
+    return ghost::sim::cluster_platform(unsigned(std::min(count, 100000UL)));
+}
+
 int fail(const std::string& message) {
     std::fprintf(stderr, "ghost-sim: %s\n", message.c_str());
     return 2;
@@ -169,21 +188,7 @@ Examples:
         return fail(app.error().what());
     procs = (*app)->procs();
     size = (*app)->supersteps();
-    Result<sim::PlatformSpec> spec = Error::from_errno(EINVAL, "");
-    if (platform_name == "migbsp") {
-        spec = sim::migbsp_platform(hosts);
-    } else if (platform_name.starts_with("cluster:")) {
-        if (hosts != 0)
-            return fail("--hosts is for --platform migbsp; cluster:N names its hosts.");
-        const std::string n = platform_name.substr(8);
-        char* end = nullptr;
-        const unsigned long count = std::strtoul(n.c_str(), &end, 10);
-        if (n.empty() || *end != '\0')
-            return fail("--platform '" + platform_name + "': cluster:N, N a number of hosts.");
-        spec = sim::cluster_platform(unsigned(std::min(count, 100000UL)));
-    } else {
-        return fail("--platform '" + platform_name + "': migbsp or cluster:N.");
-    }
+    auto spec = platform(platform_name, hosts);
     if (!spec)
         return fail(spec.error().what());
     if (barrier_bytes)

@@ -2,6 +2,8 @@
 // MigBSP's platform table and its construction in SimGrid.
 #include "platform.hpp"
 
+#include "app.hpp"
+
 #include <simgrid/s4u.hpp>
 
 #include <algorithm>
@@ -108,7 +110,7 @@ Result<PlatformSpec> cluster_platform(unsigned hosts) {
     // The node links carry bsprun's 100 MB/s; the backbone is not the
     // narrow part (one bridge on the test cluster).
     for (unsigned h = 1; h <= hosts; ++h)
-        spec.sets.push_back({"h" + std::to_string(h), 1, 1e9, 100e6, 10e-6});
+        spec.sets.push_back({"h" + std::to_string(h), 1, kReplayPower, 100e6, 10e-6});
     spec.backbone_bandwidth = 10 * gigabit;
     spec.backbone_latency = 1e-6;
     spec.migration_cost = 0.2;
