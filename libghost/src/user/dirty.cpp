@@ -189,6 +189,12 @@ bool Parent::inherits(std::uint64_t e, std::uint64_t addr) const {
     return mode_ == DirtyMode::SoftDirty && !(e & kPmSoftDirty) && chain_->has(addr);
 }
 
+std::uint64_t Parent::stretch(std::uint64_t addr, std::uint64_t end, bool& inherited) const {
+    inherited = inherits(0, addr);
+    return std::min(
+        {end, tracked_.next_change(addr), written_.next_change(addr), pages_.next_change(addr)});
+}
+
 Tracking Tracking::reset(pid_t pid) {
     Tracking t;
     t.pid_ = pid;

@@ -55,6 +55,9 @@ class Parent {
     // With soft-dirty bits or tracking: whether the page at addr, pagemap
     // entry e, is the parent's (not written since, and the parent has it).
     bool inherits(std::uint64_t e, std::uint64_t addr) const;
+    // Tracked: the end (at most end) of the stretch from addr whose pages
+    // all are, or all are not, the parent's; inherited says which.
+    std::uint64_t stretch(std::uint64_t addr, std::uint64_t end, bool& inherited) const;
     // The parent chain (a parent image file's only).
     const chain::Chain& chain() const { return *chain_; }
 

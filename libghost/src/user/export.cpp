@@ -40,6 +40,7 @@
 #include "user/creds.hpp"
 #include "user/dirty.hpp"
 #include "user/locks.hpp"
+#include "user/mappings.hpp"
 #include "user/precopy.hpp"
 #include "user/proc.hpp"
 #include "user/tracee.hpp"
@@ -50,9 +51,7 @@ namespace ghost::user {
 namespace {
 
 constexpr std::uint64_t kPage = 4096;
-constexpr std::uint64_t kPmPresent = 1ULL << 63, kPmSwapped = 1ULL << 62, kPmFile = 1ULL << 61;
-constexpr std::size_t kPagemapChunk = 64 * 1024; // entries per read
-constexpr std::size_t kCopyChunk = 256 << 10;    // page data per read: stays in L2
+constexpr std::size_t kCopyChunk = 256 << 10; // page data per read: stays in L2
 constexpr int kSsDisable = 2;
 constexpr std::size_t kXcr0Off = 464; // in ptrace's XSAVE area
 constexpr std::uint32_t kSsAutodisarm = 1u << 31;
@@ -134,6 +133,7 @@ struct Asked {
     std::uint64_t brk = 0;
     ghost_attrs attrs{}; // what prctl and membarrier say (attrs.cpp)
     std::uint32_t securebits = 0;
+    std::uint64_t scratch = 0; // where the scratch page was (two pages; unmapped)
 };
 
 Result<Asked> ask(Tracee& t) {
@@ -166,6 +166,7 @@ Result<Asked> ask(Tracee& t) {
     if (code && t.write(s + kTrapOff, kTrap))
         t.use_syscall_trap(s + kTrapOff);
     Asked a;
+    a.scratch = s;
     Result<void> res;
     int first = 1; // the first signal whose action is still to read
     if (code && t.write(s + kCodeOff, std::as_bytes(std::span(kSigactionLoop)))) {
@@ -248,115 +249,6 @@ Result<Asked> ask(Tracee& t) {
             a.itimer_armed = true;
     }
     return a;
-}
-
-// ---- memory -------------------------------------------------------------------
-
-// The facts /proc/PID/smaps gives of a mapping, for ghost_policy_vma().
-// Bracketed names are the kernel's special mappings, but for the heap, the
-// stack and named anonymous memory; named shared anonymous memory (6.x's
-// "[anon_shmem:NAME]") is the shmem file "/dev/zero (deleted)" it shows
-// unnamed.
-Result<std::uint32_t> classify(const MapEntry& m, const ghost_mm& mm) {
-    const bool bracket = !m.name.empty() && m.name[0] == '[';
-    const bool anon_shmem = m.name.starts_with("[anon_shmem:");
-    const bool special = bracket && !anon_shmem && m.name != "[heap]" && m.name != "[stack]" &&
-                         !m.name.starts_with("[anon:");
-    const std::string path = anon_shmem ? "/dev/zero (deleted)" : m.name;
-    ghost_vma_facts v{};
-    v.start = m.start;
-    v.end = m.end;
-    v.special = special ? m.name.c_str() : nullptr;
-    v.hugetlb = m.has_flag("ht");
-    v.device = m.has_flag("io") || m.has_flag("pf") || m.has_flag("mm");
-    // A file: a path, or a pseudo file with an inode ("anon_inode:[io_uring]").
-    v.file = anon_shmem || (!bracket && (m.inode != 0 || (!path.empty() && path[0] == '/')));
-    v.reachable = v.file && !path.empty() && path[0] == '/' && !m.deleted() && !anon_shmem;
-    v.path = v.file && !v.reachable ? path.c_str() : nullptr;
-    v.shared = m.shared();
-    v.growsdown = m.has_flag("gd");
-    const ghost_mm_facts f{mm.start_brk, mm.brk, mm.start_stack};
-    Reason reason{};
-    const int r = ghost_policy_vma(&v, &f, reason, sizeof(reason));
-    if (r < 0)
-        return refused(r, reason);
-    return static_cast<std::uint32_t>(r);
-}
-
-// The runs of pages the mapping carries: those that exist (present or
-// swapped); in a file mapping only the private copies. A guard page
-// (shown as swapped, with its own bit) is refused. Pages an incremental
-// export's parent holds unwritten make runs of their own, flagged parent.
-Result<void> find_runs(int pagemap, image::Vma& v, std::vector<std::uint64_t>& pm,
-                       const Parent* parent) {
-    const bool anon_only = v.rec.flags & GHOST_VMA_FILE;
-    std::uint64_t addr = v.rec.start;
-    while (addr < v.rec.end) {
-        const std::size_t n = static_cast<std::size_t>(
-            std::min<std::uint64_t>((v.rec.end - addr) / kPage, kPagemapChunk));
-        const ssize_t got =
-            ::pread(pagemap, pm.data(), n * 8, static_cast<off_t>(addr / kPage * 8));
-        if (got != static_cast<ssize_t>(n * 8))
-            return Error::from_errno(got < 0 ? errno : EIO,
-                                     fmt::format("reading the page map at {:#x}: {}", addr,
-                                                 errno_text(got < 0 ? errno : EIO)));
-        for (std::size_t i = 0; i < n; i++, addr += kPage) {
-            const std::uint64_t e = pm[i];
-            if (pagemap_guard(e)) {
-                Reason reason{};
-                return refused(ghost_policy_guard(addr, reason, sizeof(reason)), reason);
-            }
-            const bool exists =
-                (e & kPmSwapped) || ((e & kPmPresent) && !(anon_only && (e & kPmFile)));
-            if (!exists)
-                continue;
-            const bool inherited = parent && parent->inherits(e, addr);
-            if (!v.runs.empty() && v.runs.back().parent == inherited &&
-                v.runs.back().addr + v.runs.back().nr_pages * kPage == addr)
-                v.runs.back().nr_pages++;
-            else
-                v.runs.push_back({addr, 1, 0, inherited});
-            v.rec.nr_pages++;
-        }
-    }
-    return {};
-}
-
-Result<std::vector<image::Vma>> capture_maps(pid_t pid, const ghost_mm& mm, const Parent* parent) {
-    auto maps = read_maps(pid, true);
-    if (!maps)
-        return maps.error();
-    auto pagemap = open_pagemap(pid);
-    if (!pagemap)
-        return pagemap.error();
-    std::vector<image::Vma> out;
-    std::vector<std::uint64_t> pm(kPagemapChunk); // one buffer for all mappings
-    for (auto& m : *maps) {
-        if (m.name == "[vsyscall]") // not a mapping of the process: the kernel's
-            continue;
-        auto flags = classify(m, mm);
-        if (!flags)
-            return flags.error();
-        image::Vma v;
-        auto& r = v.rec;
-        r.start = m.start;
-        r.end = m.end;
-        r.flags = *flags;
-        if (!(r.flags & (GHOST_VMA_VDSO | GHOST_VMA_VVAR)))
-            r.flags |= vma_attrs(m);
-        r.pgoff = (r.flags & GHOST_VMA_FILE) ? m.offset / kPage : m.start / kPage;
-        r.prot = (m.perms[0] == 'r' ? PROT_READ : 0) | (m.perms[1] == 'w' ? PROT_WRITE : 0) |
-                 (m.perms[2] == 'x' ? PROT_EXEC : 0);
-        if (r.flags & GHOST_VMA_FILE) {
-            v.path = m.name;
-            r.path_len = static_cast<std::uint32_t>(m.name.size());
-        }
-        if (!(r.flags & (GHOST_VMA_SHARED | GHOST_VMA_VDSO | GHOST_VMA_VVAR)))
-            if (auto e = find_runs(pagemap->get(), v, pm, parent); !e)
-                return e.error();
-        out.push_back(std::move(v));
-    }
-    return out;
 }
 
 // ---- descriptors ----------------------------------------------------------------
@@ -592,6 +484,7 @@ Result<ExportStats> export_process(pid_t pid, Fate fate, int out, std::string_vi
         return held.error();
     Tracee& t = *held;
     const auto t0 = std::chrono::steady_clock::now();
+    auto smaps = EarlySmaps::start(pid);
     auto regs0 = t.regs();
     if (!regs0)
         return regs0.error();
@@ -663,7 +556,8 @@ Result<ExportStats> export_process(pid_t pid, Fate fate, int out, std::string_vi
         return fail(r.error());
     if (auto r = fill_mm(pid, *asked, img); !r)
         return fail(r.error());
-    auto maps = capture_maps(pid, img.mm, parent ? &*parent : nullptr);
+    smaps.ignore(asked->scratch, asked->scratch + 2 * kPage);
+    auto maps = capture_maps(pid, img.mm, parent ? &*parent : nullptr, smaps);
     if (!maps)
         return fail(maps.error());
     std::vector<std::string> fdinfo;

@@ -17,6 +17,7 @@
 #include <fmt/format.h>
 
 #include "sys.hpp"
+#include "user/pagemap_scan.hpp"
 #include "user/proc.hpp"
 
 namespace ghost::user {
@@ -26,22 +27,6 @@ namespace {
 // Linux 6.7 uapi, absent from this system's headers (linux-libc-dev 6.1).
 constexpr std::uint64_t kFeatWpAsync = 1ULL << 15;
 constexpr unsigned kUserModeOnly = 1; // UFFD_USER_MODE_ONLY
-constexpr std::uint64_t kPageIsWritten = 1ULL << 1;
-constexpr std::uint64_t kPageIsPresent = 1ULL << 3;
-constexpr std::uint64_t kPageIsSwapped = 1ULL << 4;
-constexpr std::uint64_t kScanWpMatching = 1ULL << 0;
-
-struct PageRegion {
-    std::uint64_t start, end, categories;
-};
-
-struct PmScanArg {
-    std::uint64_t size, flags, start, end, walk_end, vec, vec_len, max_pages;
-    std::uint64_t category_inverted, category_mask, category_anyof_mask, return_mask;
-};
-static_assert(sizeof(PmScanArg) == 96);
-
-constexpr unsigned long kPagemapScan = _IOWR('f', 16, PmScanArg);
 constexpr std::uint64_t kPage = 4096;
 
 // UFFDIO_API with asynchronous write-protection; the error names what the
@@ -67,30 +52,16 @@ Result<void> enable_async_wp(int uffd) {
 // marker that /proc/PID/pagemap shows as a swapped page. An unprotected
 // hole is reported as written whenever it is filled, so nothing is lost.
 Result<void> scan_range(int pagemap, std::uint64_t start, std::uint64_t end, Ranges& out) {
-    std::array<PageRegion, 512> vec{};
-    while (start < end) {
-        PmScanArg a{};
-        a.size = sizeof(a);
-        a.flags = kScanWpMatching;
-        a.start = start;
-        a.end = end;
-        a.vec = reinterpret_cast<std::uintptr_t>(vec.data());
-        a.vec_len = vec.size();
-        a.category_mask = kPageIsWritten;
-        a.category_anyof_mask = kPageIsPresent | kPageIsSwapped;
-        a.return_mask = kPageIsWritten;
-        const long n = ::ioctl(pagemap, kPagemapScan, &a);
-        if (n < 0)
-            return Error::from_errno(errno, fmt::format("PAGEMAP_SCAN of {:#x}-{:#x}: {}", start,
-                                                        end, errno_text(errno)));
-        for (long i = 0; i < n; i++)
-            out.add(vec[static_cast<std::size_t>(i)].start, vec[static_cast<std::size_t>(i)].end);
-        if (a.walk_end <= start)
-            return Error::from_errno(EIO,
-                                     fmt::format("PAGEMAP_SCAN made no progress at {:#x}", start));
-        start = a.walk_end;
-    }
-    return {};
+    ScanQuery q;
+    q.flags = kScanWpMatching;
+    q.category_mask = kPageIsWritten;
+    q.category_anyof_mask = kPageIsPresent | kPageIsSwapped;
+    q.return_mask = kPageIsWritten;
+    return pagemap_scan(pagemap, start, end, q,
+                        [&](std::uint64_t s, std::uint64_t e, std::uint64_t) -> Result<void> {
+                            out.add(s, e);
+                            return {};
+                        });
 }
 
 // Mappings whose pages an image carries: private ones, not the kernel's.
@@ -123,6 +94,14 @@ void Ranges::add(std::uint64_t start, std::uint64_t end) {
             m.push_back(x);
     }
     r_ = std::move(m);
+}
+
+std::uint64_t Ranges::next_change(std::uint64_t addr) const {
+    auto it = std::upper_bound(r_.begin(), r_.end(), addr,
+                               [](std::uint64_t a, const auto& r) { return a < r.first; });
+    if (it != r_.begin() && addr < std::prev(it)->second)
+        return std::prev(it)->second;
+    return it == r_.end() ? UINT64_MAX : it->first;
 }
 
 bool Ranges::contains(std::uint64_t addr) const {

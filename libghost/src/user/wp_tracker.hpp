@@ -31,6 +31,9 @@ class Ranges {
   public:
     void add(std::uint64_t start, std::uint64_t end);
     bool contains(std::uint64_t addr) const;
+    // The first address after addr where contains() changes (UINT64_MAX if
+    // none).
+    std::uint64_t next_change(std::uint64_t addr) const;
     bool empty() const { return r_.empty(); }
     std::uint64_t bytes() const;
     const std::vector<std::pair<std::uint64_t, std::uint64_t>>& list() const { return r_; }

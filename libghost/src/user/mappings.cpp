@@ -1,0 +1,185 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+// The mappings of a held process for its image (mappings.hpp).
+#include "user/mappings.hpp"
+
+#include <sys/mman.h>
+
+#include <optional>
+#include <system_error>
+
+#include "ghost_policy.h"
+#include "user/page_runs.hpp"
+#include "user/vma_attrs.hpp"
+
+namespace ghost::user {
+
+namespace {
+
+constexpr std::uint64_t kPage = 4096;
+
+// The same mapping, as far as maps tells (smaps's flags then hold).
+bool same(const MapEntry& a, const MapEntry& b) {
+    return a.start == b.start && a.end == b.end && std::string_view(a.perms) == b.perms &&
+           a.offset == b.offset && a.inode == b.inode && a.name == b.name;
+}
+
+// The facts /proc/PID/smaps gives of a mapping, for ghost_policy_vma().
+// Bracketed names are the kernel's special mappings, but for the heap, the
+// stack and named anonymous memory; named shared anonymous memory (6.x's
+// "[anon_shmem:NAME]") is the shmem file "/dev/zero (deleted)" it shows
+// unnamed.
+Result<std::uint32_t> classify(const MapEntry& m, const ghost_mm& mm) {
+    const bool bracket = !m.name.empty() && m.name[0] == '[';
+    const bool anon_shmem = m.name.starts_with("[anon_shmem:");
+    const bool special = bracket && !anon_shmem && m.name != "[heap]" && m.name != "[stack]" &&
+                         !m.name.starts_with("[anon:");
+    const std::string path = anon_shmem ? "/dev/zero (deleted)" : m.name;
+    ghost_vma_facts v{};
+    v.start = m.start;
+    v.end = m.end;
+    v.special = special ? m.name.c_str() : nullptr;
+    v.hugetlb = m.has_flag("ht");
+    v.device = m.has_flag("io") || m.has_flag("pf") || m.has_flag("mm");
+    // A file: a path, or a pseudo file with an inode ("anon_inode:[io_uring]").
+    v.file = anon_shmem || (!bracket && (m.inode != 0 || (!path.empty() && path[0] == '/')));
+    v.reachable = v.file && !path.empty() && path[0] == '/' && !m.deleted() && !anon_shmem;
+    v.path = v.file && !v.reachable ? path.c_str() : nullptr;
+    v.shared = m.shared();
+    v.growsdown = m.has_flag("gd");
+    const ghost_mm_facts f{mm.start_brk, mm.brk, mm.start_stack};
+    char reason[GHOST_REASON_LEN] = {};
+    const int r = ghost_policy_vma(&v, &f, reason, sizeof(reason));
+    if (r < 0)
+        return Error::from_errno(-r, reason);
+    return static_cast<std::uint32_t>(r);
+}
+
+// The pages of each mapping, found from /proc/PID/maps while another
+// thread reads smaps (capture_maps()): index i is maps' i-th entry, its
+// runs if they were sought, or why they could not be.
+struct EarlyRuns {
+    bool sought = false;
+    image::Vma v;
+    Result<void> found;
+};
+
+// GHOST_VMA_FILE, if the mapping carries pages (ghost_policy_vma() from its
+// name, inode and permissions: what decides which pages it carries).
+std::optional<std::uint32_t> runs_flags(const MapEntry& m, const ghost_mm& mm) {
+    auto f = classify(m, mm);
+    if (!f || (*f & (GHOST_VMA_SHARED | GHOST_VMA_VDSO | GHOST_VMA_VVAR)))
+        return std::nullopt;
+    return *f & GHOST_VMA_FILE;
+}
+
+// The pages of every mapping maps lists, sought before smaps is read.
+std::vector<EarlyRuns> early_runs(const Result<std::vector<MapEntry>>& plain, int pagemap,
+                                  PagemapBuffer& pm, const ghost_mm& mm, const Parent* parent) {
+    std::vector<EarlyRuns> early;
+    if (!plain)
+        return early;
+    early.resize(plain->size());
+    for (std::size_t i = 0; i < plain->size(); i++) {
+        const auto& m = (*plain)[i];
+        auto f = m.name == "[vsyscall]" ? std::nullopt : runs_flags(m, mm);
+        if (!f)
+            continue;
+        auto& e = early[i];
+        e.sought = true;
+        e.v.rec.start = m.start;
+        e.v.rec.end = m.end;
+        e.v.rec.flags = *f;
+        e.found = find_runs(pagemap, e.v, pm, parent);
+    }
+    return early;
+}
+
+} // namespace
+
+EarlySmaps EarlySmaps::start(pid_t pid) {
+    EarlySmaps s;
+    s.pid_ = pid;
+    try {
+        s.f_ = std::async(std::launch::async, [pid] { return read_maps(pid, true); });
+    } catch (const std::system_error&) {
+        // No thread: get() reads it.
+    }
+    return s;
+}
+
+void EarlySmaps::ignore(std::uint64_t start, std::uint64_t end) {
+    ignore_start_ = start;
+    ignore_end_ = end;
+}
+
+Result<std::vector<MapEntry>> EarlySmaps::get(const Result<std::vector<MapEntry>>& plain) {
+    if (f_.valid() && plain) {
+        auto early = f_.get();
+        if (early) {
+            std::erase_if(*early, [&](const MapEntry& m) {
+                return m.start == ignore_start_ && m.end == ignore_end_;
+            });
+            if (std::equal(early->begin(), early->end(), plain->begin(), plain->end(), same))
+                return early;
+        }
+    }
+    return read_maps(pid_, true);
+}
+
+// The mappings, their flags and the pages each carries: the pages found
+// from maps while smaps is read (EarlySmaps), then each mapping classified
+// from smaps. Pages sought for a mapping that smaps shows otherwise (it
+// cannot, the process held, but nothing is assumed) are sought again.
+Result<std::vector<image::Vma>> capture_maps(pid_t pid, const ghost_mm& mm, const Parent* parent,
+                                             EarlySmaps& smaps) {
+    auto pagemap = open_pagemap(pid);
+    if (!pagemap)
+        return pagemap.error();
+    PagemapBuffer pm;
+    auto plain = read_maps(pid);
+    auto early = early_runs(plain, pagemap->get(), pm, mm, parent);
+    auto maps = smaps.get(plain);
+    if (!maps)
+        return maps.error();
+    if (early.size() != maps->size())
+        early.clear();
+    std::vector<image::Vma> out;
+    for (std::size_t i = 0; i < maps->size(); i++) {
+        const auto& m = (*maps)[i];
+        if (m.name == "[vsyscall]") // not a mapping of the process: the kernel's
+            continue;
+        auto flags = classify(m, mm);
+        if (!flags)
+            return flags.error();
+        image::Vma v;
+        auto& r = v.rec;
+        r.start = m.start;
+        r.end = m.end;
+        r.flags = *flags;
+        if (!(r.flags & (GHOST_VMA_VDSO | GHOST_VMA_VVAR)))
+            r.flags |= vma_attrs(m);
+        r.pgoff = (r.flags & GHOST_VMA_FILE) ? m.offset / kPage : m.start / kPage;
+        r.prot = (m.perms[0] == 'r' ? PROT_READ : 0) | (m.perms[1] == 'w' ? PROT_WRITE : 0) |
+                 (m.perms[2] == 'x' ? PROT_EXEC : 0);
+        if (r.flags & GHOST_VMA_FILE) {
+            v.path = m.name;
+            r.path_len = static_cast<std::uint32_t>(m.name.size());
+        }
+        if (!(r.flags & (GHOST_VMA_SHARED | GHOST_VMA_VDSO | GHOST_VMA_VVAR))) {
+            EarlyRuns* e = i < early.size() ? &early[i] : nullptr;
+            if (e && e->sought && e->v.rec.start == m.start && e->v.rec.end == m.end &&
+                e->v.rec.flags == (r.flags & GHOST_VMA_FILE)) {
+                if (!e->found)
+                    return e->found.error();
+                v.runs = std::move(e->v.runs);
+                r.nr_pages = e->v.rec.nr_pages;
+            } else if (auto f = find_runs(pagemap->get(), v, pm, parent); !f) {
+                return f.error();
+            }
+        }
+        out.push_back(std::move(v));
+    }
+    return out;
+}
+
+} // namespace ghost::user

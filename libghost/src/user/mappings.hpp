@@ -1,0 +1,53 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+// The mappings of a held process for its image (Documentation/user-engine.md,
+// "Memory"): each one's class (ghost_policy_vma()), its attributes and the
+// pages it carries.
+//
+// The attributes are only in /proc/PID/smaps, which walks every page of
+// every mapping for its counters: about 18 ms a GiB here, all of it while
+// the process is held. So smaps is read on a second thread from the moment
+// the process is held, while the exporter asks the process its questions
+// and finds the pages from /proc/PID/maps; at the end the two lists must
+// agree, or smaps is read again.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <future>
+#include <vector>
+
+#include "ghost/image.hpp"
+#include "ghost/result.hpp"
+#include "user/dirty.hpp"
+#include "user/proc.hpp"
+
+namespace ghost::user {
+
+class EarlySmaps {
+  public:
+    // Starts reading pid's smaps, the process held. Never fails: without a
+    // thread to be had (RLIMIT_NPROC...) it is read when asked for.
+    static EarlySmaps start(pid_t pid);
+
+    // A mapping the exporter made in the process and removed again while
+    // smaps was being read (ask()'s scratch page): not the process's.
+    void ignore(std::uint64_t start, std::uint64_t end);
+
+    // The entries, as read early where they agree with plain (maps read
+    // now, the process still held), else read again.
+    Result<std::vector<MapEntry>> get(const Result<std::vector<MapEntry>>& plain);
+
+  private:
+    pid_t pid_ = 0;
+    std::future<Result<std::vector<MapEntry>>> f_;
+    std::uint64_t ignore_start_ = 0, ignore_end_ = 0;
+};
+
+// The mappings of pid, held, as image records with their page runs (an
+// incremental export's parent's pages flagged); the first refusal in
+// ghost.ko's order.
+Result<std::vector<image::Vma>> capture_maps(pid_t pid, const ghost_mm& mm, const Parent* parent,
+                                             EarlySmaps& smaps);
+
+} // namespace ghost::user
