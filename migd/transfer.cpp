@@ -24,6 +24,7 @@
 #include <filesystem>
 #include <future>
 #include <mutex>
+#include <optional>
 #include <thread>
 #include <tuple>
 
@@ -202,13 +203,24 @@ Result<ExportResult> export_to(Daemon& d, Channel& ch, pid_t pid, ghost::Fate fa
     });
 
     std::atomic<std::uint64_t> sent{0};
-    const std::uint64_t total = ghost::estimate_image_bytes(pid);
     Result<void> s;
     {
         // Progress every 100 ms while the image flows; the ticker stops the
         // moment the stream ends (a small image must not wait out a tick).
+        // The estimate reads smaps_rollup, which walks every page under the
+        // process's mapping lock: read beside the exporter's first moments
+        // it made the scratch page's mmap wait (12-17 ms at 1 GiB, in every
+        // pre-copy image and so in the downtime). Only an image still
+        // flowing at the first tick has one.
+        std::optional<std::uint64_t> total;
         Ticker ticker(emit ? std::chrono::milliseconds(100) : std::chrono::milliseconds(0), [&] {
-            emit({{"progress", {{"done", sent.load()}, {"total", total}}}});
+            if (!total) {
+                total = 0; // the ticker's first call, at once: no report yet
+                return;
+            }
+            if (*total == 0)
+                total = ghost::estimate_image_bytes(pid);
+            emit({{"progress", {{"done", sent.load()}, {"total", *total}}}});
         });
         s = send_stream(ch, rd.get(), &sent);
     }

@@ -133,7 +133,6 @@ struct Asked {
     std::uint64_t brk = 0;
     ghost_attrs attrs{}; // what prctl and membarrier say (attrs.cpp)
     std::uint32_t securebits = 0;
-    std::uint64_t scratch = 0; // where the scratch page was (two pages; unmapped)
 };
 
 Result<Asked> ask(Tracee& t) {
@@ -166,7 +165,6 @@ Result<Asked> ask(Tracee& t) {
     if (code && t.write(s + kTrapOff, kTrap))
         t.use_syscall_trap(s + kTrapOff);
     Asked a;
-    a.scratch = s;
     Result<void> res;
     int first = 1; // the first signal whose action is still to read
     if (code && t.write(s + kCodeOff, std::as_bytes(std::span(kSigactionLoop)))) {
@@ -484,7 +482,6 @@ Result<ExportStats> export_process(pid_t pid, Fate fate, int out, std::string_vi
         return held.error();
     Tracee& t = *held;
     const auto t0 = std::chrono::steady_clock::now();
-    auto smaps = EarlySmaps::start(pid);
     auto regs0 = t.regs();
     if (!regs0)
         return regs0.error();
@@ -535,6 +532,10 @@ Result<ExportStats> export_process(pid_t pid, Fate fate, int out, std::string_vi
             parent.emplace(std::move(**p));
     }
 
+    // Not sooner: ask()'s scratch page and the pre-copy's registrations
+    // would wait for smaps's walk, which holds the mapping lock.
+    auto smaps = EarlySmaps::start(pid);
+
     // ghost.ko's refusals, in its order (ghost_policy_task(), then the
     // mappings, the descriptors and the working directory).
     auto status = read_text(fmt::format("/proc/{}/status", pid));
@@ -556,7 +557,6 @@ Result<ExportStats> export_process(pid_t pid, Fate fate, int out, std::string_vi
         return fail(r.error());
     if (auto r = fill_mm(pid, *asked, img); !r)
         return fail(r.error());
-    smaps.ignore(asked->scratch, asked->scratch + 2 * kPage);
     auto maps = capture_maps(pid, img.mm, parent ? &*parent : nullptr, smaps);
     if (!maps)
         return fail(maps.error());

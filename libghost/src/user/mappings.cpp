@@ -107,21 +107,11 @@ EarlySmaps EarlySmaps::start(pid_t pid) {
     return s;
 }
 
-void EarlySmaps::ignore(std::uint64_t start, std::uint64_t end) {
-    ignore_start_ = start;
-    ignore_end_ = end;
-}
-
 Result<std::vector<MapEntry>> EarlySmaps::get(const Result<std::vector<MapEntry>>& plain) {
     if (f_.valid() && plain) {
         auto early = f_.get();
-        if (early) {
-            std::erase_if(*early, [&](const MapEntry& m) {
-                return m.start == ignore_start_ && m.end == ignore_end_;
-            });
-            if (std::equal(early->begin(), early->end(), plain->begin(), plain->end(), same))
-                return early;
-        }
+        if (early && std::equal(early->begin(), early->end(), plain->begin(), plain->end(), same))
+            return early;
     }
     return read_maps(pid_, true);
 }

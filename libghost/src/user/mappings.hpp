@@ -5,10 +5,11 @@
 //
 // The attributes are only in /proc/PID/smaps, which walks every page of
 // every mapping for its counters: about 18 ms a GiB here, all of it while
-// the process is held. So smaps is read on a second thread from the moment
-// the process is held, while the exporter asks the process its questions
-// and finds the pages from /proc/PID/maps; at the end the two lists must
-// agree, or smaps is read again.
+// the process is held. So smaps is read on a second thread once the
+// exporter has asked the process its questions (its scratch mapping would
+// wait for the walk, which holds the mapping lock), while it gathers the
+// rest and finds the pages from /proc/PID/maps; at the end the two lists
+// must agree, or smaps is read again.
 #pragma once
 
 #include <sys/types.h>
@@ -30,10 +31,6 @@ class EarlySmaps {
     // thread to be had (RLIMIT_NPROC...) it is read when asked for.
     static EarlySmaps start(pid_t pid);
 
-    // A mapping the exporter made in the process and removed again while
-    // smaps was being read (ask()'s scratch page): not the process's.
-    void ignore(std::uint64_t start, std::uint64_t end);
-
     // The entries, as read early where they agree with plain (maps read
     // now, the process still held), else read again.
     Result<std::vector<MapEntry>> get(const Result<std::vector<MapEntry>>& plain);
@@ -41,7 +38,6 @@ class EarlySmaps {
   private:
     pid_t pid_ = 0;
     std::future<Result<std::vector<MapEntry>>> f_;
-    std::uint64_t ignore_start_ = 0, ignore_end_ = 0;
 };
 
 // The mappings of pid, held, as image records with their page runs (an
