@@ -9,6 +9,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <pwd.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -92,6 +93,11 @@ Result<void> kill_process(pid_t pid, std::uint64_t starttime) {
     UniqueFd pidfd(static_cast<int>(::syscall(SYS_pidfd_open, pid, 0)));
     if (!pidfd || !proc_alive(pid, starttime))
         return {}; // gone already (or the pid is another process now)
+    // A migrated original was killed at SCHED_IDLE, so that its teardown
+    // left the CPU to the commit (ghost::CheckpointOptions::wait_for_exit):
+    // now that it is waited for, it runs as any other.
+    const sched_param normal{};
+    (void)::sched_setscheduler(pid, SCHED_OTHER, &normal);
     if (::syscall(SYS_pidfd_send_signal, pidfd.get(), SIGKILL, nullptr, 0) != 0 && errno != ESRCH)
         return Error::from_errno(
             errno, fmt::format("cannot kill process {}: {}", pid, std::strerror(errno)));

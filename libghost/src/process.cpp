@@ -3,6 +3,7 @@
 
 #include <fcntl.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -222,6 +223,9 @@ Result<ExportStats> checkpoint(Engine& engine, pid_t pid, int out, const Checkpo
         }
     }
     if (o.fate == Fate::Kill && !o.wait_for_exit) {
+        // Held stopped since the capture: the pid is still this process.
+        const sched_param idle{};
+        (void)::sched_setscheduler(pid, SCHED_IDLE, &idle);
         if (pidfd_signal(pidfd->get(), SIGKILL) != 0 && errno != ESRCH)
             return Error::from_errno(errno, fmt::format("the image is complete but process {} "
                                                         "could not be killed: {}",

@@ -23,6 +23,7 @@
 #include <cstring>
 #include <fstream>
 #include <set>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -249,6 +250,36 @@ TEST(UserEngine, StopFateLeavesTheProcessStopped) {
     ::kill(pid, SIGCONT);
     EXPECT_EQ(lines.next().pid, pid);
     kill_wait(pid);
+}
+
+// A Kill that does not wait (migd's commit) leaves the teardown to idle CPU
+// time: the process dies at SCHED_IDLE (proc(5) stat field 41, 5), which a
+// zombie still shows.
+TEST(UserEngine, KillWithoutWaitingTearsDownAtIdlePriority) {
+    Lines lines;
+    const pid_t pid = spawn(lines);
+    lines.next();
+    auto engine = user_engine();
+    const int null = ::open("/dev/null", O_WRONLY | O_CLOEXEC);
+    ASSERT_GE(null, 0);
+    ghost::CheckpointOptions o;
+    o.fate = ghost::Fate::Kill;
+    o.wait_for_exit = false;
+    auto st = ghost::checkpoint(*engine, pid, null, o);
+    ::close(null);
+    ASSERT_TRUE(st) << st.error().what();
+    siginfo_t si{};
+    ASSERT_EQ(::waitid(P_PID, static_cast<id_t>(pid), &si, WEXITED | WNOWAIT), 0);
+    EXPECT_EQ(si.si_code, CLD_KILLED);
+    std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+    std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
+    std::istringstream fields(text.substr(text.rfind(')') + 2));
+    std::vector<std::string> f{"pid", "comm"};
+    for (std::string x; fields >> x;)
+        f.push_back(x);
+    ASSERT_GT(f.size(), 40U) << text;
+    EXPECT_EQ(f[40], "5") << "policy of the killed process (field 41)";
+    ::waitpid(pid, nullptr, 0);
 }
 
 // dup: a second process from the first one's image, both running on.
