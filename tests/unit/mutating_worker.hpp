@@ -53,6 +53,7 @@ std::uint64_t fnv(std::uint64_t h, const unsigned char* p, std::size_t n) {
 //   "report": "pid A-digest B-mapped C-digest"
 //   "mutate1": pages 0-9 of A rewritten, 100-119 dropped, C mapped, B unmapped
 //   "mutate2": pages 20-24 rewritten, 200-204 dropped
+//   "dontfork": C (mapped by mutate1) made MADV_DONTFORK
 //   "check": "pid resident nonzero": of the dropped pages, how many are
 //            resident (mincore) before being read, and their non-zero bytes
 [[noreturn]] void worker(int cmd, int out) {
@@ -88,6 +89,8 @@ std::uint64_t fnv(std::uint64_t h, const unsigned char* p, std::size_t n) {
             std::memset(c, 0xc3, kSmall * kPage);
             ::munmap(b, kSmall * kPage);
             stage = 1;
+        } else if (line == "dontfork" && c) {
+            ::madvise(c, kSmall * kPage, MADV_DONTFORK);
         } else if (line == "mutate2") {
             for (std::size_t p = 20; p < 25; p++)
                 for (std::size_t i = 0; i < kPage; i++)

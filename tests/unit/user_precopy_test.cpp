@@ -105,6 +105,34 @@ TEST_F(Precopy, LaterImagesHoldOnlyWrittenPagesAndTheSequenceRestoresExactly) {
     EXPECT_NE(w.ask("mutate1"), r2);
 }
 
+// A mapping a fork does not pass on (MADV_DONTFORK): the snapshot of a
+// running image lacks it, so that image is taken again with the process
+// held for the copy. The pages the first try's scan found written (and
+// protected again) must still reach it: restored, the process reports the
+// memory of the last capture.
+TEST_F(Precopy, AnImageTakenAgainKeepsThePagesItsFirstTryFoundWritten) {
+    Worker w;
+    ghost::Precopy pc;
+    auto first = round(w.pid(), pc, false);
+    ASSERT_TRUE(first) << first.error().what();
+    const std::string r1 = w.ask("mutate1");
+    w.ask("dontfork");
+    auto second = round(w.pid(), pc, false);
+    ASSERT_TRUE(second) << second.error().what();
+    EXPECT_GE(pc.last_page_bytes(), (10 + kSmall) * kPage) << "the first try's pages are missing";
+    ASSERT_EQ(w.ask("report"), r1);
+    const std::string r2 = w.ask("mutate2");
+    auto last = round(w.pid(), pc, true);
+    ASSERT_TRUE(last) << last.error().what();
+    w.killed();
+    pid_t from = 0;
+    auto restored = w.restart(engine_, path_, true);
+    ASSERT_TRUE(restored) << restored.error().what();
+    EXPECT_EQ(w.ask("report", &from), r2);
+    EXPECT_EQ(from, *restored);
+    EXPECT_EQ(w.ask("check"), "0 0\n");
+}
+
 // A sequence cut short (its last image truncated) or out of order is
 // refused, naming the image; nothing is started.
 TEST_F(Precopy, ABrokenSequenceIsRefused) {

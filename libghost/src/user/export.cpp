@@ -464,8 +464,14 @@ Result<void> check_untouched(pid_t pid) {
     return check_attrs(pid);
 }
 
-Result<ExportStats> export_process(pid_t pid, Fate fate, int out, std::string_view parent_path,
-                                   PrecopyState* precopy) {
+namespace {
+
+// One try of export_process(). With defer_flags, a process that runs on
+// has its mappings' flags read from its snapshot once it runs again; where
+// the snapshot turns out not to show them as they are, again is set and
+// the caller tries once more without.
+Result<ExportStats> export_once(pid_t pid, Fate fate, int out, std::string_view parent_path,
+                                PrecopyState* precopy, bool defer_flags, bool& again) {
     if (auto c = check_untouched(pid); !c)
         return c.error();
     std::optional<Parent> parent;
@@ -532,15 +538,20 @@ Result<ExportStats> export_process(pid_t pid, Fate fate, int out, std::string_vi
             parent.emplace(std::move(**p));
     }
 
-    // Not sooner: ask()'s scratch page and the pre-copy's registrations
-    // would wait for smaps's walk, which holds the mapping lock.
-    auto smaps = EarlySmaps::start(pid);
-
     // ghost.ko's refusals, in its order (ghost_policy_task(), then the
     // mappings, the descriptors and the working directory).
     auto status = read_text(fmt::format("/proc/{}/status", pid));
     if (!status)
         return fail(status.error());
+    // smaps walks every page for its counters. A process that runs on, with
+    // no locked memory (which a fork does not pass on), has its mappings'
+    // flags read from the snapshot's smaps after it is let go; for any
+    // other, a thread reads it from here, beside the rest (not sooner:
+    // ask()'s scratch page and the pre-copy's registrations would wait for
+    // the walk, which holds the mapping lock).
+    const std::string vmlck = status_field(*status, "VmLck");
+    const bool defer = defer_flags && fate == Fate::Run && !vmlck.empty() && parse_u64(vmlck) == 0;
+    auto smaps = defer ? EarlySmaps::deferred(pid) : EarlySmaps::start(pid);
     ghost_task_facts facts{};
     facts.pid = pid;
     facts.itimer_armed = asked->itimer_armed;
@@ -671,6 +682,12 @@ Result<ExportStats> export_process(pid_t pid, Fate fate, int out, std::string_vi
         if (auto s = t.fork_snapshot())
             snap.emplace(std::move(*s));
     }
+    if (defer && !snap) {
+        // No snapshot to read the flags from: again, reading them here.
+        put_back();
+        again = true;
+        return Error::from_errno(EAGAIN, "no snapshot for the mappings' flags");
+    }
     if (snap) {
         if (auto s = t.set_regs(restarted(*regs0, true)); !s)
             return fail(s.error());
@@ -680,6 +697,16 @@ Result<ExportStats> export_process(pid_t pid, Fate fate, int out, std::string_vi
         frozen_ns = frozen_for();
         if (auto d = t.detach(); !d)
             return d.error();
+    }
+    if (defer) {
+        // The process runs again; the snapshot still holds the capture.
+        auto refined = refine_from_snapshot(smaps, snap->pid(), img.mm, img.vmas);
+        if (!refined)
+            return refined.error();
+        if (!*refined) {
+            again = true;
+            return Error::from_errno(EAGAIN, "the snapshot does not show the mappings as they are");
+        }
     }
 
     // One copy buffer for the whole export, never zeroed: only what
@@ -715,6 +742,17 @@ Result<ExportStats> export_process(pid_t pid, Fate fate, int out, std::string_vi
     if (auto d = t.detach(sig); !d)
         return d.error();
     return stats;
+}
+
+} // namespace
+
+Result<ExportStats> export_process(pid_t pid, Fate fate, int out, std::string_view parent_path,
+                                   PrecopyState* precopy) {
+    bool again = false;
+    auto r = export_once(pid, fate, out, parent_path, precopy, true, again);
+    if (!again)
+        return r;
+    return export_once(pid, fate, out, parent_path, precopy, false, again);
 }
 
 } // namespace ghost::user

@@ -107,13 +107,58 @@ EarlySmaps EarlySmaps::start(pid_t pid) {
     return s;
 }
 
+EarlySmaps EarlySmaps::deferred(pid_t pid) {
+    EarlySmaps s;
+    s.pid_ = pid;
+    s.deferred_ = true;
+    return s;
+}
+
 Result<std::vector<MapEntry>> EarlySmaps::get(const Result<std::vector<MapEntry>>& plain) {
-    if (f_.valid() && plain) {
-        auto early = f_.get();
-        if (early && std::equal(early->begin(), early->end(), plain->begin(), plain->end(), same))
-            return early;
+    auto got = [&]() -> Result<std::vector<MapEntry>> {
+        if (deferred_)
+            return plain;
+        if (f_.valid() && plain) {
+            auto early = f_.get();
+            if (early &&
+                std::equal(early->begin(), early->end(), plain->begin(), plain->end(), same))
+                return early;
+        }
+        return read_maps(pid_, true);
+    }();
+    if (got)
+        used_ = *got;
+    return got;
+}
+
+Result<bool> refine_from_snapshot(const EarlySmaps& smaps, pid_t child, const ghost_mm& mm,
+                                  std::vector<image::Vma>& vmas) {
+    auto seen = read_maps(child, true);
+    if (!seen)
+        return seen.error();
+    const auto& used = smaps.used();
+    if (!std::equal(seen->begin(), seen->end(), used.begin(), used.end(), same))
+        return false;
+    constexpr std::uint32_t kKind =
+        GHOST_VMA_FILE | GHOST_VMA_SHARED | GHOST_VMA_VDSO | GHOST_VMA_VVAR;
+    std::vector<std::uint32_t> flags;
+    for (const auto& m : *seen) {
+        if (m.name == "[vsyscall]")
+            continue;
+        if (m.has_flag("wf"))
+            return false;
+        auto f = classify(m, mm);
+        if (!f)
+            return f.error();
+        if (flags.size() >= vmas.size() || (*f & kKind) != (vmas[flags.size()].rec.flags & kKind))
+            return false;
+        flags.push_back(*f | ((*f & (GHOST_VMA_VDSO | GHOST_VMA_VVAR)) ? 0 : vma_attrs(m)));
     }
-    return read_maps(pid_, true);
+    if (flags.size() != vmas.size())
+        return false;
+    for (std::size_t i = 0; i < vmas.size(); i++)
+        vmas[i].rec.flags = flags[i];
+    return true;
 }
 
 // The mappings, their flags and the pages each carries: the pages found

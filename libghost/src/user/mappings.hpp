@@ -30,13 +30,21 @@ class EarlySmaps {
     // Starts reading pid's smaps, the process held. Never fails: without a
     // thread to be had (RLIMIT_NPROC...) it is read when asked for.
     static EarlySmaps start(pid_t pid);
+    // No smaps while held: get() hands maps back as read, without VmFlags;
+    // the flags come from the copy-on-write snapshot's smaps once the
+    // process runs again (refine_from_snapshot()).
+    static EarlySmaps deferred(pid_t pid);
 
     // The entries, as read early where they agree with plain (maps read
     // now, the process still held), else read again.
     Result<std::vector<MapEntry>> get(const Result<std::vector<MapEntry>>& plain);
+    // What get() handed back.
+    const std::vector<MapEntry>& used() const { return used_; }
 
   private:
     pid_t pid_ = 0;
+    bool deferred_ = false;
+    std::vector<MapEntry> used_;
     std::future<Result<std::vector<MapEntry>>> f_;
 };
 
@@ -45,5 +53,16 @@ class EarlySmaps {
 // ghost.ko's order.
 Result<std::vector<image::Vma>> capture_maps(pid_t pid, const ghost_mm& mm, const Parent* parent,
                                              EarlySmaps& smaps);
+
+// After capture_maps() with EarlySmaps::deferred(): each mapping's class
+// and attributes from the smaps of child, the snapshot forked at the
+// capture point (held). A fork passes on every mapping and flag but locks
+// (the caller made sure there were none), mappings with MADV_DONTFORK
+// (absent in the child) and the pages of MADV_WIPEONFORK ones (zero in
+// it): where the child's mappings are not the process's, or one has
+// MADV_WIPEONFORK, false and vmas unchanged (the snapshot is not the
+// process). A refusal as capture_maps() would have made it.
+Result<bool> refine_from_snapshot(const EarlySmaps& smaps, pid_t child, const ghost_mm& mm,
+                                  std::vector<image::Vma>& vmas);
 
 } // namespace ghost::user

@@ -28,7 +28,7 @@ namespace user {
 
 Result<std::optional<Parent>> precopy_capture(PrecopyState& s, Tracee& t, pid_t pid,
                                               std::uint64_t start_time) {
-    if (s.rounds == 0) {
+    if (!s.tracker) {
         auto tr = WpTracker::attach(t);
         if (!tr)
             return Error{tr.error().code,
@@ -46,6 +46,9 @@ Result<std::optional<Parent>> precopy_capture(PrecopyState& s, Tracee& t, pid_t 
     auto written = s.tracker->scan(pid);
     if (!written)
         return written.error();
+    for (const auto& [from, to] : s.unsent.list())
+        written->add(from, to);
+    s.unsent = *written;
     if (s.rounds == 0)
         return std::optional<Parent>();
     ghost_parent rec{};
@@ -70,6 +73,7 @@ void precopy_done(PrecopyState& s, const image::Image& img, const chain::ImageId
                 fresh += r.nr_pages * kPrecopyPage;
         }
     s.pages = std::move(pages);
+    s.unsent = {};
     s.page_bytes = fresh;
     s.last = id;
     s.last_depth = img.parent ? img.parent->depth : 0;

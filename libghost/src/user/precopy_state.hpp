@@ -22,6 +22,9 @@ struct PrecopyState {
     std::uint32_t last_depth = 0; // its PARENT record's depth (0: whole)
     Ranges pages;                 // the pages it has
     std::uint64_t page_bytes = 0; // page data it carried
+    // Pages a scan reported written (and protected again) for an image
+    // that was not completed: still written for the next one.
+    Ranges unsent;
 };
 
 } // namespace ghost::user
