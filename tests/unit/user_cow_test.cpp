@@ -15,6 +15,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <barrier>
 #include <cinttypes>
@@ -22,6 +23,7 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <iterator>
 #include <memory>
 #include <string>
 #include <thread>
@@ -207,6 +209,72 @@ TEST(UserCow, WipeOnForkMemoryIsCopiedFromTheProcessItself) {
     for (std::size_t i = 0; i < words.size(); i++)
         ASSERT_EQ(words[i], 0xababababababababULL) << "page " << i;
     EXPECT_EQ(children_of(w.pid), "");
+}
+
+// A process that runs on has its mappings' flags read from the snapshot's
+// smaps once it runs again, not while it is held: every mapping record,
+// flags included, is the one a held export (Fate::Stop) gives of the same
+// idle process, and the madvise() flags set below are in it.
+TEST(UserCow, MappingFlagsFromTheSnapshotAreThoseOfTheProcess) {
+    struct Advised {
+        int advice;
+        std::uint32_t flag;
+    };
+    static constexpr Advised kAdvised[] = {
+        {MADV_DONTDUMP, GHOST_VMA_DONTDUMP},   {MADV_NOHUGEPAGE, GHOST_VMA_NOHUGEPAGE},
+        {MADV_SEQUENTIAL, GHOST_VMA_SEQ_READ}, {MADV_RANDOM, GHOST_VMA_RAND_READ},
+        {MADV_HUGEPAGE, GHOST_VMA_HUGEPAGE},
+    };
+    std::vector<std::uint64_t> at;
+    for (std::size_t i = 0; i < std::size(kAdvised); i++) {
+        // Apart, so that no two merge: each is its own mapping.
+        void* p = ::mmap(nullptr, 4 * kPage, PROT_READ | PROT_WRITE,
+                         MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+        ASSERT_NE(p, MAP_FAILED);
+        ASSERT_EQ(::munmap(static_cast<char*>(p) + 3 * kPage, kPage), 0);
+        ASSERT_EQ(::madvise(p, 3 * kPage, kAdvised[i].advice), 0) << i;
+        std::memset(p, 0x5a, kPage);
+        at.push_back(reinterpret_cast<std::uint64_t>(p));
+    }
+    const pid_t pid = ::fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0)
+        for (;;)
+            ::pause();
+    for (const auto a : at)
+        ::munmap(reinterpret_cast<void*>(a), 3 * kPage);
+    ghost::UserEngine engine;
+    const auto take = [&](ghost::Fate fate) {
+        auto g = engine.create_memory();
+        EXPECT_TRUE(g) << g.error().what();
+        auto st = (*g)->export_process(pid, fate);
+        EXPECT_TRUE(st) << st.error().what();
+        auto view = (*g)->view();
+        EXPECT_TRUE(view);
+        auto img = ghost::image::read(view->bytes());
+        EXPECT_TRUE(img) << img.error().what();
+        return img ? std::move(img->vmas) : std::vector<ghost::image::Vma>{};
+    };
+    const auto running = take(ghost::Fate::Run);
+    const auto held = take(ghost::Fate::Stop);
+    ::kill(pid, SIGKILL);
+    ::waitpid(pid, nullptr, 0);
+    ASSERT_EQ(running.size(), held.size());
+    ASSERT_FALSE(running.empty());
+    for (std::size_t i = 0; i < running.size(); i++) {
+        EXPECT_EQ(running[i].rec.start, held[i].rec.start);
+        EXPECT_EQ(running[i].rec.end, held[i].rec.end);
+        EXPECT_EQ(running[i].rec.flags, held[i].rec.flags) << std::hex << running[i].rec.start;
+        EXPECT_EQ(running[i].rec.prot, held[i].rec.prot);
+        EXPECT_EQ(running[i].rec.nr_pages, held[i].rec.nr_pages);
+    }
+    for (std::size_t i = 0; i < at.size(); i++) {
+        const auto v = std::find_if(running.begin(), running.end(),
+                                    [&](const auto& m) { return m.rec.start == at[i]; });
+        ASSERT_NE(v, running.end()) << i;
+        EXPECT_TRUE(v->rec.flags & kAdvised[i].flag) << i;
+        EXPECT_TRUE(v->rec.flags & GHOST_VMA_NORESERVE) << i;
+    }
 }
 
 // A multithreaded exporter (as migd): its threads share a SysV undo list the
