@@ -468,8 +468,9 @@ namespace {
 
 // One try of export_process(). With defer_flags, a process that runs on
 // has its mappings' flags read from its snapshot once it runs again; where
-// the snapshot turns out not to show them as they are, again is set and
-// the caller tries once more without.
+// the snapshot turns out not to show them as they are, or that try fails
+// before any byte of the image is written, again is set and the caller
+// tries once more without.
 Result<ExportStats> export_once(pid_t pid, Fate fate, int out, std::string_view parent_path,
                                 PrecopyState* precopy, bool defer_flags, bool& again) {
     if (auto c = check_untouched(pid); !c)
@@ -552,6 +553,11 @@ Result<ExportStats> export_once(pid_t pid, Fate fate, int out, std::string_view 
     const std::string vmlck = status_field(*status, "VmLck");
     const bool defer = defer_flags && fate == Fate::Run && !vmlck.empty() && parse_u64(vmlck) == 0;
     auto smaps = defer ? EarlySmaps::deferred(pid) : EarlySmaps::start(pid);
+    // Until the image is begun, any failure of a deferred try is answered
+    // by a try the old way: a refusal that needs the flags (hugetlb, a
+    // device mapping) then comes in ghost.ko's order, before those of the
+    // descriptors.
+    again = defer;
     ghost_task_facts facts{};
     facts.pid = pid;
     facts.itimer_armed = asked->itimer_armed;
@@ -685,7 +691,6 @@ Result<ExportStats> export_once(pid_t pid, Fate fate, int out, std::string_view 
     if (defer && !snap) {
         // No snapshot to read the flags from: again, reading them here.
         put_back();
-        again = true;
         return Error::from_errno(EAGAIN, "no snapshot for the mappings' flags");
     }
     if (snap) {
@@ -703,12 +708,11 @@ Result<ExportStats> export_once(pid_t pid, Fate fate, int out, std::string_view 
         auto refined = refine_from_snapshot(smaps, snap->pid(), img.mm, img.vmas);
         if (!refined)
             return refined.error();
-        if (!*refined) {
-            again = true;
+        if (!*refined)
             return Error::from_errno(EAGAIN, "the snapshot does not show the mappings as they are");
-        }
     }
 
+    again = false; // from here bytes go out: no second try
     // One copy buffer for the whole export, never zeroed: only what
     // process_vm_readv filled is written.
     const auto copy = std::make_unique_for_overwrite<std::byte[]>(kCopyChunk);
