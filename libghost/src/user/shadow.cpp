@@ -58,7 +58,7 @@ bool Shadow::make(const image::Vma& v, Buffer& b) {
         ::munmap(reinterpret_cast<void*>(b.addr + b.len), raw + kPmd - b.addr);
     // Not copied into the restorer's forks (page tables of the whole
     // buffer, in the downtime); the rebuild undoes it.
-    ::madvise(p, b.len, MADV_DONTFORK);
+    ::madvise(reinterpret_cast<void*>(b.addr), b.len, MADV_DONTFORK);
     return true;
 }
 
