@@ -23,10 +23,10 @@ constexpr std::uint64_t kPage = 4096;
 constexpr std::uint64_t kPmPresent = 1ULL << 63, kPmSwapped = 1ULL << 62, kPmFile = 1ULL << 61;
 constexpr std::size_t kPagemapChunk = 64 * 1024; // entries per read
 
-// Whether PAGEMAP_SCAN reports guard pages here: unknown until the first
-// scan, off for good once the kernel refused the query (before 6.15 it
-// does not know PAGE_IS_GUARD, before 6.7 the ioctl).
-std::atomic<int> g_scan{-1};
+// Whether the kernel refused the query find_runs() makes of PAGEMAP_SCAN
+// (before 6.15 it does not know PAGE_IS_GUARD, before 6.7 the ioctl): the
+// pagemap is read from then on.
+std::atomic<bool> g_scan_refused{false};
 
 Error guard_refused(std::uint64_t addr) {
     char reason[GHOST_REASON_LEN] = {};
@@ -78,8 +78,8 @@ Result<void> scan_runs(int pagemap, image::Vma& v, const Parent* parent, bool an
                         });
 }
 
-Result<void> read_entries(int pagemap, image::Vma& v, std::vector<std::uint64_t>& pm,
-                          const Parent* parent, bool anon_only) {
+Result<void> read_entries(int pagemap, image::Vma& v, PagemapBuffer& pm, const Parent* parent,
+                          bool anon_only) {
     if (pm.size() < kPagemapChunk)
         pm.resize(kPagemapChunk);
     std::uint64_t addr = v.rec.start;
@@ -107,32 +107,26 @@ Result<void> read_entries(int pagemap, image::Vma& v, std::vector<std::uint64_t>
 
 } // namespace
 
-std::vector<std::uint64_t>& PagemapBuffer::entries() {
-    return pm_;
-}
-
 Result<void> find_runs(int pagemap, image::Vma& v, PagemapBuffer& buf, const Parent* parent) {
     const bool anon_only = v.rec.flags & GHOST_VMA_FILE;
     // Soft-dirty bits are per page: only the pagemap has them.
-    if (g_scan.load(std::memory_order_relaxed) != 0 &&
+    if (!g_scan_refused.load(std::memory_order_relaxed) &&
         !(parent && parent->mode() == DirtyMode::SoftDirty)) {
         auto s = scan_runs(pagemap, v, parent, anon_only);
         // The kernel's refusal of the query itself (a guard page is
         // EOPNOTSUPP): read the pagemap from now on.
         const int err = s ? 0 : s.error().code.value();
-        if (err != EINVAL && err != ENOTTY) {
-            g_scan.store(1, std::memory_order_relaxed);
+        if (err != EINVAL && err != ENOTTY)
             return s;
-        }
-        g_scan.store(0, std::memory_order_relaxed);
+        g_scan_refused.store(true, std::memory_order_relaxed);
         v.runs.clear();
         v.rec.nr_pages = 0;
     }
-    return read_entries(pagemap, v, buf.entries(), parent, anon_only);
+    return read_entries(pagemap, v, buf, parent, anon_only);
 }
 
 Result<void> read_runs(int pagemap, image::Vma& v, PagemapBuffer& buf, const Parent* parent) {
-    return read_entries(pagemap, v, buf.entries(), parent, v.rec.flags & GHOST_VMA_FILE);
+    return read_entries(pagemap, v, buf, parent, v.rec.flags & GHOST_VMA_FILE);
 }
 
 } // namespace ghost::user

@@ -15,14 +15,8 @@
 
 namespace ghost::user {
 
-// Pages for a pagemap read: one buffer for all of an export's mappings.
-class PagemapBuffer {
-  public:
-    std::vector<std::uint64_t>& entries();
-
-  private:
-    std::vector<std::uint64_t> pm_;
-};
+// Entries of a pagemap read: one buffer for all of an export's mappings.
+using PagemapBuffer = std::vector<std::uint64_t>;
 
 // Fills v.runs and v.rec.nr_pages for the mapping v.rec describes, from the
 // pagemap descriptor of its process. A guard page is refused (as
