@@ -54,6 +54,15 @@ Result<std::uint32_t> classify(const MapEntry& m, const ghost_mm& mm) {
     return static_cast<std::uint32_t>(r);
 }
 
+// A mapping record's flags: its class and, but for the kernel's vDSO and
+// vvar, its attributes.
+Result<std::uint32_t> record_flags(const MapEntry& m, const ghost_mm& mm) {
+    auto f = classify(m, mm);
+    if (!f)
+        return f.error();
+    return *f | ((*f & (GHOST_VMA_VDSO | GHOST_VMA_VVAR)) ? 0 : vma_attrs(m));
+}
+
 // The pages of each mapping, found from /proc/PID/maps while another
 // thread reads smaps (capture_maps()): index i is maps' i-th entry, its
 // runs if they were sought, or why they could not be.
@@ -147,12 +156,12 @@ Result<bool> refine_from_snapshot(const EarlySmaps& smaps, pid_t child, const gh
             continue;
         if (m.has_flag("wf"))
             return false;
-        auto f = classify(m, mm);
+        auto f = record_flags(m, mm);
         if (!f)
             return f.error();
         if (flags.size() >= vmas.size() || (*f & kKind) != (vmas[flags.size()].rec.flags & kKind))
             return false;
-        flags.push_back(*f | ((*f & (GHOST_VMA_VDSO | GHOST_VMA_VVAR)) ? 0 : vma_attrs(m)));
+        flags.push_back(*f);
     }
     if (flags.size() != vmas.size())
         return false;
@@ -183,7 +192,7 @@ Result<std::vector<image::Vma>> capture_maps(pid_t pid, const ghost_mm& mm, cons
         const auto& m = (*maps)[i];
         if (m.name == "[vsyscall]") // not a mapping of the process: the kernel's
             continue;
-        auto flags = classify(m, mm);
+        auto flags = record_flags(m, mm);
         if (!flags)
             return flags.error();
         image::Vma v;
@@ -191,8 +200,6 @@ Result<std::vector<image::Vma>> capture_maps(pid_t pid, const ghost_mm& mm, cons
         r.start = m.start;
         r.end = m.end;
         r.flags = *flags;
-        if (!(r.flags & (GHOST_VMA_VDSO | GHOST_VMA_VVAR)))
-            r.flags |= vma_attrs(m);
         r.pgoff = (r.flags & GHOST_VMA_FILE) ? m.offset / kPage : m.start / kPage;
         r.prot = (m.perms[0] == 'r' ? PROT_READ : 0) | (m.perms[1] == 'w' ? PROT_WRITE : 0) |
                  (m.perms[2] == 'x' ? PROT_EXEC : 0);
