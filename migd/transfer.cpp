@@ -25,9 +25,9 @@
 #include <filesystem>
 #include <future>
 #include <mutex>
-#include <optional>
 #include <thread>
 #include <tuple>
+#include <utility>
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
@@ -218,15 +218,14 @@ Result<ExportResult> export_to(Daemon& d, Channel& ch, pid_t pid, ghost::Fate fa
         // it made the scratch page's mmap wait (12-17 ms at 1 GiB, in every
         // pre-copy image and so in the downtime). Only an image still
         // flowing at the first tick has one.
-        std::optional<std::uint64_t> total;
+        bool ticked = false;
+        std::uint64_t total = 0;
         Ticker ticker(emit ? std::chrono::milliseconds(100) : std::chrono::milliseconds(0), [&] {
-            if (!total) {
-                total = 0; // the ticker's first call, at once: no report yet
-                return;
-            }
-            if (*total == 0)
+            if (!std::exchange(ticked, true))
+                return; // the ticker's first call, at once: no report yet
+            if (total == 0)
                 total = ghost::estimate_image_bytes(pid);
-            emit({{"progress", {{"done", sent.load()}, {"total", *total}}}});
+            emit({{"progress", {{"done", sent.load()}, {"total", total}}}});
         });
         s = send_stream(ch, rd.get(), &sent);
     }
