@@ -181,28 +181,59 @@ namespace {
 // Reads from a source, keeps every byte in a memory file, and counts.
 // Placed page data (image::ReadOptions::place) is not kept: the file has a
 // hole there, of the same length, so every other byte keeps its offset.
+// The kept bytes are gathered and written in pieces of up to kBatch, not a
+// write per record: flush() before the file is used.
 class KeepSource final : public image::Source {
   public:
     KeepSource(image::Source& in, int copy) : in_(in), copy_(copy) {}
     Result<std::size_t> read(std::span<std::byte> buf) override {
         auto n = in_.read(buf);
-        if (n && *n)
-            if (auto w = write_all(copy_, buf.first(*n)); !w)
-                return Error{w.error().code,
-                             fmt::format("keeping the image in memory: {}", w.error().what())};
+        if (n && *n) {
+            if (*n >= kBatch) {
+                if (auto w = flush(); !w)
+                    return w.error();
+                if (auto w = write_all(copy_, buf.first(*n)); !w)
+                    return kept_failed(w.error());
+            } else {
+                pending_.insert(pending_.end(), buf.begin(),
+                                buf.begin() + static_cast<std::ptrdiff_t>(*n));
+                if (pending_.size() >= kBatch)
+                    if (auto w = flush(); !w)
+                        return w.error();
+            }
+        }
         return counted(n);
     }
     Result<std::size_t> read_placed(std::span<std::byte> buf) override {
         auto n = in_.read_placed(buf);
-        if (n && *n && ::lseek(copy_, static_cast<off_t>(*n), SEEK_CUR) < 0)
-            return Error::from_errno(
-                errno, fmt::format("keeping the image in memory: {}", errno_text(errno)));
+        if (n && *n) {
+            if (auto w = flush(); !w)
+                return w.error();
+            if (::lseek(copy_, static_cast<off_t>(*n), SEEK_CUR) < 0)
+                return Error::from_errno(
+                    errno, fmt::format("keeping the image in memory: {}", errno_text(errno)));
+        }
         return counted(n);
+    }
+    // Writes what is gathered into the memory file.
+    Result<void> flush() {
+        if (pending_.empty())
+            return {};
+        auto w = write_all(copy_, pending_);
+        pending_.clear();
+        if (!w)
+            return kept_failed(w.error());
+        return {};
     }
     // Nothing read, and the stream ended.
     bool empty_end() const { return got_ == 0 && eof_; }
 
   private:
+    static constexpr std::size_t kBatch = 64 << 10;
+
+    static Error kept_failed(const Error& e) {
+        return Error{e.code, fmt::format("keeping the image in memory: {}", e.what())};
+    }
     Result<std::size_t> counted(Result<std::size_t> n) {
         if (n)
             got_ += *n;
@@ -212,6 +243,7 @@ class KeepSource final : public image::Source {
 
     image::Source& in_;
     int copy_;
+    std::vector<std::byte> pending_;
     std::uint64_t got_ = 0;
     bool eof_ = false;
 };
@@ -243,6 +275,8 @@ Result<std::vector<Link>> read_sequence(image::Source& in, const std::string& na
                 return out; // the end of the stream, between two images
             return in_file(path, img.error());
         }
+        if (auto f = src.flush(); !f)
+            return in_file(path, f.error());
         if (out.size() > GHOST_PARENT_DEPTH_MAX)
             return Error::from_errno(ELOOP, fmt::format("{}: the sequence is longer than {} "
                                                         "images",

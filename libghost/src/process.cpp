@@ -25,6 +25,7 @@
 
 #include <fmt/format.h>
 
+#include "buffered_source.hpp"
 #include "ghost/chain.hpp"
 #include "ghost/image.hpp"
 #include "sys.hpp"
@@ -302,7 +303,8 @@ Error restart_self(Engine& engine, int in, const RestoreOptions& o) {
         // A pre-copy's images: another engine than the user engine restores
         // the sequence flattened into one whole image.
         if (user) {
-            image::FdSource src(in);
+            image::FdSource fd_src(in);
+            BufferedSource src(fd_src);
             return restore_streamed(engine, src, o, true);
         }
         auto links = chain::read_sequence(in, "the pre-copy stream", [&](const chain::Link&) {

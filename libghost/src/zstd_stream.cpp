@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 #include <zstd.h>
 
+#include "buffered_source.hpp"
 #include "ghost/process.hpp"
 #include "sys.hpp"
 
@@ -150,8 +151,8 @@ Result<std::unique_ptr<image::Source>> image_source(int fd) {
     }
     head.resize(got);
     if (!is_zstd(head))
-        return std::unique_ptr<image::Source>(
-            std::make_unique<PrefixedFdSource>(fd, std::move(head)));
+        return std::unique_ptr<image::Source>(std::make_unique<BufferedSource>(
+            std::make_unique<PrefixedFdSource>(fd, std::move(head))));
     std::unique_ptr<ZSTD_DCtx, DCtxFree> dctx(ZSTD_createDCtx());
     if (!dctx)
         return Error::from_errno(ENOMEM, "cannot create a zstd decompression context");

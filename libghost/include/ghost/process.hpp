@@ -138,7 +138,9 @@ std::uint64_t estimate_image_bytes(pid_t pid);
 bool is_zstd(std::span<const std::byte> head);
 
 // The raw image bytes read from fd (borrowed), decompressed on the fly when
-// they are a zstd stream: for image::read over checkpoint files.
+// they are a zstd stream: for image::read over checkpoint files. It reads
+// ahead (small records come from one large read, not a read each), so fd
+// must carry the image to its end: what follows it would be taken too.
 Result<std::unique_ptr<image::Source>> image_source(int fd);
 
 } // namespace ghost
