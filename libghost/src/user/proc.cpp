@@ -256,31 +256,57 @@ Result<std::string> read_link(const std::string& path) {
     return buf;
 }
 
-// Whether pid holds a SysV semaphore undo list. No interface shows it, but
-// kcmp(KCMP_SYSVSEM) compares two processes' lists: against ours, and if
-// ours is not the same, against a fresh child's (fork() gives none). Without
-// kcmp (CONFIG_KCMP) it cannot tell: false.
-bool holds_sysvsem(pid_t pid) {
+namespace {
+
+// kcmp(KCMP_SYSVSEM) of pid against a child that holds no undo list: 0 when
+// pid holds none either, < 0 when it cannot tell.
+long against_fresh_child(pid_t pid) {
     auto cmp = [pid](pid_t other) { return ::syscall(SYS_kcmp, other, pid, KCMP_SYSVSEM, 0, 0); };
-    if (cmp(::getpid()) <= 0) // the same as ours (none, in general), or cannot tell
-        return false;
-    // The child waits to be killed. (It used to wait for the end of a pipe:
-    // in a multithreaded caller exporting in several threads at once, each
-    // child inherited the other threads' pipe ends, and two such children
-    // waited on each other for ever.) It holds no descriptor we wait on.
+    // First a vfork() child that has exited and is not yet reaped: vfork()
+    // gave it no list (and its exit would have dropped one), and the zombie
+    // can be compared until waitpid(). It copies no page tables, which a
+    // fork() of a large caller (migd, ghostctl) does: milliseconds under
+    // emulation, for every export.
+    if (const pid_t z = ::vfork(); z == 0) {
+        ::_exit(0);
+    } else if (z > 0) {
+        const long c = cmp(z);
+        while (::waitpid(z, nullptr, 0) < 0 && errno == EINTR) {
+        }
+        if (c >= 0)
+            return c;
+        // Reaped before the comparison (SIGCHLD ignored, or another thread
+        // of the caller waits for any child): a child that waits instead.
+    }
     const pid_t ref = ::fork();
     if (ref == 0) { // only async-signal-safe calls: the caller may have threads
         ::prctl(PR_SET_PDEATHSIG, SIGKILL);
         for (;;)
             ::pause();
     }
-    const bool none = ref > 0 && cmp(ref) == 0;
-    if (ref > 0) {
-        ::kill(ref, SIGKILL);
-        while (::waitpid(ref, nullptr, 0) < 0 && errno == EINTR) {
-        }
+    if (ref < 0)
+        return -1;
+    const long c = cmp(ref);
+    ::kill(ref, SIGKILL);
+    while (::waitpid(ref, nullptr, 0) < 0 && errno == EINTR) {
     }
-    return ref > 0 && !none;
+    return c;
+}
+
+} // namespace
+
+// Whether pid holds a SysV semaphore undo list. No interface shows it, but
+// kcmp(KCMP_SYSVSEM) compares two processes' lists: against ours, and if
+// ours is not the same (a multithreaded caller has one: glibc creates
+// threads with CLONE_SYSVSEM, which makes one for them to share), against
+// a child's, which has none. Without kcmp (CONFIG_KCMP) it cannot tell:
+// false. (The waiting child holds no descriptor anyone waits on: children
+// of concurrent exports in several threads once waited on each other's
+// pipe ends for ever.)
+bool holds_sysvsem(pid_t pid) {
+    if (::syscall(SYS_kcmp, ::getpid(), pid, KCMP_SYSVSEM, 0, 0) <= 0)
+        return false; // the same as ours (none, in general), or cannot tell
+    return against_fresh_child(pid) > 0;
 }
 
 // Whether pid uses io_uring: a ring's descriptor or mapping. (ghost.ko sees
