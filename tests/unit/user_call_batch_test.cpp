@@ -158,3 +158,30 @@ TEST_F(CallBatchTest, ALongQueueRunsInTurns) {
 }
 
 } // namespace
+
+namespace {
+
+// run_each(): every entry runs, past one that fails, and each result comes
+// back in its entry.
+TEST_F(CallBatchTest, RunEachRunsPastAFailureAndGivesEveryResult) {
+    CallEntry calls[4];
+    calls[0].nr = SYS_getpid;
+    calls[1].nr = SYS_close;
+    calls[1].arg[0] = 100000;
+    calls[2].nr = SYS_mmap;
+    calls[2].arg[0] = area(3);
+    calls[2].arg[1] = kPage;
+    calls[2].arg[2] = PROT_READ;
+    calls[2].arg[3] = MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE;
+    calls[2].arg[4] = static_cast<std::uint64_t>(-1);
+    calls[3].nr = SYS_getppid;
+    auto r = ghost::user::run_each(*t_, base_, kScratch + 2 * kPage, kScratch + kPage, calls);
+    ASSERT_TRUE(r) << r.error().what();
+    EXPECT_EQ(static_cast<long>(calls[0].result), child_);
+    EXPECT_EQ(static_cast<long>(calls[1].result), -EBADF);
+    EXPECT_EQ(calls[2].result, area(3)); // after the failure: run all the same
+    EXPECT_EQ(perms_at(child_, area(3)), "r--p");
+    EXPECT_EQ(static_cast<long>(calls[3].result), getpid());
+}
+
+} // namespace

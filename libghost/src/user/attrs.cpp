@@ -116,67 +116,56 @@ Result<void> check_attrs(pid_t pid) {
     return {};
 }
 
-Result<void> ask_attrs(Tracee& t, std::uint64_t scratch, ghost_attrs& a) {
-    auto ask = [&](long nr, std::uint64_t a1 = 0, std::uint64_t a2 = 0,
-                   std::uint64_t a3 = 0) -> Result<long> {
-        auto r = t.call(nr, a1, a2, a3);
-        if (!r)
-            return r.error();
-        return *r;
+void queue_attrs(std::vector<CallEntry>& calls, std::uint64_t scratch) {
+    const auto q = [&](long nr, std::uint64_t a1 = 0, std::uint64_t a2 = 0) {
+        calls.push_back({static_cast<std::uint64_t>(nr), {a1, a2}, 0});
     };
-    auto thp = ask(SYS_prctl, PR_GET_THP_DISABLE);
-    if (!thp)
-        return thp.error();
-    if (*thp == 1)
+    q(SYS_prctl, PR_GET_THP_DISABLE);
+    q(SYS_prctl, PR_GET_CHILD_SUBREAPER, scratch);
+    q(SYS_prctl, PR_GET_TIMERSLACK);
+    q(SYS_membarrier, kCmdGetRegistrations);
+    q(SYS_membarrier, MEMBARRIER_CMD_QUERY);
+    // Each private command, whose EPERM says it is not registered: read only
+    // where the kernel cannot say which are (below). Where it is, it is a
+    // barrier among the threads of a held process, which changes nothing.
+    for (const auto& m : kMembarrier)
+        if (m.use)
+            q(SYS_membarrier, static_cast<std::uint64_t>(m.use));
+}
+
+void attrs_answered(std::span<const CallEntry> answers, std::int32_t subreaper, ghost_attrs& a) {
+    std::size_t i = 0;
+    const auto next = [&] {
+        return i < answers.size() ? static_cast<long>(answers[i++].result) : -ENOSYS;
+    };
+    if (next() == 1)
         a.flags |= GHOST_ATTRS_THP_DISABLE;
-    auto sub = ask(SYS_prctl, PR_GET_CHILD_SUBREAPER, scratch);
-    if (!sub)
-        return sub.error();
-    std::int32_t v = 0;
-    if (*sub == 0) {
-        if (auto r = t.read(scratch, std::as_writable_bytes(std::span(&v, 1))); !r)
-            return r;
-        if (v)
-            a.flags |= GHOST_ATTRS_CHILD_SUBREAPER;
-    }
-    auto slack = ask(SYS_prctl, PR_GET_TIMERSLACK);
-    if (!slack)
-        return slack.error();
-    if (!is_err(*slack))
-        a.timerslack_ns = static_cast<std::uint64_t>(*slack);
+    if (next() == 0 && subreaper)
+        a.flags |= GHOST_ATTRS_CHILD_SUBREAPER;
+    if (const long slack = next(); !is_err(slack))
+        a.timerslack_ns = static_cast<std::uint64_t>(slack);
 
     // Linux 6.3+ says which commands it registered for. Before, a private
     // command fails with EPERM unless registered, and nothing tells the
     // global one: it is recorded as registered when the kernel offers it
     // (an extra registration only makes others' barriers reach it too).
-    auto regs = ask(SYS_membarrier, kCmdGetRegistrations);
-    if (!regs)
-        return regs.error();
-    if (!is_err(*regs)) {
+    const long regs = next();
+    const long offered = next();
+    if (!is_err(regs)) {
         for (const auto& m : kMembarrier)
-            if (*regs & m.reg)
+            if (regs & m.reg)
                 a.membarrier |= m.bit;
-        return {};
+        return;
     }
-    auto offered = ask(SYS_membarrier, MEMBARRIER_CMD_QUERY);
-    if (!offered)
-        return offered.error();
-    if (is_err(*offered))
-        return {}; // no membarrier(2): nothing registered
+    if (is_err(offered))
+        return; // no membarrier(2): nothing registered
     for (const auto& m : kMembarrier) {
-        if (!(*offered & m.reg))
+        const long used = m.use ? next() : 0;
+        if (!(offered & m.reg))
             continue;
-        if (!m.use) {
-            a.membarrier |= m.bit;
-            continue;
-        }
-        auto r = ask(SYS_membarrier, static_cast<std::uint64_t>(m.use));
-        if (!r)
-            return r.error();
-        if (*r == 0)
+        if (!m.use || used == 0)
             a.membarrier |= m.bit;
     }
-    return {};
 }
 
 Result<void> read_attrs(pid_t pid, std::string_view status, ghost_attrs& a) {

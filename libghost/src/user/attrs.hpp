@@ -8,11 +8,14 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <span>
 #include <string_view>
+#include <vector>
 
 #include <linux/ghost.h>
 
 #include "ghost/result.hpp"
+#include "user/call_batch.hpp"
 #include "user/tracee.hpp"
 
 namespace ghost::user {
@@ -25,8 +28,12 @@ namespace ghost::user {
 Result<void> check_attrs(pid_t pid);
 
 // What only the held process can say, with system calls run inside it
-// (prctl, membarrier); @scratch is 8 writable bytes of its memory.
-Result<void> ask_attrs(Tracee& t, std::uint64_t scratch, ghost_attrs& a);
+// (prctl, membarrier): the calls, appended to @calls (ask.cpp runs them all,
+// whatever each returns); @scratch is 8 writable bytes of its memory.
+void queue_attrs(std::vector<CallEntry>& calls, std::uint64_t scratch);
+// What their results say: @answers are those queue_attrs() appended, run;
+// @subreaper the int PR_GET_CHILD_SUBREAPER wrote at @scratch.
+void attrs_answered(std::span<const CallEntry> answers, std::int32_t subreaper, ghost_attrs& a);
 
 // The rest, from /proc: NoNewPrivs, oom_score_adj, nice, session, group.
 Result<void> read_attrs(pid_t pid, std::string_view status, ghost_attrs& a);

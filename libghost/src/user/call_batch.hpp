@@ -36,6 +36,17 @@ struct CallEntry {
 };
 static_assert(sizeof(CallEntry) == 64);
 
+// The same loop without the test: every entry runs, whatever the ones
+// before it returned (51 bytes).
+std::span<const std::byte> call_each_code();
+
+// Runs every entry of calls inside the tracee in one stop, and fills in each
+// one's result (-errno when it failed): questions, whose answers the caller
+// reads. call_each_code() is written at code, the table at table (writable
+// memory of the tracee that no call writes). base: registers to run from.
+Result<void> run_each(Tracee& t, const Regs& base, std::uint64_t code, std::uint64_t table,
+                      std::span<CallEntry> calls);
+
 class CallBatch {
   public:
     // The loop is at code in the tracee, and the table may use capacity

@@ -36,6 +36,7 @@
 #include "ghost/image.hpp"
 #include "ghost_policy.h"
 #include "sys.hpp"
+#include "user/ask.hpp"
 #include "user/attrs.hpp"
 #include "user/creds.hpp"
 #include "user/dirty.hpp"
@@ -56,34 +57,10 @@ constexpr int kSsDisable = 2;
 constexpr std::size_t kXcr0Off = 464; // in ptrace's XSAVE area
 constexpr std::uint32_t kSsAutodisarm = 1u << 31;
 
-// The scratch page the exporter maps in the target for system call results.
-constexpr std::uint64_t kActOff = 0, kAltOff = 2048, kTidOff = 2080, kItimerOff = 2096,
-                        kAttrsOff = 2304, kCodeOff = 4096, kTrapOff = 4096 + 128;
-
-// Reads every signal's action into consecutive ghost_sigaction slots in one
-// run (Tracee::run_to_trap) instead of one ptrace round trip per signal:
-//   loop: mov eax, SYS_rt_sigaction; mov edi, ebx; xor esi, esi;
-//         mov rdx, r12; mov r10d, 8; syscall; test rax, rax; jnz done;
-//         add r12, 32; inc ebx; cmp ebx, r13d; jne loop
-//   done: int3
-// with ebx the first signal, r12 its slot, r13d the signal after the last;
-// it stops at the first failure (rax, and ebx the signal).
-constexpr std::uint8_t kSigactionLoop[] = {
-    0xb8, 0x0d, 0x00, 0x00, 0x00, 0x89, 0xdf, 0x31, 0xf6, 0x4c, 0x89, 0xe2, 0x41,
-    0xba, 0x08, 0x00, 0x00, 0x00, 0x0f, 0x05, 0x48, 0x85, 0xc0, 0x75, 0x0b, 0x49,
-    0x83, 0xc4, 0x20, 0xff, 0xc3, 0x44, 0x39, 0xeb, 0x75, 0xdc, 0xcc};
-static_assert(sizeof(ghost_sigaction) == 32 && SYS_rt_sigaction == 13);
-static_assert(sizeof(kSigactionLoop) <= 128); // kTrapOff follows it
-
 // A ghost_policy_*() refusal (-errno, reason) as an Error.
 using Reason = char[GHOST_REASON_LEN];
 Error refused(int err, const Reason& reason) {
     return Error::from_errno(-err, reason);
-}
-
-Error syscall_failed(pid_t pid, const char* what, long r) {
-    return Error::from_errno(static_cast<int>(-r), fmt::format("{} in pid {} failed: {}", what, pid,
-                                                               errno_text(static_cast<int>(-r))));
 }
 
 // Any child of @pid, a zombie too (the children list keeps it until it is
@@ -122,131 +99,6 @@ Result<void> check_target(pid_t pid) {
     if (const int err = ghost_policy_target(&t, reason, sizeof(reason)); err < 0)
         return refused(err, reason);
     return {};
-}
-
-// What the target tells about itself through system calls run inside it.
-struct Asked {
-    std::array<ghost_sigaction, GHOST_NSIG> act{};
-    stack_t altstack{};
-    std::uint64_t tid_address = 0;
-    bool itimer_armed = false;
-    std::uint64_t brk = 0;
-    ghost_attrs attrs{}; // what prctl and membarrier say (attrs.cpp)
-    std::uint32_t securebits = 0;
-};
-
-Result<Asked> ask(Tracee& t) {
-    const pid_t pid = t.pid();
-    // Shared, so that it never merges with a private neighbour: a mapping
-    // it grew would show every page soft-dirty (dirty.hpp) ever after.
-    // Executable, for the loop that reads the signal actions; where that
-    // is refused (W^X policies), the actions are read one call each.
-    bool code = true;
-    auto scratch = t.call(SYS_mmap, 0, 2 * kPage, PROT_READ | PROT_WRITE | PROT_EXEC,
-                          MAP_SHARED | MAP_ANONYMOUS, static_cast<std::uint64_t>(-1), 0);
-    if (scratch && is_err(*scratch)) {
-        code = false;
-        scratch = t.call(SYS_mmap, 0, 2 * kPage, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
-                         static_cast<std::uint64_t>(-1), 0);
-    }
-    if (!scratch)
-        return scratch.error();
-    if (is_err(*scratch))
-        return syscall_failed(pid, "mmap of a scratch page", *scratch);
-    const auto s = static_cast<std::uint64_t>(*scratch);
-    // Calls from the scratch page run to an int3 behind their syscall (one
-    // ptrace stop each, not two) until it is unmapped.
-    struct InsnBack {
-        Tracee& t;
-        std::uint64_t insn = t.syscall_insn();
-        ~InsnBack() { t.use_syscall_insn(insn); }
-    } insn_back{t};
-    static constexpr std::byte kTrap[] = {std::byte{0x0f}, std::byte{0x05}, std::byte{0xcc}};
-    if (code && t.write(s + kTrapOff, kTrap))
-        t.use_syscall_trap(s + kTrapOff);
-    Asked a;
-    Result<void> res;
-    int first = 1; // the first signal whose action is still to read
-    if (code && t.write(s + kCodeOff, std::as_bytes(std::span(kSigactionLoop)))) {
-        auto regs0 = t.regs();
-        if (!regs0)
-            return regs0.error();
-        Regs r = *regs0;
-        r.rip = s + kCodeOff;
-        r.rbx = 1;
-        r.r12 = s + kActOff;
-        r.r13 = GHOST_NSIG + 1;
-        auto done = t.run_to_trap(r);
-        if (!done)
-            res = done.error();
-        else if (done->rax != 0)
-            res = syscall_failed(pid, "rt_sigaction", static_cast<long>(done->rax));
-        else
-            first = GHOST_NSIG + 1;
-    }
-    for (int sig = first; sig <= GHOST_NSIG && res; sig++) {
-        auto r =
-            t.call(SYS_rt_sigaction, sig, 0, s + kActOff + (sig - 1) * sizeof(ghost_sigaction), 8);
-        if (!r)
-            res = r.error();
-        else if (*r != 0)
-            res = syscall_failed(pid, "rt_sigaction", *r);
-    }
-    if (res) {
-        auto r = t.call(SYS_sigaltstack, 0, s + kAltOff);
-        if (!r)
-            res = r.error();
-        else if (*r != 0)
-            res = syscall_failed(pid, "sigaltstack", *r);
-    }
-    if (res) {
-        // Needs CONFIG_CHECKPOINT_RESTORE; without it the address stays 0.
-        auto r = t.call(SYS_prctl, PR_GET_TID_ADDRESS, s + kTidOff);
-        if (!r)
-            res = r.error();
-    }
-    for (int which = 0; which < 3 && res; which++) {
-        auto r = t.call(SYS_getitimer, which, s + kItimerOff + which * sizeof(itimerval));
-        if (!r)
-            res = r.error();
-    }
-    if (res) {
-        auto r = t.call(SYS_prctl, PR_GET_SECUREBITS);
-        if (!r)
-            res = r.error();
-        else if (is_err(*r))
-            res = syscall_failed(pid, "prctl(PR_GET_SECUREBITS)", *r);
-        else
-            a.securebits = static_cast<std::uint32_t>(*r);
-    }
-    if (res) {
-        auto r = t.call(SYS_brk, 0);
-        if (!r)
-            res = r.error();
-        else
-            a.brk = static_cast<std::uint64_t>(*r);
-    }
-    if (res)
-        res = ask_attrs(t, s + kAttrsOff, a.attrs);
-    std::vector<std::byte> page(kPage);
-    if (res)
-        res = t.read(s, page);
-    t.use_syscall_insn(insn_back.insn); // not from the page it unmaps
-    auto unmapped = t.call(SYS_munmap, s, 2 * kPage);
-    if (!res)
-        return res.error();
-    if (!unmapped)
-        return unmapped.error();
-    std::memcpy(a.act.data(), page.data() + kActOff, sizeof(a.act));
-    std::memcpy(&a.altstack, page.data() + kAltOff, sizeof(a.altstack));
-    std::memcpy(&a.tid_address, page.data() + kTidOff, sizeof(a.tid_address));
-    for (int which = 0; which < 3; which++) {
-        itimerval it;
-        std::memcpy(&it, page.data() + kItimerOff + which * sizeof(itimerval), sizeof(it));
-        if (it.it_value.tv_sec || it.it_value.tv_usec)
-            a.itimer_armed = true;
-    }
-    return a;
 }
 
 // ---- descriptors ----------------------------------------------------------------
