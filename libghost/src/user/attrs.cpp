@@ -254,43 +254,33 @@ void undo_attrs(const AttrsPlan& plan) {
         (void)::setpriority(PRIO_PROCESS, 0, plan.nice0);
 }
 
-Result<void> commit_attrs(Tracee& t, const AttrsPlan& plan) {
+Result<void> commit_attrs(CallBatch& batch, const AttrsPlan& plan) {
     if (!plan.present)
         return {};
     const ghost_attrs& a = plan.want;
-    auto run = [&](const char* what, long nr, std::uint64_t a1 = 0, std::uint64_t a2 = 0,
-                   std::uint64_t a3 = 0) -> Result<void> {
-        auto r = t.call(nr, a1, a2, a3);
-        if (!r)
-            return r.error();
-        if (is_err(*r))
-            return Error::from_errno(
-                static_cast<int>(-*r),
-                fmt::format("{}: {}", what, errno_text(static_cast<int>(-*r))));
-        return {};
-    };
     Result<void> r;
+    const auto run = [&](const char* what, long nr, std::uint64_t a1 = 0, std::uint64_t a2 = 0,
+                         std::uint64_t a3 = 0) {
+        if (r)
+            r = batch.add(what, nr, a1, a2, a3);
+    };
     if (a.flags & GHOST_ATTRS_NO_NEW_PRIVS)
-        r = run("prctl(PR_SET_NO_NEW_PRIVS)", SYS_prctl, PR_SET_NO_NEW_PRIVS, 1);
-    if (r)
-        r = run("prctl(PR_SET_THP_DISABLE)", SYS_prctl, PR_SET_THP_DISABLE,
-                (a.flags & GHOST_ATTRS_THP_DISABLE) ? 1 : 0);
-    if (r)
-        r = run("prctl(PR_SET_CHILD_SUBREAPER)", SYS_prctl, PR_SET_CHILD_SUBREAPER,
-                (a.flags & GHOST_ATTRS_CHILD_SUBREAPER) ? 1 : 0);
-    if (r)
-        r = run("prctl(PR_SET_TIMERSLACK)", SYS_prctl, PR_SET_TIMERSLACK, a.timerslack_ns);
+        run("prctl(PR_SET_NO_NEW_PRIVS)", SYS_prctl, PR_SET_NO_NEW_PRIVS, 1);
+    run("prctl(PR_SET_THP_DISABLE)", SYS_prctl, PR_SET_THP_DISABLE,
+        (a.flags & GHOST_ATTRS_THP_DISABLE) ? 1 : 0);
+    run("prctl(PR_SET_CHILD_SUBREAPER)", SYS_prctl, PR_SET_CHILD_SUBREAPER,
+        (a.flags & GHOST_ATTRS_CHILD_SUBREAPER) ? 1 : 0);
+    run("prctl(PR_SET_TIMERSLACK)", SYS_prctl, PR_SET_TIMERSLACK, a.timerslack_ns);
     // Raising the nice value (a lower one was set by the caller already).
-    if (r)
-        r = run("setpriority", SYS_setpriority, PRIO_PROCESS, 0 /* self */,
-                static_cast<std::uint64_t>(static_cast<std::int64_t>(a.nice)));
+    run("setpriority", SYS_setpriority, PRIO_PROCESS, 0 /* self */,
+        static_cast<std::uint64_t>(static_cast<std::int64_t>(a.nice)));
     for (const auto& m : kMembarrier)
-        if (r && (a.membarrier & m.bit))
-            r = run("membarrier registration", SYS_membarrier, static_cast<std::uint64_t>(m.reg));
-    if (r && plan.setsid)
-        r = run("setsid", SYS_setsid);
-    if (r && plan.setpgid)
-        r = run("setpgid(0, 0)", SYS_setpgid, 0, 0);
+        if (a.membarrier & m.bit)
+            run("membarrier registration", SYS_membarrier, static_cast<std::uint64_t>(m.reg));
+    if (plan.setsid)
+        run("setsid", SYS_setsid);
+    if (plan.setpgid)
+        run("setpgid(0, 0)", SYS_setpgid, 0, 0);
     return r;
 }
 

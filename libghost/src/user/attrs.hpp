@@ -60,7 +60,7 @@ Result<void> prepare_attrs(const ghost_attrs* a, AttrsPlan& plan);
 void undo_attrs(const AttrsPlan& plan);
 
 // In the tracer, after the point of no return: the rest, as system calls
-// run in the caller.
-Result<void> commit_attrs(Tracee& t, const AttrsPlan& plan);
+// queued to run in the caller (the batch names the first that fails).
+Result<void> commit_attrs(CallBatch& batch, const AttrsPlan& plan);
 
 } // namespace ghost::user

@@ -115,25 +115,26 @@ Result<void> Rebuild::set_locks() {
     return {};
 }
 
+// Queued: they run in one stop with set_attrs()' calls, which flushes.
 Result<void> Rebuild::set_task() {
     const auto& tk = img_.task;
     if (auto w = poke(kCommOff, std::as_bytes(std::span(tk.comm))); !w)
         return w;
-    if (auto r = call("prctl(PR_SET_NAME)", SYS_prctl, PR_SET_NAME, data(kCommOff)); !r)
-        return r.error();
-    if (auto r = call("personality", SYS_personality, tk.personality); !r)
-        return r.error();
-    if (auto r = call("set_tid_address", SYS_set_tid_address, tk.clear_child_tid); !r)
-        return r.error();
-    if (auto r = call("set_robust_list", SYS_set_robust_list, tk.robust_list,
-                      tk.robust_list_len ? tk.robust_list_len : 24);
+    if (auto r = queue("prctl(PR_SET_NAME)", SYS_prctl, PR_SET_NAME, data(kCommOff)); !r)
+        return r;
+    if (auto r = queue("personality", SYS_personality, tk.personality); !r)
+        return r;
+    if (auto r = queue("set_tid_address", SYS_set_tid_address, tk.clear_child_tid); !r)
+        return r;
+    if (auto r = queue("set_robust_list", SYS_set_robust_list, tk.robust_list,
+                       tk.robust_list_len ? tk.robust_list_len : 24);
         !r)
-        return r.error();
+        return r;
     if (tk.rseq)
-        if (auto r = call("registering the image's rseq area", SYS_rseq, tk.rseq, tk.rseq_len, 0,
-                          tk.rseq_sig);
+        if (auto r = queue("registering the image's rseq area", SYS_rseq, tk.rseq, tk.rseq_len, 0,
+                           tk.rseq_sig);
             !r)
-            return r.error();
+            return r;
     return {};
 }
 
