@@ -83,6 +83,16 @@ Bytes drain(img::Source& src, std::initializer_list<std::size_t> sizes) {
     }
 }
 
+// The next 8 bytes of b are data's at off.
+void expect_next(ghost::BufferedSource& b, const Bytes& data, std::size_t off) {
+    Bytes x(8);
+    auto n = b.read(x);
+    ASSERT_TRUE(n);
+    ASSERT_EQ(*n, 8u);
+    EXPECT_TRUE(std::equal(x.begin(), x.end(), data.begin() + static_cast<std::ptrdiff_t>(off)))
+        << "at " << off;
+}
+
 TEST(BufferedSource, SmallReadsComeFromFewReadsOfTheSource) {
     const auto data = numbered(300000);
     Counting in(data);
@@ -106,7 +116,7 @@ TEST(BufferedSource, PlacedReadsAreTheSourcesOwnOnceNothingIsHeld) {
     const auto data = numbered(200000);
     Counting in(data);
     ghost::BufferedSource b(in);
-    Bytes head(16), placed(100000), rest(200000);
+    Bytes head(16), placed(100000);
     ASSERT_EQ(*b.read(head), 16u);
     // What was read ahead is given first, then the source's read_placed.
     std::size_t got = 0;
@@ -127,41 +137,34 @@ TEST(BufferedSource, SkipWithinAndBeyondWhatIsHeld) {
     const auto data = numbered(300000);
     Counting in(data);
     ghost::BufferedSource b(in);
-    Bytes x(8);
-    ASSERT_EQ(*b.read(x), 8u);
+    expect_next(b, data, 0);
     ASSERT_TRUE(*b.skip(1000)); // held
-    ASSERT_EQ(*b.read(x), 8u);
-    EXPECT_TRUE(std::equal(x.begin(), x.end(), data.begin() + 1008));
+    expect_next(b, data, 1008);
     ASSERT_TRUE(*b.skip(100000)); // past what is held: the source skips the rest
-    ASSERT_EQ(*b.read(x), 8u);
-    EXPECT_TRUE(std::equal(x.begin(), x.end(), data.begin() + 101016));
+    expect_next(b, data, 101016);
 }
 
 TEST(BufferedSource, ASkipTheSourceCannotMakeMovesNothing) {
     const auto data = numbered(300000);
     Counting in(data, false);
     ghost::BufferedSource b(in);
-    Bytes x(8);
-    ASSERT_EQ(*b.read(x), 8u);
+    expect_next(b, data, 0);
     auto s = b.skip(100000);
     ASSERT_TRUE(s);
     EXPECT_FALSE(*s);
-    ASSERT_EQ(*b.read(x), 8u);
-    EXPECT_TRUE(std::equal(x.begin(), x.end(), data.begin() + 8));
+    expect_next(b, data, 8);
 }
 
 TEST(BufferedSource, TakeGivesHeldBytesInPlaceOrNothing) {
     const auto data = numbered(100000);
     Counting in(data);
     ghost::BufferedSource b(in);
-    Bytes x(8);
-    ASSERT_EQ(*b.read(x), 8u);
+    expect_next(b, data, 0);
     const auto t = b.take(4096);
     ASSERT_EQ(t.size(), 4096u);
     EXPECT_TRUE(std::equal(t.begin(), t.end(), data.begin() + 8));
     EXPECT_TRUE(b.take(ghost::BufferedSource::kCapacity).empty()); // more than is held
-    ASSERT_EQ(*b.read(x), 8u);
-    EXPECT_TRUE(std::equal(x.begin(), x.end(), data.begin() + 4104));
+    expect_next(b, data, 4104);
 }
 
 // The image's records, encoded with zero page data.

@@ -37,15 +37,15 @@ std::span<const std::byte> call_each_code() {
     return std::as_bytes(std::span(kEach));
 }
 
-Result<void> run_each(Tracee& t, const Regs& base, std::uint64_t code, std::uint64_t table,
-                      std::span<CallEntry> calls) {
-    if (calls.empty())
-        return {};
+namespace {
+
+// Writes the table, runs the loop at code over it, reads it back (every
+// entry's result) and returns where the loop stopped (its r12).
+Result<std::uint64_t> run_table(Tracee& t, const Regs& base, std::uint64_t code,
+                                std::uint64_t table, std::span<CallEntry> calls) {
     const auto bytes = std::as_writable_bytes(calls);
-    if (auto w = t.write(code, call_each_code()); !w)
-        return w;
     if (auto w = t.write(table, bytes); !w)
-        return w;
+        return w.error();
     Regs r = base;
     r.rip = code;
     r.r12 = table;
@@ -53,11 +53,27 @@ Result<void> run_each(Tracee& t, const Regs& base, std::uint64_t code, std::uint
     auto done = t.run_to_trap(r);
     if (!done)
         return done.error();
-    if (done->r12 != r.r13)
+    if (auto rd = t.read(table, bytes); !rd)
+        return rd.error();
+    return done->r12;
+}
+
+} // namespace
+
+Result<void> run_each(Tracee& t, const Regs& base, std::uint64_t code, std::uint64_t table,
+                      std::span<CallEntry> calls) {
+    if (calls.empty())
+        return {};
+    if (auto w = t.write(code, call_each_code()); !w)
+        return w;
+    auto at = run_table(t, base, code, table, calls);
+    if (!at)
+        return at.error();
+    if (*at != table + calls.size_bytes())
         return Error::from_errno(EIO, fmt::format("the system call loop in pid {} stopped at "
                                                   "{:#x}, not at the end of its table",
-                                                  t.pid(), done->r12));
-    return t.read(table, bytes);
+                                                  t.pid(), *at));
+    return {};
 }
 
 CallBatch::CallBatch(Tracee& t, const Regs& base, std::uint64_t code, std::uint64_t table,
@@ -88,25 +104,17 @@ Result<void> CallBatch::flush() {
     pending.reserve(capacity_);
     std::swap(entries, entries_);
     std::swap(pending, pending_);
-    const auto bytes = std::as_writable_bytes(std::span(entries));
-    if (auto w = t_.write(table_, bytes); !w)
-        return w;
-    Regs r = base_;
-    r.rip = code_;
-    r.r12 = table_;
-    r.r13 = table_ + bytes.size();
-    auto done = t_.run_to_trap(r);
+    auto done = run_table(t_, base_, code_, table_, entries);
     if (!done)
         return done.error();
     // r12 is on the entry that failed, or at the end when none did.
-    const std::uint64_t at = done->r12;
-    if (at < table_ || at > table_ + bytes.size() || (at - table_) % sizeof(CallEntry))
+    const std::uint64_t at = *done;
+    const std::uint64_t end = table_ + entries.size() * sizeof(CallEntry);
+    if (at < table_ || at > end || (at - table_) % sizeof(CallEntry))
         return Error::from_errno(EIO, fmt::format("the system call loop in pid {} stopped at "
                                                   "{:#x}, outside its table",
                                                   t_.pid(), at));
     const std::size_t ran = (at - table_) / sizeof(CallEntry);
-    if (auto rd = t_.read(table_, bytes); !rd)
-        return rd;
     for (std::size_t i = 0; i < entries.size() && i <= ran; i++) {
         const auto res = static_cast<long>(entries[i].result);
         if (i == ran) { // the loop stopped on it: it failed
