@@ -143,11 +143,6 @@ class Rebuild {
     Result<void> set_locks();
     Result<void> set_task();
     Result<void> set_signals();
-    Result<void> set_attrs() {
-        if (auto r = commit_attrs(*batch_, p_.attrs); !r)
-            return r;
-        return batch_->flush();
-    }
     // Queues a call for the next batch_.flush() (call_batch.hpp).
     Result<void> queue(std::string what, long nr, std::uint64_t a1 = 0, std::uint64_t a2 = 0,
                        std::uint64_t a3 = 0, std::uint64_t a4 = 0, std::uint64_t a5 = 0,

@@ -115,7 +115,8 @@ Result<void> Rebuild::set_locks() {
     return {};
 }
 
-// Queued: they run in one stop with set_attrs()' calls, which flushes.
+// The task (name, personality, tid address, robust list, rseq) and its
+// attributes (attrs.hpp), all in one table: one stop.
 Result<void> Rebuild::set_task() {
     const auto& tk = img_.task;
     if (auto w = poke(kCommOff, std::as_bytes(std::span(tk.comm))); !w)
@@ -135,7 +136,9 @@ Result<void> Rebuild::set_task() {
                            tk.rseq_sig);
             !r)
             return r;
-    return {};
+    if (auto r = commit_attrs(*batch_, p_.attrs); !r)
+        return r;
+    return batch_->flush();
 }
 
 Result<void> Rebuild::set_signals() {
@@ -202,7 +205,7 @@ Result<void> Rebuild::commit() {
         return r;
     for (auto step :
          {&Rebuild::unmap_caller, &Rebuild::map_image, &Rebuild::set_mm, &Rebuild::set_files,
-          &Rebuild::set_locks, &Rebuild::set_task, &Rebuild::set_attrs, &Rebuild::set_signals})
+          &Rebuild::set_locks, &Rebuild::set_task, &Rebuild::set_signals})
         if (auto r = (this->*step)(); !r)
             return r;
     if (auto r = t_.set_xstate(xsave_); !r)
