@@ -26,10 +26,10 @@ struct Asked {
     std::uint32_t securebits = 0;
 };
 
-// Maps a scratch page in the held process, asks, and unmaps it: four ptrace
-// stops (the mapping, the signal actions, every other question in one
-// table, the unmapping) where the page may hold code; where it may not (a
-// W^X policy), one stop per question.
+// Maps a scratch page in the held process, asks, and unmaps it: six ptrace
+// stops (two for the mapping, one for the signal actions, one for every
+// other question in one table, two for the unmapping) where the page may
+// hold code; where it may not (a W^X policy), two stops per question.
 Result<Asked> ask(Tracee& t);
 
 } // namespace ghost::user
