@@ -54,6 +54,8 @@ std::uint64_t fnv(std::uint64_t h, const unsigned char* p, std::size_t n) {
 //   "mutate1": pages 0-9 of A rewritten, 100-119 dropped, C mapped, B unmapped
 //   "mutate2": pages 20-24 rewritten, 200-204 dropped
 //   "dontfork": C (mapped by mutate1) made MADV_DONTFORK
+//   "map": one more region mapped and written (not in the report): the
+//          process's mappings change, its reported memory does not
 //   "check": "pid resident nonzero": of the dropped pages, how many are
 //            resident (mincore) before being read, and their non-zero bytes
 [[noreturn]] void worker(int cmd, int out) {
@@ -91,6 +93,12 @@ std::uint64_t fnv(std::uint64_t h, const unsigned char* p, std::size_t n) {
             stage = 1;
         } else if (line == "dontfork" && c) {
             ::madvise(c, kSmall * kPage, MADV_DONTFORK);
+        } else if (line == "map") {
+            // Far from B's old place, which the report asks about.
+            void* d = ::mmap(reinterpret_cast<void*>(0x500000000000ULL), kSmall * kPage,
+                             PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+            if (d != MAP_FAILED)
+                std::memset(d, 0xd4, kSmall * kPage);
         } else if (line == "mutate2") {
             for (std::size_t p = 20; p < 25; p++)
                 for (std::size_t i = 0; i < kPage; i++)

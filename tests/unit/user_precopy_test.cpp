@@ -18,6 +18,7 @@
 #include "ghost/precopy.hpp"
 #include "ghost/process.hpp"
 #include "ghost/user_engine.hpp"
+#include "user/precopy_state.hpp"
 
 #include "mutating_worker.hpp"
 
@@ -105,11 +106,45 @@ TEST_F(Precopy, LaterImagesHoldOnlyWrittenPagesAndTheSequenceRestoresExactly) {
     EXPECT_NE(w.ask("mutate1"), r2);
 }
 
-// A mapping a fork does not pass on (MADV_DONTFORK): the snapshot of a
-// running image lacks it, so that image is taken again with the process
-// held for the copy. The pages the first try's scan found written (and
+// A round that is not the last reads the process as it runs: what the
+// process does between the capture and the read (pages rewritten and
+// dropped, a region unmapped, another mapped) neither fails the round nor
+// reaches the copy wrong. The unmapped region, which could not be read, is
+// remembered to be written again; the next image carries what changed.
+TEST_F(Precopy, ARoundReadsTheRunningProcessAndTheNextImageCarriesWhatChanged) {
+    Worker w;
+    ASSERT_FALSE(w.ask("report").empty());
+    ghost::Precopy pc;
+    std::string r1;
+    pc.state().before_pages = [&] { r1 = w.ask("mutate1"); };
+    auto first = round(w.pid(), pc, false);
+    ASSERT_TRUE(first) << first.error().what();
+    ASSERT_FALSE(r1.empty()) << "the round did not let the worker run before reading it";
+    EXPECT_EQ(pc.state().unsent.bytes(), kSmall * kPage)
+        << "the region unmapped before it was read is not marked to be written again";
+    pc.state().before_pages = nullptr;
+    ASSERT_EQ(w.ask("report"), r1);
+
+    auto last = round(w.pid(), pc, true);
+    ASSERT_TRUE(last) << last.error().what();
+    EXPECT_GE(pc.last_page_bytes(), (10 + kSmall) * kPage)
+        << "the pages written while the first image was read are missing";
+    w.killed();
+    pid_t from = 0;
+    auto restored = w.restart(engine_, path_, true);
+    ASSERT_TRUE(restored) << restored.error().what();
+    EXPECT_EQ(w.ask("report", &from), r1);
+    EXPECT_EQ(from, *restored);
+    const std::string check = w.ask("check");
+    EXPECT_TRUE(check.ends_with(" 0\n")) << "a dropped page is not zero: " << check;
+}
+
+// A round whose process changes its mappings before their flags are read
+// (from the running process) is taken again, the process held while its
+// smaps is read. The pages the first try's scan found written (and
 // protected again) must still reach it: restored, the process reports the
-// memory of the last capture.
+// memory of the last capture. A mapping a fork would not pass on
+// (MADV_DONTFORK) is read like any other.
 TEST_F(Precopy, AnImageTakenAgainKeepsThePagesItsFirstTryFoundWritten) {
     Worker w;
     ghost::Precopy pc;
@@ -117,9 +152,18 @@ TEST_F(Precopy, AnImageTakenAgainKeepsThePagesItsFirstTryFoundWritten) {
     ASSERT_TRUE(first) << first.error().what();
     const std::string r1 = w.ask("mutate1");
     w.ask("dontfork");
+    int tries = 0;
+    pc.state().before_flags = [&] {
+        if (tries++ == 0)
+            w.ask("map");
+    };
     auto second = round(w.pid(), pc, false);
     ASSERT_TRUE(second) << second.error().what();
-    EXPECT_GE(pc.last_page_bytes(), (10 + kSmall) * kPage) << "the first try's pages are missing";
+    EXPECT_EQ(tries, 2) << "the changed mappings did not make the round try again";
+    pc.state().before_flags = nullptr;
+    // A (10 pages), C and the region "map" made.
+    EXPECT_GE(pc.last_page_bytes(), (10 + 2 * kSmall) * kPage)
+        << "the first try's pages are missing";
     ASSERT_EQ(w.ask("report"), r1);
     const std::string r2 = w.ask("mutate2");
     auto last = round(w.pid(), pc, true);

@@ -238,7 +238,16 @@ void Tracking::remember(const chain::ImageId& id) const {
         ::unlink(tmp.c_str());
 }
 
-Result<void> write_pages_incremental(Tracee& from, image::Writer& w, const image::Vma& v,
+Result<void> PageSource::read(std::uint64_t addr, std::span<std::byte> chunk, bool readable) const {
+    auto rd = readable ? from.read(addr, chunk) : from.read_mem(addr, chunk);
+    if (rd || !lost)
+        return rd;
+    std::memset(chunk.data(), 0, chunk.size());
+    lost->add(addr, addr + chunk.size());
+    return {};
+}
+
+Result<void> write_pages_incremental(const PageSource& from, image::Writer& w, const image::Vma& v,
                                      std::span<std::byte> buf, const Parent& parent) {
     const bool readable = v.rec.prot & PROT_READ;
     const bool compare = parent.mode() == DirtyMode::Compare;
@@ -260,8 +269,7 @@ Result<void> write_pages_incremental(Tracee& from, image::Writer& w, const image
         while (left) {
             const auto n = static_cast<std::size_t>(std::min<std::uint64_t>(left, buf.size()));
             const std::span<std::byte> chunk(buf.data(), n);
-            auto rd = readable ? from.read(addr, chunk) : from.read_mem(addr, chunk);
-            if (!rd)
+            if (auto rd = from.read(addr, chunk, readable); !rd)
                 return rd;
             if (!compare) {
                 w.page_data(chunk);

@@ -90,11 +90,23 @@ class Tracking {
     bool cleared_ = false; // the kernel cleared soft-dirty bits
 };
 
+// Where an export reads page data. Held (the process or its snapshot), a
+// read that fails fails the export. A pre-copy round that is not the last
+// reads the process as it runs (lost set): a page it has unmapped since the
+// capture cannot be read, is written as zeros and added to lost, so that the
+// next image carries it again (what the process wrote meanwhile the next
+// scan reports anyway).
+struct PageSource {
+    Tracee& from;
+    Ranges* lost = nullptr;
+    Result<void> read(std::uint64_t addr, std::span<std::byte> chunk, bool readable) const;
+};
+
 // Writes the PAGES sections of v, inheriting what the parent has: runs
 // flagged inherited as such; with DirtyMode::Compare each page is read and
 // compared with the parent chain's copy, and only those that differ are
 // written.
-Result<void> write_pages_incremental(Tracee& from, image::Writer& w, const image::Vma& v,
+Result<void> write_pages_incremental(const PageSource& from, image::Writer& w, const image::Vma& v,
                                      std::span<std::byte> buf, const Parent& parent);
 
 } // namespace ghost::user

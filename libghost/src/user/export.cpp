@@ -278,7 +278,7 @@ Result<void> fill_mm(pid_t pid, const Asked& a, image::Image& img) {
     return {};
 }
 
-Result<void> write_pages(Tracee& t, image::Writer& w, const image::Vma& v,
+Result<void> write_pages(const PageSource& from, image::Writer& w, const image::Vma& v,
                          std::span<std::byte> buf) {
     const bool readable = v.rec.prot & PROT_READ;
     for (const auto& r : v.runs) {
@@ -287,8 +287,7 @@ Result<void> write_pages(Tracee& t, image::Writer& w, const image::Vma& v,
         while (left) {
             const auto n = static_cast<std::size_t>(std::min<std::uint64_t>(left, kCopyChunk));
             const std::span<std::byte> chunk(buf.data(), n);
-            auto rd = readable ? t.read(addr, chunk) : t.read_mem(addr, chunk);
-            if (!rd)
+            if (auto rd = from.read(addr, chunk, readable); !rd)
                 return rd;
             w.page_data(chunk);
             if (auto s = w.status(); !s)
@@ -403,7 +402,14 @@ Result<ExportStats> export_once(pid_t pid, Fate fate, int out, std::string_view 
     // ask()'s scratch page and the pre-copy's registrations would wait for
     // the walk, which holds the mapping lock).
     const std::string vmlck = status_field(*status, "VmLck");
-    const bool defer = defer_flags && fate == Fate::Run && !vmlck.empty() && parse_u64(vmlck) == 0;
+    // A pre-copy round that is not the last needs no snapshot: every page
+    // it reads was protected again by the scan above, so whatever the
+    // process writes while it is read is in the next image. It reads the
+    // process itself once it runs again (no fork: its page tables cost
+    // 20-25 ms a GiB of the time it is held), and its flags too.
+    const bool live = precopy && fate == Fate::Run;
+    const bool defer =
+        defer_flags && fate == Fate::Run && (live || (!vmlck.empty() && parse_u64(vmlck) == 0));
     auto smaps = defer ? EarlySmaps::deferred(pid) : EarlySmaps::start(pid);
     // Until the image is begun, any failure of a deferred try is answered
     // by a try the old way: a refusal that needs the flags (hugetlb, a
@@ -528,24 +534,25 @@ Result<ExportStats> export_once(pid_t pid, Fate fate, int out, std::string_view 
     // snapshot child, whose memory stays as it was at the fork
     // (copy-on-write). Where the child would not see every mapping as it is,
     // or the fork fails (RLIMIT_NPROC...), it is held for the whole copy.
-    // A process that runs on may be a parent: its dirty-page tracking
-    // starts again from this capture, while it is held.
+    // A pre-copy round that is not the last (live) forks nothing and is read
+    // as it runs. A process that runs on may be a parent: its dirty-page
+    // tracking starts again from this capture, while it is held.
     std::optional<Tracking> tracking;
     if (fate == Fate::Run && !precopy)
         tracking = Tracking::reset(pid);
     std::optional<Tracee> snap;
     SnapshotGuard end_snap(pid, snap);
     std::uint64_t frozen_ns = 0;
-    if (fate == Fate::Run && fork_sees_all(img.vmas)) {
+    if (fate == Fate::Run && !live && fork_sees_all(img.vmas)) {
         if (auto s = t.fork_snapshot())
             snap.emplace(std::move(*s));
     }
-    if (defer && !snap) {
+    if (defer && !snap && !live) {
         // No snapshot to read the flags from: again, reading them here.
         put_back();
         return Error::from_errno(EAGAIN, "no snapshot for the mappings' flags");
     }
-    if (snap) {
+    if (snap || live) {
         if (auto s = t.set_regs(restarted(*regs0, true)); !s)
             return fail(s.error());
         clobbered = false;
@@ -554,21 +561,31 @@ Result<ExportStats> export_once(pid_t pid, Fate fate, int out, std::string_view 
         frozen_ns = frozen_for();
         if (auto d = t.detach(); !d)
             return d.error();
+        if (live && precopy->before_flags)
+            precopy->before_flags();
     }
     if (defer) {
-        // The process runs again; the snapshot still holds the capture.
-        auto refined = refine_from_snapshot(smaps, snap->pid(), img.mm, img.vmas);
+        // The process runs again; the snapshot (or, live, the process as
+        // long as its mappings are those of the capture) tells the flags.
+        auto refined =
+            refine_from_snapshot(smaps, live ? pid : snap->pid(), live, img.mm, img.vmas);
         if (!refined)
             return refined.error();
         if (!*refined)
-            return Error::from_errno(EAGAIN, "the snapshot does not show the mappings as they are");
+            return Error::from_errno(EAGAIN, live ? "the process changed its mappings while "
+                                                    "their flags were read"
+                                                  : "the snapshot does not show the mappings "
+                                                    "as they are");
     }
 
     again = false; // from here bytes go out: no second try
+    if (live && precopy->before_pages)
+        precopy->before_pages();
     // One copy buffer for the whole export, never zeroed: only what
     // process_vm_readv filled is written.
     const auto copy = std::make_unique_for_overwrite<std::byte[]>(kCopyChunk);
-    Tracee& from = snap ? *snap : t;
+    Ranges lost; // live: pages the process unmapped before they were read
+    const PageSource from{snap ? *snap : t, live ? &lost : nullptr};
     image::Writer w(out);
     if (auto r = image::write(w, img,
                               [&](image::Writer& to, const image::Vma& v) {
@@ -583,11 +600,11 @@ Result<ExportStats> export_once(pid_t pid, Fate fate, int out, std::string_view 
     if (tracking)
         tracking->remember(written);
     if (precopy)
-        precopy_done(*precopy, img, written);
+        precopy_done(*precopy, img, written, std::move(lost));
 
     ExportStats stats{w.offset(), frozen_ns};
-    stats.copy_on_write = snap.has_value();
-    if (snap)
+    stats.copy_on_write = snap.has_value() || live;
+    if (snap || live)
         return stats;
     if (auto s = t.set_regs(restarted(*regs0, true)); !s)
         return fail(s.error());

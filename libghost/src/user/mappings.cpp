@@ -140,8 +140,8 @@ Result<std::vector<MapEntry>> EarlySmaps::get(const Result<std::vector<MapEntry>
     return got;
 }
 
-Result<bool> refine_from_snapshot(const EarlySmaps& smaps, pid_t child, const ghost_mm& mm,
-                                  std::vector<image::Vma>& vmas) {
+Result<bool> refine_from_snapshot(const EarlySmaps& smaps, pid_t child, bool live,
+                                  const ghost_mm& mm, std::vector<image::Vma>& vmas) {
     auto seen = read_maps(child, true);
     if (!seen)
         return seen.error();
@@ -154,7 +154,7 @@ Result<bool> refine_from_snapshot(const EarlySmaps& smaps, pid_t child, const gh
     for (const auto& m : *seen) {
         if (m.name == "[vsyscall]")
             continue;
-        if (m.has_flag("wf"))
+        if (!live && m.has_flag("wf"))
             return false;
         auto f = record_flags(m, mm);
         if (!f)

@@ -61,8 +61,11 @@ Result<std::vector<image::Vma>> capture_maps(pid_t pid, const ghost_mm& mm, cons
 // (absent in the child) and the pages of MADV_WIPEONFORK ones (zero in
 // it): where the child's mappings are not the process's, or one has
 // MADV_WIPEONFORK, false and vmas unchanged (the snapshot is not the
-// process). A refusal as capture_maps() would have made it.
-Result<bool> refine_from_snapshot(const EarlySmaps& smaps, pid_t child, const ghost_mm& mm,
-                                  std::vector<image::Vma>& vmas);
+// process). With live, child is the process itself, running again (a
+// pre-copy round that is not the last): false where its mappings are no
+// longer those of the capture. A refusal as capture_maps() would have made
+// it.
+Result<bool> refine_from_snapshot(const EarlySmaps& smaps, pid_t child, bool live,
+                                  const ghost_mm& mm, std::vector<image::Vma>& vmas);
 
 } // namespace ghost::user

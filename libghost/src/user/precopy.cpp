@@ -63,7 +63,7 @@ Result<std::optional<Parent>> precopy_capture(PrecopyState& s, Tracee& t, pid_t 
         Parent::of_round(rec, s.pages, s.tracker->tracked(), std::move(*written)));
 }
 
-void precopy_done(PrecopyState& s, const image::Image& img, const chain::ImageId& id) {
+void precopy_done(PrecopyState& s, const image::Image& img, const chain::ImageId& id, Ranges lost) {
     Ranges pages;
     std::uint64_t fresh = 0;
     for (const auto& v : img.vmas)
@@ -73,7 +73,8 @@ void precopy_done(PrecopyState& s, const image::Image& img, const chain::ImageId
                 fresh += r.nr_pages * kPrecopyPage;
         }
     s.pages = std::move(pages);
-    s.unsent = {};
+    // Pages the image could not read (unmapped as it ran) are written again.
+    s.unsent = std::move(lost);
     s.page_bytes = fresh;
     s.last = id;
     s.last_depth = img.parent ? img.parent->depth : 0;

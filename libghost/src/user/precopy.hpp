@@ -22,7 +22,9 @@ inline constexpr std::uint64_t kPrecopyPage = 4096;
 Result<std::optional<Parent>> precopy_capture(PrecopyState& s, Tracee& t, pid_t pid,
                                               std::uint64_t start_time);
 
-// The image id written, with its records (its runs): the next one's parent.
-void precopy_done(PrecopyState& s, const image::Image& img, const chain::ImageId& id);
+// The image id written, with its records (its runs): the next one's parent;
+// lost: pages it could not read (a round read as the process ran), to be
+// written again by the next.
+void precopy_done(PrecopyState& s, const image::Image& img, const chain::ImageId& id, Ranges lost);
 
 } // namespace ghost::user

@@ -6,6 +6,7 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 
 #include "ghost/chain.hpp"
@@ -25,6 +26,10 @@ struct PrecopyState {
     // Pages a scan reported written (and protected again) for an image
     // that was not completed: still written for the next one.
     Ranges unsent;
+    // For tests: run in a round that is not the last once it has let the
+    // process go, before the mappings' flags are read (flags) and before its
+    // pages are read (pages), so a test can change the process exactly there.
+    std::function<void()> before_flags, before_pages;
 };
 
 } // namespace ghost::user
