@@ -1,10 +1,14 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 // Pre-copy: a sequence of images of one running process, the first whole,
 // each after it holding only the pages written since the one before (an
-// incremental image whose PARENT names the previous one). The process is
-// held only to capture each image (copy-on-write), except for the last,
-// which is taken like any checkpoint: so the last image, the only one taken
-// while the process waits, is small when the process writes little.
+// incremental image whose PARENT names the previous one). For each image
+// but the last the process is held only to capture it (its state, and the
+// pages written since the previous image, protected again in the same
+// pass); its pages are then read as it runs on, and what it writes
+// meanwhile is in the next image. The last is taken like any checkpoint:
+// so the last image, the only one taken while the process waits, is small
+// when the process writes little. Only the whole sequence is one instant of
+// the process; an image but the last, restored alone, need not be.
 // migd's live migration sends the images as they are made and the
 // destination restores the whole sequence (RestartOptions::chain).
 //
