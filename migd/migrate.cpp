@@ -289,11 +289,14 @@ json Ops::local_move(Daemon& d, const json& req, const Client& who, const Emit& 
     json reply = move_reply(gid, to, dest_pid, *proc, ex->stats, total_ms);
     // From the last capture to the copy let go on the destination: for a
     // migration the time the process does not run.
-    const double downtime_ms = ms_since(held);
+    // (Less the time the last image watched the process still running.)
+    const double downtime_ms = ms_since(held) - static_cast<double>(ex->stats.watched_ns) / 1e6;
     if (!dup)
         reply["downtime_ms"] = downtime_ms;
     if (precopy)
-        reply["precopy"] = {{"rounds", rounds}, {"last_page_bytes", pc.last_page_bytes()}};
+        reply["precopy"] = {{"rounds", rounds},
+                            {"last_page_bytes", pc.last_page_bytes()},
+                            {"last_watched_ms", static_cast<double>(ex->stats.watched_ns) / 1e6}};
     else if (!dup)
         reply["precopy"] = no_precopy;
     if (!dup)

@@ -176,6 +176,24 @@ class Worker {
             *from = std::atoi(r.substr(0, sp).c_str());
         return r.substr(sp + 1);
     }
+    // Sends command and returns at once; replied() tells when its reply
+    // has come.
+    bool send(const std::string& command) {
+        const std::string c = command + "\n";
+        return ::write(cmd_wr_, c.data(), c.size()) == static_cast<ssize_t>(c.size());
+    }
+    // Whether a whole reply line has come (never waits); it is added to
+    // partial as it arrives.
+    bool replied(std::string& partial) {
+        for (char ch = 0;;) {
+            pollfd p{out_rd_, POLLIN, 0};
+            if (::poll(&p, 1, 0) <= 0 || ::read(out_rd_, &ch, 1) != 1)
+                return false;
+            partial += ch;
+            if (ch == '\n')
+                return true;
+        }
+    }
     void killed() {
         ::kill(pid_, SIGKILL);
         ::waitpid(pid_, nullptr, 0);

@@ -11,7 +11,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
+#include <optional>
 #include <string>
 
 #include "ghost/image.hpp"
@@ -80,6 +82,8 @@ TEST_F(Precopy, LaterImagesHoldOnlyWrittenPagesAndTheSequenceRestoresExactly) {
     const std::string r2 = w.ask("mutate2");
     auto last = round(w.pid(), pc, true);
     ASSERT_TRUE(last) << last.error().what();
+    EXPECT_TRUE(pc.state().flags_early)
+        << "the worker only waited in read(), yet its smaps was read again while held";
     EXPECT_EQ(pc.rounds(), 3u);
     EXPECT_GE(pc.last_page_bytes(), 5 * kPage);
     EXPECT_LT(pc.last_page_bytes(), 200 * kPage);
@@ -175,6 +179,51 @@ TEST_F(Precopy, AnImageTakenAgainKeepsThePagesItsFirstTryFoundWritten) {
     EXPECT_EQ(w.ask("report", &from), r2);
     EXPECT_EQ(from, *restored);
     EXPECT_EQ(w.ask("check"), "0 0\n");
+}
+
+// The last image reads the mappings' flags while the process still runs,
+// its system calls watched. A madvise() it makes meanwhile (the worker
+// marks C MADV_DONTFORK while it is watched) sends the flags to be read
+// again while it is held: the last image has the flag, and the restored
+// copy reports the memory of the last capture.
+TEST_F(Precopy, AMappingChangedWhileTheLastImageWatchesIsReadAgain) {
+    Worker w;
+    ghost::Precopy pc;
+    ASSERT_TRUE(round(w.pid(), pc, false));
+    const std::string r1 = w.ask("mutate1"); // maps C
+    ASSERT_TRUE(round(w.pid(), pc, false));
+    bool sent = false;
+    std::string reply;
+    pc.state().watched_until = [&] {
+        if (!sent) {
+            sent = true;
+            EXPECT_TRUE(w.send("dontfork"));
+            return false;
+        }
+        return w.replied(reply);
+    };
+    auto last = round(w.pid(), pc, true);
+    ASSERT_TRUE(last) << last.error().what();
+    EXPECT_FALSE(reply.empty()) << "the worker did not answer while it was watched";
+    EXPECT_FALSE(pc.state().flags_early) << "the flags read before the madvise() were kept";
+    w.killed();
+
+    ASSERT_EQ(::lseek(fd_, 0, SEEK_SET), 0);
+    ghost::image::FdSource src(fd_);
+    std::optional<ghost::image::Image> newest;
+    for (int i = 0; i < 3; i++) {
+        auto img = ghost::image::read(src);
+        ASSERT_TRUE(img) << img.error().what();
+        newest.emplace(std::move(*img));
+    }
+    EXPECT_TRUE(std::any_of(newest->vmas.begin(), newest->vmas.end(), [](const auto& v) {
+        return v.rec.flags & GHOST_VMA_DONTFORK;
+    })) << "the last image lacks the MADV_DONTFORK made while it watched";
+    pid_t from = 0;
+    auto restored = w.restart(engine_, path_, true);
+    ASSERT_TRUE(restored) << restored.error().what();
+    EXPECT_EQ(w.ask("report", &from), r1);
+    EXPECT_EQ(from, *restored);
 }
 
 // A sequence cut short (its last image truncated) or out of order is

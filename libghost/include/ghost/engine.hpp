@@ -50,10 +50,15 @@ enum class Fate {
 struct ExportStats {
     std::uint64_t bytes = 0;     // image size
     std::uint64_t frozen_ns = 0; // how long the process was held still
-    // The pages were copied from a copy-on-write snapshot (a fork made at
-    // the capture point) while the process ran on: a Fate::Run export where
-    // the engine could make one; otherwise it was held for the whole copy.
+    // The pages were copied while the process ran on, from a copy-on-write
+    // snapshot (a fork made at the capture point) or, in a pre-copy round,
+    // from the process itself: a Fate::Run export where the engine could;
+    // otherwise it was held for the whole copy.
     bool copy_on_write = false;
+    // Before it was held, how long the process ran on with its system calls
+    // watched while the export read what it could ahead (the last image of a
+    // user-engine pre-copy); not part of frozen_ns.
+    std::uint64_t watched_ns = 0;
 };
 
 // Where a ghost keeps its image. The descriptor is borrowed: the ghost takes

@@ -5,7 +5,9 @@
 // but the last the process is held only to capture it (its state, and the
 // pages written since the previous image, protected again in the same
 // pass); its pages are then read as it runs on, and what it writes
-// meanwhile is in the next image. The last is taken like any checkpoint:
+// meanwhile is in the next image. The last is taken like any checkpoint
+// (but that the mappings' flags are read just before the process is held,
+// its system calls watched, and again while held if it changed a mapping):
 // so the last image, the only one taken while the process waits, is small
 // when the process writes little. Only the whole sequence is one instant of
 // the process; an image but the last, restored alone, need not be.

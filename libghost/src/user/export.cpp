@@ -40,6 +40,7 @@
 #include "user/attrs.hpp"
 #include "user/creds.hpp"
 #include "user/dirty.hpp"
+#include "user/files.hpp"
 #include "user/locks.hpp"
 #include "user/mappings.hpp"
 #include "user/precopy.hpp"
@@ -99,103 +100,6 @@ Result<void> check_target(pid_t pid) {
     if (const int err = ghost_policy_target(&t, reason, sizeof(reason)); err < 0)
         return refused(err, reason);
     return {};
-}
-
-// ---- descriptors ----------------------------------------------------------------
-
-// Is @link, the path of a /proc file held open as @st, a file of
-// /proc/N/ whose process is gone? Its path then names nothing, or, once N
-// is reused, another process's file: another inode.
-bool dead_proc_file(const struct stat& st, const std::string& link) {
-    constexpr std::string_view kProc = "/proc/";
-    if (!link.starts_with(kProc))
-        return false;
-    const std::size_t end = link.find('/', kProc.size());
-    if (end == std::string::npos || end == kProc.size() ||
-        link.find_first_not_of("0123456789", kProc.size()) != end)
-        return false;
-    struct stat now {};
-    if (::lstat(link.c_str(), &now) != 0)
-        return errno == ENOENT || errno == ESRCH;
-    return now.st_dev == st.st_dev && now.st_ino != st.st_ino;
-}
-
-// The facts of a descriptor for ghost_policy_fd(): its type and device
-// from stat(2) of /proc/PID/fd/N, its path from readlink.
-Result<std::uint32_t> classify_fd(pid_t pid, int fd, const struct stat& st,
-                                  const std::string& link) {
-    ghost_fd_facts f{};
-    f.fd = static_cast<unsigned>(fd);
-    f.pid = pid;
-    f.mode = st.st_mode & S_IFMT;
-    if (S_ISCHR(st.st_mode)) {
-        f.major = major(st.st_rdev);
-        f.minor = minor(st.st_rdev);
-    }
-    f.reachable = !link.empty() && link[0] == '/' && !link.ends_with(" (deleted)");
-    f.deleted = !link.empty() && link[0] == '/' && link.ends_with(" (deleted)");
-    f.dead_proc = dead_proc_file(st, link);
-    f.path = link.c_str();
-    Reason reason{};
-    const int r = ghost_policy_fd(&f, reason, sizeof(reason));
-    if (r < 0)
-        return refused(r, reason);
-    return static_cast<std::uint32_t>(r);
-}
-
-// fdinfo[i] gets the /proc/PID/fdinfo text of the i-th file, which
-// capture_locks() reads its locks from.
-Result<std::vector<image::File>> capture_files(pid_t pid, std::vector<std::string>& fdinfo) {
-    auto fds = list_fds(pid);
-    if (!fds)
-        return fds.error();
-    std::vector<image::File> out;
-    std::uint64_t ids = 0;
-    for (const int fd : *fds) {
-        const std::string p = fmt::format("/proc/{}/fd/{}", pid, fd);
-        auto link = read_link(p);
-        if (!link)
-            continue; // closed meanwhile: cannot happen while held
-        auto info = read_text(fmt::format("/proc/{}/fdinfo/{}", pid, fd));
-        if (!info)
-            return info.error();
-        image::File f;
-        f.path = *link;
-        f.rec.fd = fd;
-        f.rec.path_len = static_cast<std::uint32_t>(f.path.size());
-        const auto flags = static_cast<std::uint32_t>(parse_u64(status_field(*info, "flags"), 8));
-        f.rec.flags = flags & ~static_cast<std::uint32_t>(O_CLOEXEC);
-        f.rec.fd_flags = (flags & O_CLOEXEC) ? FD_CLOEXEC : 0;
-        struct stat st {};
-        if (::stat(p.c_str(), &st) != 0)
-            return Error::from_errno(
-                errno, fmt::format("cannot stat fd {} of pid {}: {}", fd, pid, errno_text(errno)));
-        f.rec.mode = st.st_mode & S_IFMT;
-
-        // A dup of an earlier descriptor: one open file, one offset, one
-        // file id (ids count the open files in order).
-        const image::File* same = nullptr;
-        for (const auto& e : out)
-            if (e.rec.kind != GHOST_FILE_DUP &&
-                ::syscall(SYS_kcmp, pid, pid, KCMP_FILE, e.rec.fd, fd) == 0) {
-                same = &e;
-                break;
-            }
-        if (same) {
-            f.rec.kind = GHOST_FILE_DUP;
-            f.rec.file_id = same->rec.file_id;
-        } else {
-            f.rec.file_id = ++ids;
-            auto kind = classify_fd(pid, fd, st, *link);
-            if (!kind)
-                return kind.error();
-            f.rec.kind = *kind;
-            f.rec.pos = parse_u64(status_field(*info, "pos"));
-        }
-        out.push_back(std::move(f));
-        fdinfo.push_back(std::move(*info));
-    }
-    return out;
 }
 
 // ---- the rest of the task -------------------------------------------------------
@@ -339,7 +243,24 @@ Result<ExportStats> export_once(pid_t pid, Fate fate, int out, std::string_view 
     if (!held)
         return held.error();
     Tracee& t = *held;
+    // The last image of a pre-copy is the downtime, and smaps's walk of
+    // every page (10-15 ms a GiB) its longest step: the flags are read while
+    // the process still runs, its system calls watched, and read again once
+    // it is held if it made any call that could change a mapping.
+    std::optional<EarlySmaps> early;
+    const auto watch0 = std::chrono::steady_clock::now();
+    const bool watch = precopy && fate != Fate::Run && !t.group_stopped();
+    if (watch) {
+        auto e = smaps_while_watched(t, precopy->watched_until);
+        if (!e)
+            return e.error();
+        early = std::move(*e);
+    }
     const auto t0 = std::chrono::steady_clock::now();
+    const std::uint64_t watched_ns =
+        watch ? static_cast<std::uint64_t>(
+                    std::chrono::duration_cast<std::chrono::nanoseconds>(t0 - watch0).count())
+              : 0;
     auto regs0 = t.regs();
     if (!regs0)
         return regs0.error();
@@ -410,7 +331,14 @@ Result<ExportStats> export_once(pid_t pid, Fate fate, int out, std::string_view 
     const bool live = precopy && fate == Fate::Run;
     const bool defer =
         defer_flags && fate == Fate::Run && (live || (!vmlck.empty() && parse_u64(vmlck) == 0));
-    auto smaps = defer ? EarlySmaps::deferred(pid) : EarlySmaps::start(pid);
+    // The early read stands where no mapping is locked (its lock-on-fault
+    // test counts resident pages, which change as the process runs).
+    const bool use_early = early && !vmlck.empty() && parse_u64(vmlck) == 0;
+    if (precopy)
+        precopy->flags_early = use_early;
+    auto smaps = defer       ? EarlySmaps::deferred(pid)
+                 : use_early ? std::move(*early)
+                             : EarlySmaps::start(pid);
     // Until the image is begun, any failure of a deferred try is answered
     // by a try the old way: a refusal that needs the flags (hugetlb, a
     // device mapping) then comes in ghost.ko's order, before those of the
@@ -603,6 +531,7 @@ Result<ExportStats> export_once(pid_t pid, Fate fate, int out, std::string_view 
         precopy_done(*precopy, img, written, std::move(lost));
 
     ExportStats stats{w.offset(), frozen_ns};
+    stats.watched_ns = watched_ns;
     stats.copy_on_write = snap.has_value() || live;
     if (snap || live)
         return stats;

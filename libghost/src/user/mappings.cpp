@@ -3,7 +3,9 @@
 #include "user/mappings.hpp"
 
 #include <sys/mman.h>
+#include <sys/syscall.h>
 
+#include <chrono>
 #include <optional>
 #include <system_error>
 
@@ -114,6 +116,90 @@ EarlySmaps EarlySmaps::start(pid_t pid) {
         // No thread: get() reads it.
     }
     return s;
+}
+
+bool EarlySmaps::ready() const {
+    return !f_.valid() || f_.wait_for(std::chrono::seconds(0)) == std::future_status::ready;
+}
+
+bool leaves_mappings_alone(long nr) {
+    switch (nr) {
+    case SYS_read:
+    case SYS_write:
+    case SYS_readv:
+    case SYS_writev:
+    case SYS_pread64:
+    case SYS_pwrite64:
+    case SYS_preadv:
+    case SYS_pwritev:
+    case SYS_preadv2:
+    case SYS_pwritev2:
+    case SYS_close:
+    case SYS_lseek:
+    case SYS_fstat:
+    case SYS_newfstatat:
+    case SYS_statx:
+    case SYS_openat:
+    case SYS_poll:
+    case SYS_ppoll:
+    case SYS_select:
+    case SYS_pselect6:
+    case SYS_epoll_wait:
+    case SYS_epoll_pwait:
+    case SYS_epoll_pwait2:
+    case SYS_nanosleep:
+    case SYS_clock_nanosleep:
+    case SYS_clock_gettime:
+    case SYS_clock_getres:
+    case SYS_gettimeofday:
+    case SYS_time:
+    case SYS_futex:
+    case SYS_getpid:
+    case SYS_gettid:
+    case SYS_getppid:
+    case SYS_sched_yield:
+    case SYS_rt_sigprocmask:
+    case SYS_rt_sigaction:
+    case SYS_rt_sigreturn:
+    case SYS_rt_sigtimedwait:
+    case SYS_rt_sigsuspend:
+    case SYS_pause:
+    case SYS_restart_syscall:
+    case SYS_kill:
+    case SYS_tgkill:
+    case SYS_tkill:
+    case SYS_recvfrom:
+    case SYS_sendto:
+    case SYS_recvmsg:
+    case SYS_sendmsg:
+    case SYS_recvmmsg:
+    case SYS_sendmmsg:
+    case SYS_accept:
+    case SYS_accept4:
+    case SYS_connect:
+    case SYS_wait4:
+    case SYS_waitid:
+    case SYS_getrusage:
+    case SYS_getrandom:
+    case SYS_dup:
+    case SYS_dup2:
+    case SYS_dup3:
+        return true;
+    default:
+        return false; // mmap, madvise, mlock, prctl, ioctl, clone, execve...
+    }
+}
+
+Result<std::optional<EarlySmaps>> smaps_while_watched(Tracee& t,
+                                                      const std::function<bool()>& until) {
+    auto e = EarlySmaps::start(t.pid());
+    auto calm =
+        t.run_watched([&] { return e.ready() && (!until || until()); }, leaves_mappings_alone);
+    if (!calm)
+        return calm.error();
+    if (*calm)
+        return std::optional<EarlySmaps>();
+    return std::optional<EarlySmaps>(std::move(e));
 }
 
 EarlySmaps EarlySmaps::deferred(pid_t pid) {

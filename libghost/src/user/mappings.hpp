@@ -15,6 +15,7 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <functional>
 #include <future>
 #include <vector>
 
@@ -27,8 +28,9 @@ namespace ghost::user {
 
 class EarlySmaps {
   public:
-    // Starts reading pid's smaps, the process held. Never fails: without a
-    // thread to be had (RLIMIT_NPROC...) it is read when asked for.
+    // Starts reading pid's smaps, the process held (or running on with its
+    // system calls watched: the last image of a pre-copy). Never fails:
+    // without a thread to be had (RLIMIT_NPROC...) it is read when asked for.
     static EarlySmaps start(pid_t pid);
     // No smaps while held: get() hands maps back as read, without VmFlags;
     // the flags come from the copy-on-write snapshot's smaps once the
@@ -40,6 +42,8 @@ class EarlySmaps {
     Result<std::vector<MapEntry>> get(const Result<std::vector<MapEntry>>& plain);
     // What get() handed back.
     const std::vector<MapEntry>& used() const { return used_; }
+    // Whether get() would not wait.
+    bool ready() const;
 
   private:
     pid_t pid_ = 0;
@@ -53,6 +57,18 @@ class EarlySmaps {
 // ghost.ko's order.
 Result<std::vector<image::Vma>> capture_maps(pid_t pid, const ghost_mm& mm, const Parent* parent,
                                              EarlySmaps& smaps);
+
+// Whether system call nr leaves every mapping and its flags as they are
+// (reads, writes, sleeps, signals...): while a process makes only such calls,
+// an early reading of its smaps stays true (Tracee::run_watched()).
+bool leaves_mappings_alone(long nr);
+
+// The last image of a pre-copy: the smaps of t's process, read while it
+// runs on with its system calls watched (Tracee::run_watched(); until, for
+// tests, must also say the read is done), then held again; nullopt where it
+// made a call that could change a mapping.
+Result<std::optional<EarlySmaps>> smaps_while_watched(Tracee& t,
+                                                      const std::function<bool()>& until);
 
 // After capture_maps() with EarlySmaps::deferred(): each mapping's class
 // and attributes from the smaps of child, the snapshot forked at the

@@ -30,6 +30,12 @@ struct PrecopyState {
     // process go, before the mappings' flags are read (flags) and before its
     // pages are read (pages), so a test can change the process exactly there.
     std::function<void()> before_flags, before_pages;
+    // For tests: the last image's early smaps is taken as done only once
+    // this says so too (a test changes the process while it is watched).
+    std::function<bool()> watched_until;
+    // Whether the last image took its mappings' flags from the smaps read
+    // while the process still ran (false: read again while held).
+    bool flags_early = false;
 };
 
 } // namespace ghost::user

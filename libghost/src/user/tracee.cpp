@@ -68,8 +68,11 @@ Result<Tracee> Tracee::seize(pid_t pid) {
         auto st = t.wait_stop();
         if (!st)
             return st.error();
-        if ((*st >> 16) == PTRACE_EVENT_STOP)
+        if ((*st >> 16) == PTRACE_EVENT_STOP) {
+            // SIGTRAP for our interrupt; the stop signal in a group-stop.
+            t.group_stopped_ = WSTOPSIG(*st) != SIGTRAP;
             return t;
+        }
         // A signal on its way in first: let it through (a stop signal is
         // held until we let go), then the interrupt traps.
         const int sig = WSTOPSIG(*st);
@@ -87,8 +90,8 @@ Result<Tracee> Tracee::seize(pid_t pid) {
 
 Tracee::Tracee(Tracee&& o) noexcept
     : pid_(o.pid_), attached_(std::exchange(o.attached_, false)), insn_(o.insn_),
-      held_stop_(o.held_stop_), snapshot_(o.snapshot_), scratch_(o.scratch_),
-      have_template_(o.have_template_), mem_(std::move(o.mem_)) {}
+      held_stop_(o.held_stop_), group_stopped_(o.group_stopped_), snapshot_(o.snapshot_),
+      scratch_(o.scratch_), have_template_(o.have_template_), mem_(std::move(o.mem_)) {}
 
 Tracee::~Tracee() {
     if (attached_ && snapshot_)

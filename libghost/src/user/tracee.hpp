@@ -11,6 +11,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <span>
 #include <vector>
@@ -101,6 +102,17 @@ class Tracee {
     // Lets it go; with sig, sends it sig first (SIGSTOP, SIGKILL).
     Result<void> detach(int sig = 0);
 
+    // Whether it was stopped by a stop signal (group-stop) when seized.
+    bool group_stopped() const { return group_stopped_; }
+    // Lets the held tracee run on until done() says so, stopping it at each
+    // system call it enters, then holds it again as seize() does (an
+    // interrupted call is restarted when it goes on). Returns whether it
+    // entered any call that allowed() refuses. A stop signal meanwhile is
+    // held for later, any other delivered. While it runs no stop lasts
+    // longer than a poll (50 us) beyond the tracer's own work.
+    // (user/tracee_gate.cpp)
+    Result<bool> run_watched(const std::function<bool()>& done, bool (*allowed)(long nr));
+
     // Forks the tracee inside it and returns the child, held by us from
     // before its first instruction: a copy-on-write snapshot of the
     // tracee's memory that can be read while the tracee runs on. The clone
@@ -147,9 +159,10 @@ class Tracee {
     bool attached_ = false;
     std::uint64_t insn_ = 0;
     bool trap_follows_ = false;
-    int held_stop_ = 0;     // a SIGSTOP that arrived while we worked: resent at detach
-    bool snapshot_ = false; // made by fork_snapshot(): killed, never let go
-    Regs scratch_{};        // register template for call()
+    int held_stop_ = 0;          // a SIGSTOP that arrived while we worked: resent at detach
+    bool group_stopped_ = false; // seized in a group-stop
+    bool snapshot_ = false;      // made by fork_snapshot(): killed, never let go
+    Regs scratch_{};             // register template for call()
     bool have_template_ = false;
     UniqueFd mem_;
 };
