@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -219,6 +220,33 @@ TEST_F(Precopy, AMappingChangedWhileTheLastImageWatchesIsReadAgain) {
     EXPECT_TRUE(std::any_of(newest->vmas.begin(), newest->vmas.end(), [](const auto& v) {
         return v.rec.flags & GHOST_VMA_DONTFORK;
     })) << "the last image lacks the MADV_DONTFORK made while it watched";
+    pid_t from = 0;
+    auto restored = w.restart(engine_, path_, true);
+    ASSERT_TRUE(restored) << restored.error().what();
+    EXPECT_EQ(w.ask("report", &from), r1);
+    EXPECT_EQ(from, *restored);
+}
+
+// A signal that comes while the last image watches the process is
+// delivered as it came (SIGWINCH, ignored by the worker), and the image is
+// taken with the flags read early: a signal changes no mapping.
+TEST_F(Precopy, ASignalWhileTheLastImageWatchesIsDelivered) {
+    Worker w;
+    ghost::Precopy pc;
+    ASSERT_TRUE(round(w.pid(), pc, false));
+    const std::string r1 = w.ask("mutate1");
+    int polls = 0;
+    pc.state().watched_until = [&] {
+        if (polls == 0) {
+            EXPECT_EQ(::kill(w.pid(), SIGWINCH), 0);
+        }
+        return ++polls > 20; // about a millisecond for it to arrive
+    };
+    auto last = round(w.pid(), pc, true);
+    ASSERT_TRUE(last) << last.error().what();
+    EXPECT_GT(polls, 20);
+    EXPECT_TRUE(pc.state().flags_early) << "a signal sent the flags to be read again";
+    w.killed();
     pid_t from = 0;
     auto restored = w.restart(engine_, path_, true);
     ASSERT_TRUE(restored) << restored.error().what();

@@ -36,8 +36,9 @@ Result<bool> Tracee::run_watched(const std::function<bool()>& done, bool (*allow
     int sig = 0;
     // Once done: PTRACE_INTERRUPT. With PTRACE_SYSCALL in effect the kernel
     // may report it as the exit stop of the call it interrupted, and then
-    // restarts that call on the next resume; so from then on every stop is
-    // interrupted again and resumed with PTRACE_CONT (no more call stops):
+    // restarts that call on the next resume; so from then on every stop (a
+    // call's or a signal's) is interrupted again and resumed with
+    // PTRACE_CONT (no more call stops):
     // the tracee traps on its way back to user mode, before any instruction
     // or call of its own, as seize() leaves it.
     const auto interrupt = [&] {
@@ -91,6 +92,8 @@ Result<bool> Tracee::run_watched(const std::function<bool()>& done, bool (*allow
             held_stop_ = s; // resent at detach, as while it is held
         else
             sig = s;
+        if (!interrupt())
+            return died("it was being held again");
     }
 }
 
