@@ -323,17 +323,17 @@ Result<ExportStats> export_once(pid_t pid, Fate fate, int out, std::string_view 
     // ask()'s scratch page and the pre-copy's registrations would wait for
     // the walk, which holds the mapping lock).
     const std::string vmlck = status_field(*status, "VmLck");
+    const bool unlocked = !vmlck.empty() && parse_u64(vmlck) == 0;
     // A pre-copy round that is not the last needs no snapshot: every page
     // it reads was protected again by the scan above, so whatever the
     // process writes while it is read is in the next image. It reads the
     // process itself once it runs again (no fork: its page tables cost
     // 20-25 ms a GiB of the time it is held), and its flags too.
     const bool live = precopy && fate == Fate::Run;
-    const bool defer =
-        defer_flags && fate == Fate::Run && (live || (!vmlck.empty() && parse_u64(vmlck) == 0));
+    const bool defer = defer_flags && fate == Fate::Run && (live || unlocked);
     // The early read stands where no mapping is locked (its lock-on-fault
     // test counts resident pages, which change as the process runs).
-    const bool use_early = early && !vmlck.empty() && parse_u64(vmlck) == 0;
+    const bool use_early = early && unlocked;
     if (precopy)
         precopy->flags_early = use_early;
     auto smaps = defer       ? EarlySmaps::deferred(pid)

@@ -26,12 +26,7 @@ namespace ghost::user {
 
 namespace {
 
-constexpr int kSyscallStop = SIGTRAP | 0x80; // with PTRACE_O_TRACESYSGOOD
 constexpr std::size_t kMaxXstate = 64 * 1024;
-
-bool is_stop_signal(int sig) {
-    return sig == SIGSTOP || sig == SIGTSTP || sig == SIGTTIN || sig == SIGTTOU;
-}
 
 long pt(enum __ptrace_request req, pid_t pid, void* addr = nullptr, void* data = nullptr) {
     return ::ptrace(req, pid, addr, data);

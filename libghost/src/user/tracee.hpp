@@ -5,6 +5,7 @@
 // user_import.
 #pragma once
 
+#include <signal.h>
 #include <sys/ptrace.h>
 #include <sys/types.h>
 #include <sys/user.h>
@@ -26,6 +27,15 @@ using Regs = user_regs_struct;
 // Whether a raw system call result is an error (-4095..-1).
 inline bool is_err(long r) {
     return r < 0 && r > -4096;
+}
+
+// The stop of a system call's entry or exit (PTRACE_O_TRACESYSGOOD).
+inline constexpr int kSyscallStop = SIGTRAP | 0x80;
+
+// Whether sig stops a process: the tracer holds such a signal while it
+// works and sends it again as it lets go.
+inline bool is_stop_signal(int sig) {
+    return sig == SIGSTOP || sig == SIGTSTP || sig == SIGTTIN || sig == SIGTTOU;
 }
 
 // A registered rseq area (PTRACE_GET_RSEQ_CONFIGURATION).

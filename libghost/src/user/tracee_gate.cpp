@@ -20,14 +20,9 @@ namespace ghost::user {
 
 namespace {
 
-constexpr int kSyscallStop = SIGTRAP | 0x80; // with PTRACE_O_TRACESYSGOOD
 // How long the tracer sleeps between looks: a stopped call waits at most
 // this long for it.
 constexpr long kPollNs = 50 * 1000;
-
-bool stop_signal(int sig) {
-    return sig == SIGSTOP || sig == SIGTSTP || sig == SIGTTIN || sig == SIGTTOU;
-}
 
 } // namespace
 
@@ -88,7 +83,7 @@ Result<bool> Tracee::run_watched(const std::function<bool()>& done, bool (*allow
                 return died("it was being held again");
             continue;
         }
-        if (stop_signal(s))
+        if (is_stop_signal(s))
             held_stop_ = s; // resent at detach, as while it is held
         else
             sig = s;
