@@ -51,6 +51,16 @@ class Precopy : public ::testing::Test {
         return ghost::checkpoint(engine_, pid, fd_, o);
     }
 
+    // Restarts the sequence in the stream file as w's process: the copy
+    // answers, as itself, with report.
+    void restored_reports(Worker& w, const std::string& report) {
+        pid_t from = 0;
+        auto restored = w.restart(engine_, path_, true);
+        ASSERT_TRUE(restored) << restored.error().what();
+        EXPECT_EQ(w.ask("report", &from), report);
+        EXPECT_EQ(from, *restored);
+    }
+
     ghost::UserEngine engine_;
     std::string path_;
     int fd_ = -1;
@@ -102,11 +112,7 @@ TEST_F(Precopy, LaterImagesHoldOnlyWrittenPagesAndTheSequenceRestoresExactly) {
     }
     EXPECT_EQ(total, first->bytes + second->bytes + last->bytes);
 
-    pid_t from = 0;
-    auto restored = w.restart(engine_, path_, true);
-    ASSERT_TRUE(restored) << restored.error().what();
-    EXPECT_EQ(w.ask("report", &from), r2);
-    EXPECT_EQ(from, *restored);
+    ASSERT_NO_FATAL_FAILURE(restored_reports(w, r2));
     EXPECT_EQ(w.ask("check"), "0 0\n") << "a dropped page came back from an earlier image";
     EXPECT_NE(w.ask("mutate1"), r2);
 }
@@ -135,11 +141,7 @@ TEST_F(Precopy, ARoundReadsTheRunningProcessAndTheNextImageCarriesWhatChanged) {
     EXPECT_GE(pc.last_page_bytes(), (10 + kSmall) * kPage)
         << "the pages written while the first image was read are missing";
     w.killed();
-    pid_t from = 0;
-    auto restored = w.restart(engine_, path_, true);
-    ASSERT_TRUE(restored) << restored.error().what();
-    EXPECT_EQ(w.ask("report", &from), r1);
-    EXPECT_EQ(from, *restored);
+    ASSERT_NO_FATAL_FAILURE(restored_reports(w, r1));
     const std::string check = w.ask("check");
     EXPECT_TRUE(check.ends_with(" 0\n")) << "a dropped page is not zero: " << check;
 }
@@ -174,11 +176,7 @@ TEST_F(Precopy, AnImageTakenAgainKeepsThePagesItsFirstTryFoundWritten) {
     auto last = round(w.pid(), pc, true);
     ASSERT_TRUE(last) << last.error().what();
     w.killed();
-    pid_t from = 0;
-    auto restored = w.restart(engine_, path_, true);
-    ASSERT_TRUE(restored) << restored.error().what();
-    EXPECT_EQ(w.ask("report", &from), r2);
-    EXPECT_EQ(from, *restored);
+    ASSERT_NO_FATAL_FAILURE(restored_reports(w, r2));
     EXPECT_EQ(w.ask("check"), "0 0\n");
 }
 
@@ -220,11 +218,7 @@ TEST_F(Precopy, AMappingChangedWhileTheLastImageWatchesIsReadAgain) {
     EXPECT_TRUE(std::any_of(newest->vmas.begin(), newest->vmas.end(), [](const auto& v) {
         return v.rec.flags & GHOST_VMA_DONTFORK;
     })) << "the last image lacks the MADV_DONTFORK made while it watched";
-    pid_t from = 0;
-    auto restored = w.restart(engine_, path_, true);
-    ASSERT_TRUE(restored) << restored.error().what();
-    EXPECT_EQ(w.ask("report", &from), r1);
-    EXPECT_EQ(from, *restored);
+    ASSERT_NO_FATAL_FAILURE(restored_reports(w, r1));
 }
 
 // A signal that comes while the last image watches the process is
@@ -247,11 +241,7 @@ TEST_F(Precopy, ASignalWhileTheLastImageWatchesIsDelivered) {
     EXPECT_GT(polls, 20);
     EXPECT_TRUE(pc.state().flags_early) << "a signal sent the flags to be read again";
     w.killed();
-    pid_t from = 0;
-    auto restored = w.restart(engine_, path_, true);
-    ASSERT_TRUE(restored) << restored.error().what();
-    EXPECT_EQ(w.ask("report", &from), r1);
-    EXPECT_EQ(from, *restored);
+    ASSERT_NO_FATAL_FAILURE(restored_reports(w, r1));
 }
 
 // A sequence cut short (its last image truncated) or out of order is
