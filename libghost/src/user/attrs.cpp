@@ -102,9 +102,13 @@ Result<void> check_attrs(pid_t pid) {
     auto status = read_text(fmt::format("/proc/{}/status", pid));
     if (!status)
         return Error::from_errno(ESRCH, fmt::format("no process with pid {}", pid));
+    return check_attrs(pid, *status);
+}
+
+Result<void> check_attrs(pid_t pid, std::string_view status) {
     ghost_attrs_facts f{};
     f.pid = pid;
-    f.seccomp = parse_int(status_field(*status, "Seccomp"));
+    f.seccomp = parse_int(status_field(status, "Seccomp"));
     const auto time = ns_id(fmt::format("/proc/{}/ns/time", pid));
     const auto children = ns_id(fmt::format("/proc/{}/ns/time_for_children", pid));
     const auto own = ns_id("/proc/self/ns/time");

@@ -24,7 +24,9 @@ namespace ghost::user {
 
 // ghost_policy_attrs() from /proc/PID/status (Seccomp) and /proc/PID/ns
 // (time, time_for_children): before the process is touched, and again once
-// it is held and before any system call runs in it.
+// it is held and before any system call runs in it. status: the text of
+// /proc/PID/status, where the caller has read it already.
+Result<void> check_attrs(pid_t pid, std::string_view status);
 Result<void> check_attrs(pid_t pid);
 
 // What only the held process can say, with system calls run inside it

@@ -80,10 +80,10 @@ bool has_children(pid_t pid) {
     return false;
 }
 
-// What is refused before the process is touched (ghost_policy_target()).
-Result<void> check_target(pid_t pid) {
+// What is refused before the process is touched (ghost_policy_target()),
+// status the text of its /proc/PID/status.
+Result<void> check_target(pid_t pid, const Result<std::string>& status) {
     auto stat = read_stat(pid);
-    auto status = read_text(fmt::format("/proc/{}/status", pid));
     if (pid != ::getpid() && (!stat || !status))
         return Error::from_errno(ESRCH, fmt::format("no process with pid {}", pid));
     const auto state = status ? status_field(*status, "State") : std::string();
@@ -214,9 +214,10 @@ bool fork_sees_all(const std::vector<image::Vma>& vmas) {
 } // namespace
 
 Result<void> check_untouched(pid_t pid) {
-    if (auto c = check_target(pid); !c)
+    const auto status = read_text(fmt::format("/proc/{}/status", pid));
+    if (auto c = check_target(pid, status); !c)
         return c;
-    return check_attrs(pid);
+    return status ? check_attrs(pid, *status) : check_attrs(pid);
 }
 
 namespace {
@@ -284,8 +285,13 @@ Result<ExportStats> export_once(pid_t pid, Fate fate, int out, std::string_view 
         return e;
     };
 
-    // Held now: a seccomp filter would kill it for our system calls.
-    if (auto c = check_attrs(pid); !c)
+    // Held now: a seccomp filter would kill it for our system calls. The
+    // rest of its status (pending signals, credentials...) is read here too,
+    // once: nothing the questions below run in it changes those lines.
+    auto status = read_text(fmt::format("/proc/{}/status", pid));
+    if (!status)
+        return fail(Error::from_errno(ESRCH, fmt::format("no process with pid {}", pid)));
+    if (auto c = check_attrs(pid, *status); !c)
         return fail(c.error());
     // No handler may run in it while it answers our questions.
     if (auto s = t.set_signal_mask(~0ULL); !s)
@@ -313,9 +319,6 @@ Result<ExportStats> export_once(pid_t pid, Fate fate, int out, std::string_view 
 
     // ghost.ko's refusals, in its order (ghost_policy_task(), then the
     // mappings, the descriptors and the working directory).
-    auto status = read_text(fmt::format("/proc/{}/status", pid));
-    if (!status)
-        return fail(status.error());
     // smaps walks every page for its counters. A process that runs on, with
     // no locked memory (which a fork does not pass on), has its mappings'
     // flags read from the snapshot's smaps after it is let go; for any
