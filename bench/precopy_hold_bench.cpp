@@ -29,17 +29,31 @@
 
 namespace {
 
-// A child holding mib MiB, every page written, then rewriting 1 MiB/s.
+// A child holding mib MiB, every page written, then rewriting 1 MiB/s;
+// returned once every page is written (at 2 GiB that takes a second or
+// more, and an image taken before would carry the first writes' frontier).
 pid_t start_writer(unsigned mib) {
+    int ready[2];
+    if (::pipe2(ready, O_CLOEXEC) != 0)
+        return -1;
     const pid_t pid = ::fork();
-    if (pid != 0)
-        return pid;
+    if (pid != 0) {
+        ::close(ready[1]);
+        char c = 0;
+        const bool ok = pid > 0 && ::read(ready[0], &c, 1) == 1;
+        ::close(ready[0]);
+        return ok ? pid : -1;
+    }
+    ::close(ready[0]);
     const std::size_t len = std::size_t{mib} << 20;
     auto* p = static_cast<unsigned char*>(
         ::mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
     if (p == MAP_FAILED)
         ::_exit(1);
     std::memset(p, 1, len);
+    if (::write(ready[1], "r", 1) != 1)
+        ::_exit(1);
+    ::close(ready[1]);
     std::size_t at = 0;
     const timespec tick{0, 10 * 1000 * 1000};
     for (unsigned char gen = 2;; gen++) {
@@ -81,7 +95,10 @@ int main(int argc, char** argv) {
                "|---|---|---|---|---|\n");
     for (const unsigned mib : sizes) {
         const pid_t pid = start_writer(mib);
-        ::usleep(200000 + mib * 1000);
+        if (pid < 0) {
+            fmt::print(stderr, "ghost_bench_precopy_hold: cannot start a {} MiB writer\n", mib);
+            return 1;
+        }
         const auto held = [&](ghost::Precopy* pc, ghost::Fate fate) -> double {
             ghost::CheckpointOptions o;
             o.fate = fate;
