@@ -39,7 +39,8 @@ constexpr std::uint64_t kAnon = 0x6e0000000000ULL;  // 256 pages
 constexpr std::uint64_t kFile = 0x6e1000000000ULL;  // a 64-page file, private
 constexpr std::uint64_t kGuard = 0x6e2000000000ULL; // 8 pages, a guard at 3
 constexpr std::uint64_t kLate = 0x6e3000000000ULL;  // mapped when asked
-constexpr int kAnonPages = 256, kFilePages = 64;
+constexpr std::uint64_t kWide = 0x6e4000000000ULL;  // 3 page tables' worth, 2 pages
+constexpr int kAnonPages = 256, kFilePages = 64, kWidePages = 1536;
 
 void* map_at(std::uint64_t at, std::size_t len, int flags, int fd = -1) {
     void* p = mmap(reinterpret_cast<void*>(at), len, PROT_READ | PROT_WRITE,
@@ -70,6 +71,12 @@ class Child {
             for (int i = 100; i < 140; i++)
                 a[i * kPage] = 2;
             madvise(const_cast<char*>(a) + 110 * kPage, 20 * kPage, MADV_DONTNEED);
+            // Its middle page table never filled: the kernel reports that
+            // hole without looking at its entries.
+            auto* w = static_cast<volatile char*>(
+                map_at(kWide, kWidePages * kPage, MAP_PRIVATE | MAP_ANONYMOUS));
+            w[0] = 1;
+            w[(kWidePages - 1) * kPage] = 1;
             auto* f =
                 static_cast<volatile char*>(map_at(kFile, kFilePages * kPage, MAP_PRIVATE, fd));
             for (int i = 0; i < 20; i++)
@@ -181,6 +188,13 @@ TEST_F(PageRuns, AnonymousPagesWithHolesAndDroppedPages) {
     const auto got = both(vma_of(kAnon, kAnonPages, false));
     EXPECT_EQ(got.substr(0, got.find(' ')), std::to_string(expect)) << got;
     EXPECT_NE(got.find(" 96+1 99+11 130+10 141+1 "), std::string::npos) << got;
+}
+
+TEST_F(PageRuns, AMappingWhosePagesAreMostlyHoles) {
+    EXPECT_EQ(both(vma_of(kWide, kWidePages, false)), "2 pages: 0+1 1535+1");
+    // From inside a hole to inside another, and from a page to its end.
+    EXPECT_EQ(both(vma_of(kWide + 5 * kPage, kWidePages - 10, false)), "0 pages:");
+    EXPECT_EQ(both(vma_of(kWide + (kWidePages - 1) * kPage, 1, false)), "1 pages: 0+1");
 }
 
 TEST_F(PageRuns, OfAFileMappingOnlyThePrivateCopies) {

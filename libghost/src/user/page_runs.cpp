@@ -47,6 +47,8 @@ void add_pages(image::Vma& v, std::uint64_t addr, std::uint64_t n, bool inherite
 // A region of pages of equal categories: the whole of it, or in stretches
 // the parent does or does not hold (a pre-copy's previous image).
 void add_region(image::Vma& v, std::uint64_t start, std::uint64_t end, const Parent* parent) {
+    if (start >= end)
+        return;
     if (!parent || parent->mode() != DirtyMode::Tracked) {
         add_pages(v, start, (end - start) / kPage, false);
         return;
@@ -59,20 +61,44 @@ void add_region(image::Vma& v, std::uint64_t start, std::uint64_t end, const Par
     }
 }
 
-Result<void> scan_runs(int pagemap, image::Vma& v, const Parent* parent, bool anon_only) {
+// The pages of an anonymous mapping: all but those that are not present
+// and not swapped. The kernel is asked for the pages that are not present
+// (holes, swapped and guard pages): it walks every page either way, but
+// a page it reports costs about three times one it passes over, and a
+// process's pages are mostly present (2 GiB: 1.7 ms, against 6.7 ms for
+// asking for the present ones).
+Result<void> scan_anon_runs(int pagemap, image::Vma& v, const Parent* parent) {
+    ScanQuery q;
+    q.category_inverted = kPageIsPresent;
+    q.category_mask = kPageIsPresent;
+    q.return_mask = kPageIsSwapped | kPageIsGuard;
+    std::uint64_t from = v.rec.start; // present from here to the next region
+    auto s = pagemap_scan(pagemap, v.rec.start, v.rec.end, q,
+                          [&](std::uint64_t b, std::uint64_t e, std::uint64_t cat) -> Result<void> {
+                              if (cat & kPageIsGuard)
+                                  return guard_refused(b);
+                              add_region(v, from, b, parent);
+                              if (cat & kPageIsSwapped)
+                                  add_region(v, b, e, parent);
+                              from = e;
+                              return {};
+                          });
+    if (s)
+        add_region(v, from, v.rec.end, parent);
+    return s;
+}
+
+// The private copies of a file mapping (present, not the file's page) and
+// its swapped pages: asked for as they are, they are few.
+Result<void> scan_file_runs(int pagemap, image::Vma& v, const Parent* parent) {
     ScanQuery q;
     q.category_anyof_mask = kPageIsPresent | kPageIsSwapped;
-    // Asking whether a page is a file's costs a look at every page (about
-    // three times the walk): only a file mapping needs it.
-    q.return_mask = kPageIsPresent | kPageIsSwapped | kPageIsGuard | (anon_only ? kPageIsFile : 0);
+    q.return_mask = kPageIsPresent | kPageIsSwapped | kPageIsGuard | kPageIsFile;
     return pagemap_scan(pagemap, v.rec.start, v.rec.end, q,
                         [&](std::uint64_t s, std::uint64_t e, std::uint64_t cat) -> Result<void> {
                             if (cat & kPageIsGuard)
                                 return guard_refused(s);
-                            const bool exists =
-                                (cat & kPageIsSwapped) ||
-                                ((cat & kPageIsPresent) && !(anon_only && (cat & kPageIsFile)));
-                            if (exists)
+                            if ((cat & kPageIsSwapped) || !(cat & kPageIsFile))
                                 add_region(v, s, e, parent);
                             return {};
                         });
@@ -112,7 +138,8 @@ Result<void> find_runs(int pagemap, image::Vma& v, PagemapBuffer& buf, const Par
     // Soft-dirty bits are per page: only the pagemap has them.
     if (!g_scan_refused.load(std::memory_order_relaxed) &&
         !(parent && parent->mode() == DirtyMode::SoftDirty)) {
-        auto s = scan_runs(pagemap, v, parent, anon_only);
+        auto s =
+            anon_only ? scan_file_runs(pagemap, v, parent) : scan_anon_runs(pagemap, v, parent);
         // The kernel's refusal of the query itself (a guard page is
         // EOPNOTSUPP): read the pagemap from now on.
         const int err = s ? 0 : s.error().code.value();

@@ -40,6 +40,7 @@ Result<void> pagemap_scan(int pagemap, std::uint64_t start, std::uint64_t end, c
         a.end = end;
         a.vec = reinterpret_cast<std::uintptr_t>(vec.data());
         a.vec_len = vec.size();
+        a.category_inverted = q.category_inverted;
         a.category_mask = q.category_mask;
         a.category_anyof_mask = q.category_anyof_mask;
         a.return_mask = q.return_mask;

@@ -24,6 +24,7 @@ inline constexpr std::uint64_t kScanWpMatching = 1ULL << 0;
 
 struct ScanQuery {
     std::uint64_t flags = 0;               // PM_SCAN_*
+    std::uint64_t category_inverted = 0;   // categories tested for their absence
     std::uint64_t category_mask = 0;       // a page must have every one of these
     std::uint64_t category_anyof_mask = 0; // and at least one of these
     std::uint64_t return_mask = 0;         // the categories reported per region
