@@ -99,9 +99,9 @@ int set_own_oom(int v) {
 // ---- export ---------------------------------------------------------------------
 
 Result<void> check_attrs(pid_t pid) {
-    auto status = read_text(fmt::format("/proc/{}/status", pid));
+    auto status = read_status(pid);
     if (!status)
-        return Error::from_errno(ESRCH, fmt::format("no process with pid {}", pid));
+        return status.error();
     return check_attrs(pid, *status);
 }
 

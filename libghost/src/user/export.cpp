@@ -214,10 +214,12 @@ bool fork_sees_all(const std::vector<image::Vma>& vmas) {
 } // namespace
 
 Result<void> check_untouched(pid_t pid) {
-    const auto status = read_text(fmt::format("/proc/{}/status", pid));
+    const auto status = read_status(pid);
     if (auto c = check_target(pid, status); !c)
         return c;
-    return status ? check_attrs(pid, *status) : check_attrs(pid);
+    if (!status)
+        return status.error();
+    return check_attrs(pid, *status);
 }
 
 namespace {
@@ -288,9 +290,9 @@ Result<ExportStats> export_once(pid_t pid, Fate fate, int out, std::string_view 
     // Held now: a seccomp filter would kill it for our system calls. The
     // rest of its status (pending signals, credentials...) is read here too,
     // once: nothing the questions below run in it changes those lines.
-    auto status = read_text(fmt::format("/proc/{}/status", pid));
+    auto status = read_status(pid);
     if (!status)
-        return fail(Error::from_errno(ESRCH, fmt::format("no process with pid {}", pid)));
+        return fail(status.error());
     if (auto c = check_attrs(pid, *status); !c)
         return fail(c.error());
     // No handler may run in it while it answers our questions.

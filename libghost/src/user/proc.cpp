@@ -125,6 +125,13 @@ Result<std::string> read_text(const std::string& path) {
     }
 }
 
+Result<std::string> read_status(pid_t pid) {
+    auto status = read_text(fmt::format("/proc/{}/status", pid));
+    if (!status)
+        return Error::from_errno(ESRCH, fmt::format("no process with pid {}", pid));
+    return status;
+}
+
 Result<std::vector<MapEntry>> read_maps(pid_t pid, bool with_flags) {
     auto text = read_text(fmt::format("/proc/{}/{}", pid, with_flags ? "smaps" : "maps"));
     if (!text)

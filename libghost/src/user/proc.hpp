@@ -39,6 +39,10 @@ Result<UniqueFd> open_pagemap(pid_t pid);
 // A whole small file; errors name the path.
 Result<std::string> read_text(const std::string& path);
 
+// The text of /proc/PID/status; ESRCH "no process with pid N" if it cannot
+// be read.
+Result<std::string> read_status(pid_t pid);
+
 // A number as /proc writes it (decimal, or hex/octal by base); 0 if none.
 std::uint64_t parse_u64(std::string_view s, int base = 10);
 
