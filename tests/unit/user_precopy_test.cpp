@@ -146,6 +146,36 @@ TEST_F(Precopy, ARoundReadsTheRunningProcessAndTheNextImageCarriesWhatChanged) {
     EXPECT_TRUE(check.ends_with(" 0\n")) << "a dropped page is not zero: " << check;
 }
 
+// The write tracking is armed before the first image holds the process,
+// which runs on meanwhile. What it does between the arming and the first
+// capture (pages rewritten and dropped, a region unmapped, another mapped)
+// is in the first image; from that capture on it is tracked like the rest:
+// the last image carries only what mutate2 wrote, and the copy reports the
+// memory of the last capture, with C, mapped after the arming.
+TEST_F(Precopy, WhatTheProcessDoesWhileTheTrackingIsArmedIsTrackedFromTheFirstCapture) {
+    Worker w;
+    ASSERT_FALSE(w.ask("report").empty());
+    ghost::Precopy pc;
+    std::string r1;
+    pc.state().after_arm = [&] { r1 = w.ask("mutate1"); };
+    auto first = round(w.pid(), pc, false);
+    ASSERT_TRUE(first) << first.error().what();
+    ASSERT_FALSE(r1.empty()) << "the worker did not run between the arming and the capture";
+    pc.state().after_arm = nullptr;
+    EXPECT_GE(pc.last_page_bytes(), (kPages - 20 + kSmall) * kPage);
+    ASSERT_EQ(w.ask("report"), r1);
+
+    const std::string r2 = w.ask("mutate2");
+    auto last = round(w.pid(), pc, true);
+    ASSERT_TRUE(last) << last.error().what();
+    EXPECT_GE(pc.last_page_bytes(), 5 * kPage) << "the pages mutate2 wrote are missing";
+    EXPECT_LT(pc.last_page_bytes(), 200 * kPage)
+        << "far more pages than the worker wrote: the tracking was not armed";
+    w.killed();
+    ASSERT_NO_FATAL_FAILURE(restored_reports(w, r2));
+    EXPECT_EQ(w.ask("check"), "0 0\n") << "a dropped page came back";
+}
+
 // A round whose process changes its mappings before their flags are read
 // (from the running process) is taken again, the process held while its
 // smaps is read. The pages the first try's scan found written (and

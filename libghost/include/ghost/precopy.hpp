@@ -15,8 +15,8 @@
 // destination restores the whole sequence (RestartOptions::chain).
 //
 // User engine only: the pages written are told by asynchronous userfaultfd
-// write-protection and PAGEMAP_SCAN (Linux 6.7+), armed at the first
-// capture and dropped when the Precopy is destroyed
+// write-protection and PAGEMAP_SCAN (Linux 6.7+), armed just before the
+// first image, the process running, and dropped when the Precopy is destroyed
 // (Documentation/user-engine.md, "Pre-copy").
 #pragma once
 

@@ -5,6 +5,9 @@
 
 #include <fmt/format.h>
 
+#include "user/attrs.hpp"
+#include "user/tracee.hpp"
+
 namespace ghost {
 
 Precopy::Precopy() : s_(std::make_unique<user::PrecopyState>()) {}
@@ -26,23 +29,50 @@ std::uint64_t Precopy::last_page_bytes() const {
 
 namespace user {
 
-Result<std::optional<Parent>> precopy_capture(PrecopyState& s, Tracee& t, pid_t pid,
-                                              std::uint64_t start_time) {
-    if (!s.tracker) {
+Result<void> precopy_arm(PrecopyState& s, pid_t pid, std::uint64_t start_time) {
+    if (s.tracker) {
+        if (s.pid != pid || s.start_time != start_time)
+            return Error::from_errno(EINVAL, fmt::format("this pre-copy is of process {}, not of "
+                                                         "process {}",
+                                                         s.pid, pid));
+        return {};
+    }
+    // Held only for the userfaultfd made in it; a seccomp filter would kill
+    // it for that call.
+    std::optional<WpTracker> tracker;
+    auto made = with_held(pid, [&](Tracee& t) -> Result<void> {
+        if (auto c = check_attrs(pid); !c)
+            return c.error();
         auto tr = WpTracker::attach(t);
         if (!tr)
-            return Error{tr.error().code,
-                         fmt::format("cannot pre-copy process {}: {}", pid, tr.error().what())};
-        s.tracker.emplace(std::move(*tr));
-        s.pid = pid;
-        s.start_time = start_time;
-    } else if (s.pid != pid || s.start_time != start_time) {
-        return Error::from_errno(EINVAL, fmt::format("this pre-copy is of process {}, not of "
-                                                     "process {}",
-                                                     s.pid, pid));
-    }
-    // The first scan arms the tracking (what it reports is sent whole
-    // anyway); each later one tells what changed since the last image.
+            return tr.error();
+        tracker.emplace(std::move(*tr));
+        return {};
+    });
+    if (!made)
+        return Error{made.error().code,
+                     fmt::format("cannot pre-copy process {}: {}", pid, made.error().what())};
+    // The first scan protects every page (a write to each PTE, 15 ms a GiB
+    // here) as the process runs on: what it writes from here on is reported
+    // at the first capture, whose image carries every page anyway.
+    if (auto armed = tracker->scan(pid); !armed)
+        return Error{armed.error().code,
+                     fmt::format("cannot pre-copy process {}: {}", pid, armed.error().what())};
+    s.tracker = std::move(tracker);
+    s.pid = pid;
+    s.start_time = start_time;
+    if (s.after_arm)
+        s.after_arm();
+    return {};
+}
+
+Result<std::optional<Parent>> precopy_capture(PrecopyState& s, pid_t pid,
+                                              std::uint64_t start_time) {
+    if (!s.tracker || s.pid != pid || s.start_time != start_time)
+        return Error::from_errno(EINVAL,
+                                 fmt::format("this pre-copy is not armed for process {}", pid));
+    // What the process wrote since the arming (which the first image sends
+    // whole anyway) or since the previous image, protected again.
     auto written = s.tracker->scan(pid);
     if (!written)
         return written.error();

@@ -16,11 +16,15 @@ namespace ghost::user {
 
 inline constexpr std::uint64_t kPrecopyPage = 4096;
 
-// The process held (t, its syscall instruction set up): on the first image
-// arms the write tracking (nothing inherited); on later ones, the parent
-// the image inherits unwritten pages from: the previous image.
-Result<std::optional<Parent>> precopy_capture(PrecopyState& s, Tracee& t, pid_t pid,
-                                              std::uint64_t start_time);
+// Before the first image is captured: arms the write tracking of pid (whose
+// start time is start_time), which is held only for a moment and runs on
+// while every page is protected. Later: checks that s is pid's.
+Result<void> precopy_arm(PrecopyState& s, pid_t pid, std::uint64_t start_time);
+
+// The process held, at an image's capture point: the pages written since the
+// arming or the previous image are protected again; for later images, the
+// parent the image inherits unwritten pages from: the previous image.
+Result<std::optional<Parent>> precopy_capture(PrecopyState& s, pid_t pid, std::uint64_t start_time);
 
 // The image id written, with its records (its runs): the next one's parent;
 // lost: pages it could not read (a round read as the process ran), to be

@@ -15,7 +15,7 @@
 namespace ghost::user {
 
 struct PrecopyState {
-    std::optional<WpTracker> tracker; // armed at the first capture
+    std::optional<WpTracker> tracker; // armed before the first capture
     pid_t pid = 0;
     std::uint64_t start_time = 0;
     std::uint32_t rounds = 0;
@@ -30,6 +30,8 @@ struct PrecopyState {
     // process go, before the mappings' flags are read (flags) and before its
     // pages are read (pages), so a test can change the process exactly there.
     std::function<void()> before_flags, before_pages;
+    // For tests: run once the tracking is armed, before the first capture.
+    std::function<void()> after_arm;
     // For tests: the last image's early smaps is taken as done only once
     // this says so too (a test changes the process while it is watched).
     std::function<bool()> watched_until;

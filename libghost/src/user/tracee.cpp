@@ -463,23 +463,41 @@ Result<void> Tracee::write(std::uint64_t addr, std::span<const std::byte> in) {
     return {};
 }
 
-void reap_snapshot(pid_t parent, pid_t child) {
-    auto held = Tracee::seize(parent);
+Result<void> with_held(pid_t pid, const std::function<Result<void>(Tracee&)>& calls) {
+    auto held = Tracee::seize(pid);
     if (!held)
-        return;
+        return held.error();
     Tracee& t = *held;
     auto regs0 = t.regs();
+    if (!regs0)
+        return regs0.error();
     auto mask0 = t.signal_mask();
-    if (!regs0 || !mask0)
-        return;
-    auto insn = t.find_syscall_insn(*regs0);
-    if (insn && t.set_signal_mask(~0ULL)) {
-        t.use_syscall_insn(*insn);
-        (void)t.call(SYS_wait4, static_cast<std::uint64_t>(child), 0, WNOHANG | __WALL, 0);
-        (void)t.set_regs(restarted(*regs0, true));
+    if (!mask0)
+        return mask0.error();
+    // No handler may run in it while it answers.
+    Result<void> r = t.set_signal_mask(~0ULL);
+    if (r) {
+        auto insn = t.find_syscall_insn(*regs0);
+        if (insn) {
+            t.use_syscall_insn(*insn);
+            r = calls(t);
+            if (auto s = t.set_regs(restarted(*regs0, true)); !s && r)
+                r = s.error();
+        } else {
+            r = insn.error();
+        }
     }
     (void)t.set_signal_mask(*mask0);
-    (void)t.detach();
+    if (auto d = t.detach(); !d && r)
+        r = d.error();
+    return r;
+}
+
+void reap_snapshot(pid_t parent, pid_t child) {
+    (void)with_held(parent, [child](Tracee& t) -> Result<void> {
+        (void)t.call(SYS_wait4, static_cast<std::uint64_t>(child), 0, WNOHANG | __WALL, 0);
+        return {};
+    });
 }
 
 SnapshotGuard::~SnapshotGuard() {

@@ -177,6 +177,11 @@ class Tracee {
     UniqueFd mem_;
 };
 
+// Holds pid for a moment to run calls(t) in it (its syscall instruction
+// set up, every signal blocked), then puts its registers and signal mask
+// back and lets it go. An error is the first of calls(t) and the put back.
+Result<void> with_held(pid_t pid, const std::function<Result<void>(Tracee&)>& calls);
+
 // The snapshot child of a --leave-running export is the target's child: once
 // it is gone, the target reaps its zombie with a wait4 run inside it (held
 // for that one call). If the target exited meanwhile, init reaps it.
