@@ -48,18 +48,21 @@ Location location_of(const json& entry, std::string state, std::string host, pid
 // the journal acts. A resolver that read the entry just before the verdict
 // came would otherwise ask the source, hear "no record" (the source drops
 // its record once the commit is done) and kill the running copy.
-void finish_dest(Daemon& d, const json& entry, bool commit) {
+// Returns when the copy was let go, if this call let it go.
+std::optional<std::chrono::steady_clock::time_point> finish_dest(Daemon& d, const json& entry,
+                                                                 bool commit) {
     const pid_t pid = entry.value("pid", 0);
     const std::uint64_t start = entry.value("starttime", std::uint64_t{0});
     const std::string id = entry.value("id", "");
     const auto claim = d.claim(id);
     if (!claim) {
         spdlog::info("{} {}: already finished here", entry.value("kind", ""), id);
-        return;
+        return std::nullopt;
     }
+    std::optional<std::chrono::steady_clock::time_point> let_go;
     if (commit) {
-        if (pid > 0 && proc_alive(pid, start))
-            ::kill(pid, SIGCONT);
+        if (pid > 0 && proc_alive(pid, start) && ::kill(pid, SIGCONT) == 0)
+            let_go = std::chrono::steady_clock::now();
         const Location l = location_of(entry, "local", d.config().host, pid, start);
         (void)d.locations_.set(l);
         spdlog::info("{} {}: copy {} runs as pid {}", entry.value("kind", ""), id, l.gid, pid);
@@ -69,6 +72,18 @@ void finish_dest(Daemon& d, const json& entry, bool commit) {
         spdlog::info("{} {}: rolled back, copy killed", entry.value("kind", ""), id);
     }
     d.journal_.remove(id);
+    return let_go;
+}
+
+// The answer to a verdict: with how long the copy has run by now (the
+// source's downtime ends when the copy was let go, not when it hears so).
+json verdict_reply(const std::optional<std::chrono::steady_clock::time_point>& let_go) {
+    json r = {{"ok", true}};
+    if (let_go)
+        r["running_ms"] =
+            std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - *let_go)
+                .count();
+    return r;
 }
 
 json move_reply(const std::string& gid, const std::string& host, pid_t pid, const ProcInfo& proc,
@@ -288,9 +303,12 @@ json Ops::local_move(Daemon& d, const json& req, const Client& who, const Emit& 
             .count());
     json reply = move_reply(gid, to, dest_pid, *proc, ex->stats, total_ms);
     // From the last capture to the copy let go on the destination: for a
-    // migration the time the process does not run.
-    // (Less the time the last image watched the process still running.)
-    const double downtime_ms = ms_since(held) - static_cast<double>(ex->stats.watched_ns) / 1e6;
+    // migration the time the process does not run. (Less the time the last
+    // image watched the process still running, and the time the copy ran
+    // before the destination answered.)
+    const double running_ms = ok ? ok->value("running_ms", 0.0) : 0.0;
+    const double downtime_ms =
+        ms_since(held) - static_cast<double>(ex->stats.watched_ns) / 1e6 - running_ms;
     if (!dup)
         reply["downtime_ms"] = downtime_ms;
     if (precopy)
@@ -393,8 +411,8 @@ void Ops::peer_import(Daemon& d, Channel& ch, const json& req) {
         d.wake_resolver();
         return;
     }
-    finish_dest(d, entry, verdict->value("op", "") == "commit");
-    (void)send_json(ch, {{"ok", true}});
+    const auto let_go = finish_dest(d, entry, verdict->value("op", "") == "commit");
+    (void)send_json(ch, verdict_reply(let_go));
 }
 
 void Ops::peer_resolve(Daemon& d, Channel& ch, const json& req) {
@@ -412,9 +430,10 @@ void Ops::peer_commit(Daemon& d, Channel& ch, const json& req) {
         return;
     }
     auto e = d.journal_.get(req.value("id", ""));
+    std::optional<std::chrono::steady_clock::time_point> let_go;
     if (e && e->value("role", "") == "dest" && e->value("state", "") == "ready")
-        finish_dest(d, *e, req.value("op", "") == "commit");
-    (void)send_json(ch, {{"ok", true}});
+        let_go = finish_dest(d, *e, req.value("op", "") == "commit");
+    (void)send_json(ch, verdict_reply(let_go));
 }
 
 bool Ops::resolve_dest(Daemon& d, const json& entry) {
