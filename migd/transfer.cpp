@@ -205,7 +205,8 @@ Result<ExportResult> export_to(Daemon& d, Channel& ch, pid_t pid, ghost::Fate fa
     };
     // Read before the exporter may change them (progress below).
     const bool later = precopy && precopy->rounds() > 0;
-    const std::uint64_t before = later ? precopy->last_page_bytes() + 64 * 1024 : 0;
+    const std::uint64_t before =
+        later ? precopy->last_page_bytes() + ghost::kImageOverheadBytes : 0;
     std::thread exporter([&] {
         stats = ghost::checkpoint(**engine, pid, wr->get(), o);
         wr->reset();

@@ -136,7 +136,7 @@ std::uint64_t estimate_image_bytes(pid_t pid) {
     std::uint64_t kb = 0;
     while (f >> key) {
         if (key == "Anonymous:" && f >> kb)
-            return kb * 1024 + 64 * 1024; // plus headers, registers, a few stray pages
+            return kb * 1024 + kImageOverheadBytes;
         f.ignore(4096, '\n');
     }
     return 0;

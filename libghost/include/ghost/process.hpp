@@ -130,8 +130,12 @@ Result<pid_t> duplicate(Engine& engine, pid_t pid, const DuplicateOptions& opts 
 // ENOENT, naming the places tried, when none is executable.
 Result<std::string> restore_stub_path(std::string_view override = {});
 
+// What an image carries beside its page data, roughly: headers, registers,
+// descriptors, a few stray pages. For progress estimates.
+inline constexpr std::uint64_t kImageOverheadBytes = 64 * 1024;
+
 // Roughly how many bytes the image of pid will take (its anonymous memory
-// plus headers), for progress reports; 0 when it cannot be read.
+// plus kImageOverheadBytes), for progress reports; 0 when it cannot be read.
 std::uint64_t estimate_image_bytes(pid_t pid);
 
 // Whether the bytes begin a zstd frame (ghostctl checkpoint --compress).
