@@ -18,7 +18,9 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "ghost/image.hpp"
@@ -27,6 +29,7 @@
 #include "user/page_runs.hpp"
 #include "user/pagemap_scan.hpp"
 #include "user/proc.hpp"
+#include "user/tracee.hpp"
 #include "user/wp_tracker.hpp"
 
 namespace {
@@ -40,7 +43,11 @@ constexpr std::uint64_t kFile = 0x6e1000000000ULL;  // a 64-page file, private
 constexpr std::uint64_t kGuard = 0x6e2000000000ULL; // 8 pages, a guard at 3
 constexpr std::uint64_t kLate = 0x6e3000000000ULL;  // mapped when asked
 constexpr std::uint64_t kWide = 0x6e4000000000ULL;  // 3 page tables' worth, 2 pages
+constexpr std::uint64_t kHuge = 0x6e5000000000ULL;  // 512 MiB, a few pages
 constexpr int kAnonPages = 256, kFilePages = 64, kWidePages = 1536;
+// Of kHuge, pages 1, kMid-3..kMid+2 and the last are present; of
+// 98300..98309 all but 98305 (dropped).
+constexpr int kHugePages = 131072, kMid = kHugePages / 2;
 
 void* map_at(std::uint64_t at, std::size_t len, int flags, int fd = -1) {
     void* p = mmap(reinterpret_cast<void*>(at), len, PROT_READ | PROT_WRITE,
@@ -50,8 +57,9 @@ void* map_at(std::uint64_t at, std::size_t len, int flags, int fd = -1) {
     return p;
 }
 
-// A child with the three mappings above, which maps kLate when it reads a
-// byte from its pipe and answers with one.
+// A child with the mappings above, which maps kLate when it reads a byte
+// from its pipe (or, for 'w', writes kHuge's pages kMid-1 and kMid) and
+// answers with one.
 class Child {
   public:
     explicit Child(bool guard) {
@@ -77,6 +85,14 @@ class Child {
                 map_at(kWide, kWidePages * kPage, MAP_PRIVATE | MAP_ANONYMOUS));
             w[0] = 1;
             w[(kWidePages - 1) * kPage] = 1;
+            auto* h = static_cast<volatile char*>(
+                map_at(kHuge, kHugePages * kPage, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE));
+            for (int i :
+                 {1, kMid - 3, kMid - 2, kMid - 1, kMid, kMid + 1, kMid + 2, kHugePages - 1})
+                h[static_cast<std::uint64_t>(i) * kPage] = 5;
+            for (int i = 98300; i < 98310; i++)
+                h[static_cast<std::uint64_t>(i) * kPage] = 6;
+            madvise(const_cast<char*>(h) + 98305 * kPage, kPage, MADV_DONTNEED);
             auto* f =
                 static_cast<volatile char*>(map_at(kFile, kFilePages * kPage, MAP_PRIVATE, fd));
             for (int i = 0; i < 20; i++)
@@ -94,7 +110,11 @@ class Child {
             if (write(answer_[1], &c, 1) != 1)
                 _exit(4);
             while (read(ask_[0], &c, 1) == 1) {
-                map_at(kLate, kPage, MAP_PRIVATE | MAP_ANONYMOUS);
+                if (c == 'w') {
+                    h[static_cast<std::uint64_t>(kMid - 1) * kPage] = 7;
+                    h[static_cast<std::uint64_t>(kMid) * kPage] = 7;
+                } else
+                    map_at(kLate, kPage, MAP_PRIVATE | MAP_ANONYMOUS);
                 if (write(answer_[1], &c, 1) != 1)
                     _exit(4);
             }
@@ -116,6 +136,10 @@ class Child {
     bool ready() const { return ready_; }
     bool map_late() {
         char c = 0;
+        return write(ask_[1], &c, 1) == 1 && read(answer_[0], &c, 1) == 1;
+    }
+    bool write_middle() {
+        char c = 'w';
         return write(ask_[1], &c, 1) == 1 && read(answer_[0], &c, 1) == 1;
     }
 
@@ -197,6 +221,26 @@ TEST_F(PageRuns, AMappingWhosePagesAreMostlyHoles) {
     EXPECT_EQ(both(vma_of(kWide + (kWidePages - 1) * kPage, 1, false)), "1 pages: 0+1");
 }
 
+// A large mapping of few pages, whole and in parts that start and end in
+// its holes and runs, with and without a pre-copy parent.
+TEST_F(PageRuns, ALargeMappingOfFewPagesWholeAndInParts) {
+    EXPECT_EQ(both(vma_of(kHuge, kHugePages, false)),
+              "17 pages: 1+1 65533+6 98300+5 98306+4 131071+1");
+    EXPECT_EQ(both(vma_of(kHuge + (kMid - 2) * kPage, kHugePages - kMid + 2, false)),
+              "15 pages: 0+5 32766+5 32772+4 65537+1");
+    EXPECT_EQ(both(vma_of(kHuge, kMid + 1, false)), "5 pages: 1+1 65533+4");
+    // A pre-copy parent that holds 65530..65539, of which 65535..65536 were
+    // written since.
+    ghost::user::Ranges pages, tracked, written;
+    pages.add(kHuge + 65530 * kPage, kHuge + 65540 * kPage);
+    tracked.add(kHuge, kHuge + kHugePages * kPage);
+    written.add(kHuge + 65535 * kPage, kHuge + 65537 * kPage);
+    ghost_parent rec{};
+    auto parent = ghost::user::Parent::of_round(rec, pages, tracked, written);
+    EXPECT_EQ(both(vma_of(kHuge, kHugePages, false), &parent),
+              "17 pages: 1+1 65533+2p 65535+2 65537+2p 98300+5 98306+4 131071+1");
+}
+
 TEST_F(PageRuns, OfAFileMappingOnlyThePrivateCopies) {
     EXPECT_EQ(both(vma_of(kFile, kFilePages, true)), "6 pages: 10+6");
 }
@@ -226,6 +270,44 @@ TEST_F(PageRuns, APreCopyParentsPagesMakeRunsOfTheirOwn) {
     EXPECT_NE(got.find(" 96+1p 99+11p 130+10 141+1 "), std::string::npos) << got;
     EXPECT_NE(got.find(" 156+1 159+1 162+1p "), std::string::npos) << got;
     EXPECT_NE(got.find(" 198+1p 201+1 "), std::string::npos) << got;
+}
+
+// Write tracking of a large mapping of few pages: the scan that arms it
+// reports every present page (and no hole), and after the child writes two
+// pages, the next scan reports just those there.
+TEST(WpTracker, TheArmingScanReportsThePagesThereAndTheNextOnlyThoseWritten) {
+    if (auto s = ghost::user::WpTracker::supported(); !s)
+        GTEST_SKIP() << s.error().what();
+    Child child(false);
+    ASSERT_TRUE(child.ready());
+    std::optional<ghost::user::WpTracker> tracker;
+    auto made = ghost::user::with_held(child.pid(), [&](ghost::user::Tracee& t) {
+        auto tr = ghost::user::WpTracker::attach(t);
+        if (!tr)
+            return ghost::Result<void>(tr.error());
+        tracker.emplace(std::move(*tr));
+        return ghost::Result<void>();
+    });
+    ASSERT_TRUE(made) << made.error().what();
+    using Range = std::pair<std::uint64_t, std::uint64_t>;
+    const auto in_huge = [](const ghost::user::Ranges& r) {
+        std::vector<Range> out;
+        for (const auto& [from, to] : r.list())
+            if (from >= kHuge && to <= kHuge + kHugePages * kPage)
+                out.emplace_back((from - kHuge) / kPage, (to - kHuge) / kPage);
+        return out;
+    };
+    auto armed = tracker->scan(child.pid());
+    ASSERT_TRUE(armed) << armed.error().what();
+    EXPECT_EQ(in_huge(*armed), (std::vector<Range>{{1, 2},
+                                                   {kMid - 3, kMid + 3},
+                                                   {98300, 98305},
+                                                   {98306, 98310},
+                                                   {kHugePages - 1, kHugePages}}));
+    ASSERT_TRUE(child.write_middle());
+    auto written = tracker->scan(child.pid());
+    ASSERT_TRUE(written) << written.error().what();
+    EXPECT_EQ(in_huge(*written), (std::vector<Range>{{kMid - 1, kMid + 1}}));
 }
 
 TEST(Ranges, NextChangeIsWhereContainsChanges) {
