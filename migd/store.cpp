@@ -30,6 +30,8 @@ Error sys_error(const std::string& what) {
     return Error::from_errno(err, fmt::format("{}: {}", what, std::strerror(err)));
 }
 
+} // namespace
+
 Result<void> make_dir(const std::string& path) {
     std::error_code ec;
     std::filesystem::create_directories(path, ec);
@@ -39,8 +41,6 @@ Result<void> make_dir(const std::string& path) {
     ::chmod(path.c_str(), 0700);
     return {};
 }
-
-} // namespace
 
 std::uint64_t now_ms() {
     return static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(
@@ -197,86 +197,6 @@ Location location_from_json(const json& j) {
     l.comm = j.value("comm", "");
     l.updated_ms = j.value("updated_ms", std::uint64_t{0});
     return l;
-}
-
-Result<void> Locations::open(const std::string& state_dir, const std::string& host) {
-    if (auto r = make_dir(state_dir); !r)
-        return r;
-    path_ = state_dir + "/locations.json";
-    host_ = host;
-    std::lock_guard lock(mu_);
-    auto text = read_file(path_);
-    if (!text)
-        return {};
-    auto j = json::parse(*text, nullptr, false);
-    if (j.is_discarded() || !j.is_object())
-        return Error::from_errno(EBADMSG, fmt::format("{} is not a location table (JSON "
-                                                      "object): move it away to start afresh",
-                                                      path_));
-    next_ = j.value("next", std::uint64_t{1});
-    for (const auto& e : j.value("entries", json::array()))
-        map_[e.value("gid", "")] = location_from_json(e);
-    return {};
-}
-
-Locations::~Locations() {
-    std::lock_guard lock(mu_);
-    if (dirty_ && !path_.empty())
-        (void)save_locked();
-}
-
-Result<void> Locations::save_locked() const {
-    dirty_ = false;
-    json entries = json::array();
-    for (const auto& [gid, l] : map_)
-        entries.push_back(to_json(l));
-    const json j = {{"host", host_}, {"next", next_}, {"entries", entries}};
-    return write_file_atomic(path_, j.dump(1) + "\n", 0600);
-}
-
-std::string Locations::new_gid() {
-    std::lock_guard lock(mu_);
-    const std::string gid = fmt::format("{}-{}", host_, next_++);
-    (void)save_locked();
-    return gid;
-}
-
-Result<void> Locations::set(const Location& loc) {
-    std::lock_guard lock(mu_);
-    Location l = loc;
-    l.updated_ms = now_ms();
-    map_[l.gid] = l;
-    return save_locked();
-}
-
-void Locations::hint(const Location& loc) {
-    std::lock_guard lock(mu_);
-    Location l = loc;
-    l.updated_ms = now_ms();
-    map_[l.gid] = l;
-    dirty_ = true;
-}
-
-std::optional<Location> Locations::get(const std::string& gid) const {
-    std::lock_guard lock(mu_);
-    const auto it = map_.find(gid);
-    if (it == map_.end())
-        return std::nullopt;
-    return it->second;
-}
-
-std::vector<Location> Locations::all() const {
-    std::lock_guard lock(mu_);
-    std::vector<Location> out;
-    for (const auto& [gid, l] : map_)
-        out.push_back(l);
-    return out;
-}
-
-void Locations::erase(const std::string& gid) {
-    std::lock_guard lock(mu_);
-    map_.erase(gid);
-    (void)save_locked();
 }
 
 } // namespace migd

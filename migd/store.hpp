@@ -12,12 +12,14 @@
 #include <map>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <span>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "ghost/fd.hpp"
 #include "ghost/io.hpp"
 #include "ghost/result.hpp"
 
@@ -28,6 +30,9 @@ using nlohmann::json;
 
 // Writes data to path atomically (tmp, fsync, rename, fsync of the directory).
 ghost::Result<void> write_file_atomic(const std::string& path, std::string_view data, int mode);
+
+// Makes path (and its parents) if needed, mode 0700.
+ghost::Result<void> make_dir(const std::string& path);
 
 // A whole (small) file, or nothing when it cannot be read.
 std::optional<std::string> read_file(const std::string& path);
@@ -83,6 +88,12 @@ struct Location {
     std::uint64_t updated_ms = 0; // wall clock of the last change
 };
 
+// The table is durable as a snapshot (locations.json, written whole) and a
+// log of the changes since (locations.log, one JSON line per change, each
+// made durable with fdatasync before set() returns): an update costs one
+// small append whatever the table's size. The log is folded into a new
+// snapshot once it holds more records than the table has entries (and at
+// open and close), so it stays within the table's own size.
 class Locations {
   public:
     Locations() = default;
@@ -101,11 +112,15 @@ class Locations {
     void erase(const std::string& gid);
 
   private:
-    ghost::Result<void> save_locked() const;
-    std::string path_, host_;
+    ghost::Result<void> append_locked(const std::string& lines);
+    ghost::Result<void> compact_locked();
+    std::string pending_hints_locked();
+    std::string path_, log_path_, host_;
     std::uint64_t next_ = 1;
     std::map<std::string, Location> map_;
-    mutable bool dirty_ = false; // hints not yet written
+    std::set<std::string> hinted_; // gids of hints not yet written
+    ghost::UniqueFd log_;          // locations.log, O_APPEND
+    std::size_t log_records_ = 0;
     mutable std::mutex mu_;
 };
 

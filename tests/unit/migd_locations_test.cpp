@@ -1,0 +1,177 @@
+// SPDX-License-Identifier: GPL-2.0
+// migd's location table on disk (migd/locations.cpp): what set(), new_gid()
+// and erase() returned from survives a crash (the log replayed over the
+// snapshot), a shortcut goes with the next durable change, a torn last line
+// is ignored and a damaged one refused, and the log is folded into the
+// snapshot before it outgrows the table.
+#include <gtest/gtest.h>
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <optional>
+#include <string>
+
+#include "store.hpp"
+
+namespace {
+
+namespace fs = std::filesystem;
+using migd::Location;
+using migd::Locations;
+
+class MigdLocations : public ::testing::Test {
+  protected:
+    void SetUp() override {
+        char tmpl[] = "/tmp/ghost-locations-test.XXXXXX";
+        ASSERT_NE(::mkdtemp(tmpl), nullptr);
+        dir_ = tmpl;
+    }
+    void TearDown() override {
+        std::error_code ec;
+        fs::remove_all(dir_, ec);
+    }
+
+    // Runs body on a table of this state directory in a child that then
+    // ends without closing it (no destructor: what a crash leaves).
+    void crash_after(const std::function<void(Locations&)>& body) {
+        const pid_t pid = ::fork();
+        ASSERT_GE(pid, 0);
+        if (pid == 0) {
+            static std::optional<Locations> t; // _exit: never destroyed
+            t.emplace();
+            if (!t->open(dir_, "h1"))
+                ::_exit(3);
+            body(*t);
+            ::_exit(0);
+        }
+        int status = 0;
+        ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+        ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+    }
+
+    std::size_t log_lines() const {
+        std::ifstream f(dir_ + "/locations.log");
+        std::size_t n = 0;
+        for (std::string l; std::getline(f, l);)
+            n++;
+        return n;
+    }
+
+    void write_log(const std::string& text) const {
+        std::ofstream(dir_ + "/locations.log", std::ios::trunc) << text;
+    }
+
+    std::string dir_;
+};
+
+Location at(const std::string& gid, const std::string& state, const std::string& host, pid_t pid) {
+    Location l;
+    l.gid = gid;
+    l.state = state;
+    l.host = host;
+    l.pid = pid;
+    l.starttime = 4242;
+    l.uid = 1000;
+    l.comm = "ghost-counter";
+    return l;
+}
+
+TEST_F(MigdLocations, WhatWasWrittenSurvivesACrashAndTheLogIsFoldedAtOpen) {
+    crash_after([](Locations& t) {
+        ASSERT_EQ(t.new_gid(), "h1-1");
+        ASSERT_EQ(t.new_gid(), "h1-2");
+        ASSERT_TRUE(t.set(at("h1-1", "local", "h1", 100)));
+        ASSERT_TRUE(t.set(at("h1-2", "local", "h1", 101)));
+        ASSERT_TRUE(t.set(at("h1-1", "moved", "h2", 200))); // the later one counts
+        ASSERT_TRUE(t.set(at("h3-7", "moved", "h3", 300)));
+        t.erase("h3-7");
+        t.hint(at("h1-2", "moved", "h3", 301)); // never followed by a change
+    });
+    ASSERT_TRUE(fs::exists(dir_ + "/locations.log"));
+    EXPECT_EQ(log_lines(), 7u) << "the crash left its changes in the log";
+
+    Locations t;
+    ASSERT_TRUE(t.open(dir_, "h1"));
+    EXPECT_EQ(log_lines(), 0u) << "open folds the log into the snapshot";
+    auto one = t.get("h1-1");
+    ASSERT_TRUE(one);
+    EXPECT_EQ(one->state, "moved");
+    EXPECT_EQ(one->host, "h2");
+    EXPECT_EQ(one->pid, 200);
+    EXPECT_EQ(one->starttime, 4242u);
+    EXPECT_EQ(one->uid, 1000u);
+    EXPECT_EQ(one->comm, "ghost-counter");
+    EXPECT_GT(one->updated_ms, 0u);
+    auto two = t.get("h1-2");
+    ASSERT_TRUE(two);
+    EXPECT_EQ(two->state, "local") << "a shortcut alone is not written: lost in the crash";
+    EXPECT_FALSE(t.get("h3-7")) << "erased";
+    EXPECT_EQ(t.all().size(), 2u);
+    EXPECT_EQ(t.new_gid(), "h1-3") << "gids are never given twice";
+}
+
+TEST_F(MigdLocations, AShortcutGoesWithTheNextChangeAndEverythingWithAClose) {
+    crash_after([](Locations& t) {
+        t.hint(at("h2-5", "moved", "h4", 55));
+        ASSERT_TRUE(t.set(at("h1-9", "local", "h1", 99)));
+    });
+    {
+        Locations t;
+        ASSERT_TRUE(t.open(dir_, "h1"));
+        auto h = t.get("h2-5");
+        ASSERT_TRUE(h) << "the shortcut was written with the change after it";
+        EXPECT_EQ(h->host, "h4");
+        t.hint(at("h2-6", "moved", "h2", 66)); // written at close
+    }
+    Locations t;
+    ASSERT_TRUE(t.open(dir_, "h1"));
+    EXPECT_TRUE(t.get("h2-6"));
+    EXPECT_TRUE(t.get("h1-9"));
+}
+
+TEST_F(MigdLocations, ATornLastLineIsIgnoredAndADamagedOneRefused) {
+    const std::string good =
+        R"({"set":{"gid":"h1-1","state":"local","host":"h1","pid":7,"starttime":1,"uid":0,)"
+        R"("comm":"c","updated_ms":1}})"
+        "\n";
+    write_log(good + R"({"set":{"gid":"h1-2","sta)");
+    {
+        Locations t;
+        ASSERT_TRUE(t.open(dir_, "h1"));
+        EXPECT_TRUE(t.get("h1-1"));
+        EXPECT_FALSE(t.get("h1-2"));
+        EXPECT_EQ(log_lines(), 0u);
+    }
+    write_log(good + "{not json\n" + good);
+    Locations t;
+    auto r = t.open(dir_, "h1");
+    ASSERT_FALSE(r);
+    EXPECT_NE(std::string(r.error().what()).find("locations.log is damaged at line 2"),
+              std::string::npos)
+        << r.error().what();
+}
+
+TEST_F(MigdLocations, TheLogIsFoldedIntoASnapshotBeforeItOutgrowsTheTable) {
+    std::size_t most = 0;
+    {
+        Locations t;
+        ASSERT_TRUE(t.open(dir_, "h1"));
+        for (int i = 0; i < 3000; i++) {
+            ASSERT_TRUE(t.set(at("h1-" + std::to_string(i % 10), "local", "h1", 1000 + i)));
+            most = std::max(most, log_lines());
+        }
+        EXPECT_GT(most, 1000u) << "the log was used";
+        EXPECT_LE(most, 1025u) << "and folded before it held more than 1024 records";
+    }
+    Locations t;
+    ASSERT_TRUE(t.open(dir_, "h1"));
+    EXPECT_EQ(t.all().size(), 10u);
+    for (int k = 0; k < 10; k++)
+        EXPECT_EQ(t.get("h1-" + std::to_string(k))->pid, 1000 + 2990 + k);
+}
+
+} // namespace
