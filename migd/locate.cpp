@@ -94,9 +94,8 @@ json act_here(Daemon& d, const Location& l, const std::string& op, const json& e
 // while their migration is unresolved (say which source they wait for).
 json local_processes(Daemon& d) {
     json list = json::array();
-    for (const auto& l : d.locations_.all())
-        if (l.state == "local")
-            list.push_back(local_entry_json(d, l));
+    for (const auto& l : d.locations_.local())
+        list.push_back(local_entry_json(d, l));
     for (const auto& e : d.journal_.all()) {
         if (e.value("role", "") != "dest" || e.value("state", "") != "ready")
             continue;

@@ -197,6 +197,23 @@ std::vector<Location> Locations::all() const {
     return out;
 }
 
+std::vector<Location> Locations::local() const {
+    std::lock_guard lock(mu_);
+    std::vector<Location> out;
+    for (const auto& [gid, l] : map_)
+        if (l.state == "local")
+            out.push_back(l);
+    return out;
+}
+
+std::optional<std::string> Locations::local_gid(pid_t pid, std::uint64_t starttime) const {
+    std::lock_guard lock(mu_);
+    for (const auto& [gid, l] : map_)
+        if (l.state == "local" && l.pid == pid && l.starttime == starttime)
+            return gid;
+    return std::nullopt;
+}
+
 void Locations::erase(const std::string& gid) {
     std::lock_guard lock(mu_);
     map_.erase(gid);

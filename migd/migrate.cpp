@@ -191,10 +191,7 @@ json Ops::local_move(Daemon& d, const json& req, const Client& who, const Emit& 
         return error_reply(m.error());
 
     // A process that came here by migration keeps its gid; a copy gets a new one.
-    std::string gid;
-    for (const auto& l : d.locations_.all())
-        if (l.state == "local" && l.pid == pid && l.starttime == proc->starttime)
-            gid = l.gid;
+    std::string gid = d.locations_.local_gid(pid, proc->starttime).value_or("");
     if (dup || gid.empty())
         gid = d.locations_.new_gid();
 

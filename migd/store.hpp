@@ -109,6 +109,12 @@ class Locations {
     void hint(const Location& loc);
     std::optional<Location> get(const std::string& gid) const;
     std::vector<Location> all() const;
+    // This host's own entries ("local"), without copying the others: a
+    // table also keeps every gid that only passed through.
+    std::vector<Location> local() const;
+    // The gid of the process running here as pid (same start time), if it
+    // has one.
+    std::optional<std::string> local_gid(pid_t pid, std::uint64_t starttime) const;
     void erase(const std::string& gid);
 
   private:

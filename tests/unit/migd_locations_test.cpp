@@ -111,6 +111,11 @@ TEST_F(MigdLocations, WhatWasWrittenSurvivesACrashAndTheLogIsFoldedAtOpen) {
     EXPECT_EQ(two->state, "local") << "a shortcut alone is not written: lost in the crash";
     EXPECT_FALSE(t.get("h3-7")) << "erased";
     EXPECT_EQ(t.all().size(), 2u);
+    ASSERT_EQ(t.local().size(), 1u) << "this host's own processes only";
+    EXPECT_EQ(t.local()[0].gid, "h1-2");
+    EXPECT_EQ(t.local_gid(101, 4242).value_or(""), "h1-2");
+    EXPECT_FALSE(t.local_gid(101, 4243)) << "another process that reused the pid";
+    EXPECT_FALSE(t.local_gid(200, 4242)) << "h1-1 is not here any more";
     EXPECT_EQ(t.new_gid(), "h1-3") << "gids are never given twice";
 }
 
