@@ -493,9 +493,10 @@ static inline int ghost_policy_lock(const struct ghost_lock_facts *l,
  * would: a call interrupted with -ERESTART* gets ax back to its number and
  * ip on the syscall instruction (2 bytes) again. @restart_block: an
  * interrupted sleep keeps its remaining time (restart_syscall(2)), which
- * only the same task can use; otherwise it is re-issued from its start with
- * its original arguments. orig_ax becomes -1: the result is not inside a
- * system call (and both importers set it so anyway).
+ * only the same task can use; otherwise it is re-issued with its original
+ * arguments (see ghost_policy_sleep_left() for a sleep that said what it had
+ * left). orig_ax becomes -1: the result is not inside a system call (and
+ * both importers set it so anyway).
  */
 static inline void ghost_policy_restart(__u64 *ax, __u64 *orig_ax, __u64 *ip,
 					bool restart_block)
@@ -515,6 +516,30 @@ static inline void ghost_policy_restart(__u64 *ax, __u64 *orig_ax, __u64 *ip,
 		break;
 	}
 	*orig_ax = (__u64)-1;
+}
+
+/* clock_nanosleep()'s flag for an absolute deadline (uapi linux/time.h). */
+#define GHOST_TIMER_ABSTIME	0x01
+
+/*
+ * A relative nanosleep() or clock_nanosleep() interrupted with
+ * -ERESTART_RESTARTBLOCK has already written the time it had left into its
+ * rem argument, when the caller gave one (do_nanosleep()). A new task
+ * cannot use the old one's restart block, so the call is re-issued with
+ * rem as its request: it sleeps what was left, not its whole length again.
+ * Without rem there is nothing to go by and the whole length is slept.
+ * Call before ghost_policy_restart(), which overwrites ax.
+ */
+static inline void ghost_policy_sleep_left(__u64 ax, __u64 orig_ax, __u64 si,
+					   __u64 r10, __u64 *di, __u64 *dx)
+{
+	if ((__s64)ax != -ERESTART_RESTARTBLOCK)
+		return;
+	if (orig_ax == __NR_nanosleep && si)
+		*di = si;
+	else if (orig_ax == __NR_clock_nanosleep &&
+		 !(si & GHOST_TIMER_ABSTIME) && r10)
+		*dx = r10;
 }
 
 #endif /* GHOST_POLICY_H */

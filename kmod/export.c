@@ -74,11 +74,13 @@ find_regset(struct task_struct *task, unsigned int note)
  * right after it (ax = -ERESTART*). The image must restart it too, so it
  * holds the registers as the restart leaves them (ghost_policy_restart()).
  * A call that uses a restart block (relative nanosleep, poll with a
- * timeout) is re-issued with its original arguments: it waits its whole
- * timeout again rather than fail with EINTR.
+ * timeout) is re-issued: a sleep that wrote what it had left into its rem
+ * argument sleeps that (ghost_policy_sleep_left()), any other waits its
+ * whole timeout again rather than fail with EINTR.
  */
 static void fixup_restart(struct ghost_regs *r)
 {
+	ghost_policy_sleep_left(r->ax, r->orig_ax, r->si, r->r10, &r->di, &r->dx);
 	ghost_policy_restart(&r->ax, &r->orig_ax, &r->ip, false);
 }
 

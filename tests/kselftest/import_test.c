@@ -240,6 +240,25 @@ static void work_sleeper(int fd)
 	_exit(nanosleep(&req, NULL) ? 40 : 0);
 }
 
+/*
+ * Sleeps 4 s in nanosleep with a rem argument, then exits 0 if it woke 4 to
+ * 5 s after it began (41 if early, 42 if late): a copy imported 2 s in must
+ * sleep the 2 s it had left, which the kernel wrote into rem, not 4 more.
+ */
+static void work_sleeper_rem(int fd)
+{
+	struct timespec req = { .tv_sec = 4 }, rem, t0, t1;
+	double s;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	ready(fd, "R", 1);
+	if (syscall(SYS_nanosleep, &req, &rem))
+		_exit(40);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	s = (t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) / 1e9;
+	_exit(s < 4.0 ? 41 : s >= 5.0 ? 42 : 0);
+}
+
 /* For duplication: reports its pid on the pipe after "go", exits 0. */
 static int rep[2];
 
@@ -479,6 +498,23 @@ TEST(nanosleep_resumes_after_import)
 	ASSERT_EQ(imp, waitpid(imp, &status, 0));
 	ASSERT_TRUE(WIFEXITED(status));
 	EXPECT_EQ(0, WEXITSTATUS(status));
+	close(g);
+}
+
+TEST(nanosleep_sleeps_what_it_had_left_after_import)
+{
+	char c, reason[GHOST_REASON_LEN];
+	int g, status;
+	pid_t pid = spawn(work_sleeper_rem, &c, 1), imp;
+
+	ASSERT_LT(0, pid);
+	usleep(2000000);
+	g = ghost_new_mem();
+	ASSERT_EQ(0, export_kill(pid, g, reason)) TH_LOG("%s", reason);
+	imp = start_importer(g);
+	ASSERT_EQ(imp, waitpid(imp, &status, 0));
+	ASSERT_TRUE(WIFEXITED(status));
+	EXPECT_EQ(0, WEXITSTATUS(status)) TH_LOG("41: woke early, 42: slept its whole length again");
 	close(g);
 }
 

@@ -36,6 +36,8 @@ long pt(enum __ptrace_request req, pid_t pid, void* addr = nullptr, void* data =
 
 Regs restarted(const Regs& r, bool restart_block) {
     Regs out = r;
+    if (!restart_block)
+        ghost_policy_sleep_left(out.rax, out.orig_rax, out.rsi, out.r10, &out.rdi, &out.rdx);
     ghost_policy_restart(&out.rax, &out.orig_rax, &out.rip, restart_block);
     return out;
 }

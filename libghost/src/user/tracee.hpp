@@ -49,7 +49,8 @@ struct RseqConfig {
 // ghost.ko): rax back to its number, rip on the syscall instruction.
 // restart_block: keep an interrupted sleep's remaining time
 // (restart_syscall(2)), which only the same task can use; otherwise the call
-// itself is run again, from its start.
+// itself is run again, a relative sleep for the time it wrote into its rem
+// argument if it had one (ghost_policy_sleep_left()), else from its start.
 Regs restarted(const Regs& r, bool restart_block);
 
 class Tracee {
