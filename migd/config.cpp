@@ -271,6 +271,7 @@ ghost::Result<Config> parse_config(std::string_view text, std::string_view origi
         r.integer("io_timeout_ms", 100, 3600 * 1000, uint(cfg.io_timeout_ms));
         r.integer("max_clients", 1, 65536, uint(cfg.max_clients));
         r.integer("max_clients_per_user", 1, 65536, uint(cfg.max_clients_per_user));
+        r.integer("forget_exited_s", 0, 100LL * 365 * 86400, u64(cfg.forget_exited_s));
         r.no_others();
         keep(r.error());
     }

@@ -51,6 +51,10 @@ struct Config {
     unsigned io_timeout_ms = 10000;     // a peer silent this long is gone
     unsigned max_clients = 256;         // local control connections at once
     unsigned max_clients_per_user = 16; // of those, one uid's (root: no own limit)
+    // A process that ended here leaves the location table this long after
+    // migd saw it gone (seconds; 0: never): until then `where` says it
+    // exited, and `ps --cluster` lists it.
+    std::uint64_t forget_exited_s = 86400;
     // [migration]: pre-copy (Documentation/migd-protocol.md, "Pre-copy")
     std::uint64_t precopy_min_bytes = 64ULL << 20; // pre-copy by default from this size
     unsigned precopy_max_rounds = 8;               // images before the last, at most

@@ -138,7 +138,21 @@ json Ops::route(Daemon& d, const std::string& op, const std::string& gid, const 
         r["hops"] = hops;
         return r;
     }
-    const std::string next = entry ? entry->host : origin_of(gid);
+    std::string next = entry ? entry->host : origin_of(gid);
+    if (!entry && hops > 0) {
+        // Sent here by a host that took it to be here, and this host does
+        // not know it (it ended here and was forgotten, or this host's
+        // table was lost): its origin would only send it back. A peer where
+        // it runs says where it is; otherwise no host knows it.
+        next = find_elsewhere(d, gid, "");
+        if (next.empty())
+            return error_reply(
+                cfg.forget_exited_s == 0
+                    ? fmt::format("no process {} known on {} or its peers", gid, cfg.host)
+                    : fmt::format("no process {} known on {} or its peers ({} forgets a process "
+                                  "{} s after it ended)",
+                                  gid, cfg.host, cfg.host, cfg.forget_exited_s));
+    }
     if (next.empty() || next == cfg.host)
         return error_reply(fmt::format("no process {} known on {}", gid, cfg.host));
     if (hops >= max_hops)

@@ -214,6 +214,40 @@ std::optional<std::string> Locations::local_gid(pid_t pid, std::uint64_t startti
     return std::nullopt;
 }
 
+std::vector<std::string>
+Locations::forget_exited(std::uint64_t keep_ms, const std::function<bool(const Location&)>& gone) {
+    std::vector<Location> ended;
+    for (auto& l : local())
+        if (gone(l))
+            ended.push_back(std::move(l));
+    std::vector<std::string> erased;
+    if (ended.empty())
+        return erased;
+    const std::uint64_t now = now_ms();
+    std::lock_guard lock(mu_);
+    std::string lines;
+    for (const auto& e : ended) {
+        const auto it = map_.find(e.gid);
+        // Changed meanwhile (moved away, or a new process under this gid).
+        if (it == map_.end() || it->second.state != "local" || it->second.pid != e.pid ||
+            it->second.starttime != e.starttime)
+            continue;
+        Location& l = it->second;
+        if (l.exited_ms == 0) {
+            l.exited_ms = now;
+            lines += line({{"set", to_json(l)}});
+        } else if (now - std::min(now, l.exited_ms) >= keep_ms) {
+            erased.push_back(l.gid);
+            hinted_.erase(l.gid);
+            map_.erase(it);
+            lines += line({{"erase", e.gid}});
+        }
+    }
+    if (!lines.empty())
+        (void)append_locked(lines);
+    return erased;
+}
+
 void Locations::erase(const std::string& gid) {
     std::lock_guard lock(mu_);
     map_.erase(gid);

@@ -58,8 +58,10 @@ void print_summary(const migd::Config& c, const migd::TlsContext* tls) {
     else
         fmt::print("checkpoint server: {} (quota {})\n", c.server_dir,
                    bytes_or(c.server_max_bytes, "none"));
-    fmt::print("limits: allow_root {}, max_image_bytes {}, max_transfers {}, io_timeout_ms {}\n",
-               c.allow_root, bytes_or(c.max_image_bytes, "none"), c.max_transfers, c.io_timeout_ms);
+    fmt::print("limits: allow_root {}, max_image_bytes {}, max_transfers {}, io_timeout_ms {}, "
+               "forget_exited_s {}\n",
+               c.allow_root, bytes_or(c.max_image_bytes, "none"), c.max_transfers, c.io_timeout_ms,
+               c.forget_exited_s ? std::to_string(c.forget_exited_s) : "never");
 }
 
 } // namespace

@@ -181,9 +181,9 @@ std::vector<json> Journal::all() const {
 }
 
 json to_json(const Location& l) {
-    return {{"gid", l.gid},   {"state", l.state},          {"host", l.host},
-            {"pid", l.pid},   {"starttime", l.starttime},  {"uid", l.uid},
-            {"comm", l.comm}, {"updated_ms", l.updated_ms}};
+    return {{"gid", l.gid},   {"state", l.state},           {"host", l.host},
+            {"pid", l.pid},   {"starttime", l.starttime},   {"uid", l.uid},
+            {"comm", l.comm}, {"updated_ms", l.updated_ms}, {"exited_ms", l.exited_ms}};
 }
 
 Location location_from_json(const json& j) {
@@ -196,6 +196,7 @@ Location location_from_json(const json& j) {
     l.uid = j.value("uid", 0u);
     l.comm = j.value("comm", "");
     l.updated_ms = j.value("updated_ms", std::uint64_t{0});
+    l.exited_ms = j.value("exited_ms", std::uint64_t{0});
     return l;
 }
 

@@ -9,6 +9,7 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -86,6 +87,7 @@ struct Location {
     uid_t uid = 0;
     std::string comm;
     std::uint64_t updated_ms = 0; // wall clock of the last change
+    std::uint64_t exited_ms = 0;  // a local entry: when migd saw it gone (0: not yet)
 };
 
 // The table is durable as a snapshot (locations.json, written whole) and a
@@ -115,6 +117,11 @@ class Locations {
     // The gid of the process running here as pid (same start time), if it
     // has one.
     std::optional<std::string> local_gid(pid_t pid, std::uint64_t starttime) const;
+    // Local entries whose process gone(entry) says has ended: each is marked
+    // with the time this was first seen, and erased keep_ms after that.
+    // gone() runs without the table's lock. Returns the gids erased.
+    std::vector<std::string> forget_exited(std::uint64_t keep_ms,
+                                           const std::function<bool(const Location&)>& gone);
     void erase(const std::string& gid);
 
   private:

@@ -55,6 +55,7 @@ max_transfers = 8
 io_timeout_ms = 2500
 max_clients = 40
 max_clients_per_user = 5
+forget_exited_s = 600
 )",
                                 "/etc/ghost/migd.toml");
     ASSERT_TRUE(r) << r.error().what();
@@ -88,6 +89,7 @@ max_clients_per_user = 5
     EXPECT_EQ(c.io_timeout_ms, 2500u);
     EXPECT_EQ(c.max_clients, 40u);
     EXPECT_EQ(c.max_clients_per_user, 5u);
+    EXPECT_EQ(c.forget_exited_s, 600u);
     EXPECT_EQ(c.source, "/etc/ghost/migd.toml");
 }
 
@@ -110,6 +112,7 @@ TEST(MigdConfig, EmptyFileGivesTheDefaultsAndTheHostName) {
     EXPECT_EQ(r->io_timeout_ms, 10000u);
     EXPECT_EQ(r->max_clients, 256u);
     EXPECT_EQ(r->max_clients_per_user, 16u);
+    EXPECT_EQ(r->forget_exited_s, 86400u);
 }
 
 TEST(MigdConfig, UnknownKeysAndTablesNameFileLineAndKey) {

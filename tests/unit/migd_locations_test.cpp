@@ -160,6 +160,33 @@ TEST_F(MigdLocations, ATornLastLineIsIgnoredAndADamagedOneRefused) {
         << r.error().what();
 }
 
+TEST_F(MigdLocations, AnEndedProcessIsMarkedThenForgottenAndOthersAreKept) {
+    Locations t;
+    ASSERT_TRUE(t.open(dir_, "h1"));
+    ASSERT_TRUE(t.set(at("h1-1", "local", "h1", 100))); // ended
+    ASSERT_TRUE(t.set(at("h1-2", "local", "h1", 101))); // runs
+    ASSERT_TRUE(t.set(at("h1-3", "moved", "h2", 102))); // not this host's to judge
+    const auto gone = [](const Location& l) { return l.pid != 101; };
+    EXPECT_TRUE(t.forget_exited(3600 * 1000, gone).empty());
+    ASSERT_TRUE(t.get("h1-1"));
+    EXPECT_GT(t.get("h1-1")->exited_ms, 0u) << "marked when first seen gone";
+    EXPECT_EQ(t.get("h1-2")->exited_ms, 0u);
+    EXPECT_TRUE(t.forget_exited(3600 * 1000, gone).empty()) << "kept for an hour";
+    // Moved away meanwhile: a new entry for the gid, not marked.
+    ASSERT_TRUE(t.set(at("h1-1", "moved", "h3", 100)));
+    EXPECT_TRUE(t.forget_exited(0, gone).empty());
+    ASSERT_TRUE(t.set(at("h1-4", "local", "h1", 104)));
+    EXPECT_TRUE(t.forget_exited(0, gone).empty()) << "marked first, even with no delay";
+    EXPECT_EQ(t.forget_exited(0, gone), std::vector<std::string>{"h1-4"});
+    EXPECT_FALSE(t.get("h1-4"));
+    EXPECT_TRUE(t.get("h1-1") && t.get("h1-2") && t.get("h1-3"));
+    // What a restarted migd reads: the log, replayed.
+    crash_after([](Locations& c) {
+        if (c.get("h1-4") || !c.get("h1-1") || c.get("h1-1")->host != "h3")
+            ::_exit(4);
+    });
+}
+
 TEST_F(MigdLocations, TheLogIsFoldedIntoASnapshotBeforeItOutgrowsTheTable) {
     std::size_t most = 0;
     {

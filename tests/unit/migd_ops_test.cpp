@@ -44,7 +44,8 @@ constexpr uid_t nobody = 65534;
 // the far end on a thread of the destination daemon.
 class Net {
   public:
-    explicit Net(int n) {
+    // tweak: changes each host's config before its migd starts.
+    explicit Net(int n, const std::function<void(migd::Config&)>& tweak = {}) {
         root_ = fs::temp_directory_path() / ("migd-ops-" + std::to_string(::getpid()));
         fs::create_directories(root_);
         for (int i = 1; i <= n; ++i) {
@@ -58,6 +59,8 @@ class Net {
             for (int j = 1; j <= n; ++j)
                 if (j != i)
                     c.peers.push_back({fmt::format("h{}", j), "127.0.0.1", 1});
+            if (tweak)
+                tweak(c);
             auto d = std::make_unique<migd::Daemon>(c, nullptr);
             d->set_connector(
                 [this, from = c.host](const std::string& to) { return link(from, to); });
@@ -518,6 +521,53 @@ TEST(MigdOps, AProcessIsFoundOnAnotherPeerWhenItsOriginIsDown) {
         << none.dump();
     // h1 did not answer a moment ago: this lookup asked the others at once.
     EXPECT_EQ(net.attempts("h1"), tried);
+}
+
+// A process that ended on the host it was moved to is "exited" there, then
+// forgotten forget_exited_s after: lookups through the hosts that still
+// point there say no host knows it (not a forwarding loop back to its
+// origin), and the host no longer lists it. A running one is kept.
+TEST(MigdOps, AnEndedProcessIsForgottenAfterForgetExitedAndLookupsSaySo) {
+    Net net(3, [](migd::Config& c) { c.forget_exited_s = 1; });
+    Counter a(net.root()), b(net.root());
+    json r = move_to_h2(net, a);
+    ASSERT_TRUE(r.value("ok", false)) << r.dump();
+    const std::string gone_gid = r["gid"];
+    const pid_t gone = r["pid"];
+    r = move_to_h2(net, b);
+    ASSERT_TRUE(r.value("ok", false)) << r.dump();
+    const std::string kept_gid = r["gid"];
+    const pid_t kept = r["pid"];
+    ASSERT_EQ(::kill(gone, SIGKILL), 0);
+    EXPECT_TRUE(eventually([&] { return !alive(gone); }));
+
+    const json w = net["h1"].local({{"op", "where"}, {"gid", gone_gid}}, root, {});
+    EXPECT_EQ(w.value("state", ""), "exited") << w.dump();
+    const auto listed = [&](const std::string& gid) {
+        const json ps = net["h2"].local({{"op", "ps"}}, root, {});
+        for (const auto& p : ps.value("processes", json::array()))
+            if (p.value("gid", "") == gid)
+                return true;
+        return false;
+    };
+    EXPECT_TRUE(listed(gone_gid));
+    EXPECT_TRUE(eventually([&] { return !listed(gone_gid); })) << "forgotten on h2";
+    const json after = net["h1"].local({{"op", "where"}, {"gid", gone_gid}}, root, {});
+    EXPECT_FALSE(after.value("ok", true)) << after.dump();
+    EXPECT_NE(after.value("error", "").find("no process " + gone_gid + " known on h2 or its peers"),
+              std::string::npos)
+        << after.dump();
+    // From the third host too, which asks the gid's origin first.
+    const json third = net["h3"].local({{"op", "where"}, {"gid", gone_gid}}, root, {});
+    EXPECT_NE(third.value("error", "").find("known on h2 or its peers"), std::string::npos)
+        << third.dump();
+
+    std::this_thread::sleep_for(1500ms); // more sweeps: the running one stays
+    const json k = net["h1"].local({{"op", "where"}, {"gid", kept_gid}}, root, {});
+    EXPECT_EQ(k.value("state", ""), "running") << k.dump();
+    EXPECT_EQ(k.value("pid", 0), kept);
+    EXPECT_TRUE(listed(kept_gid));
+    ::kill(kept, SIGKILL);
 }
 
 // Short requests keep their connection: a lookup costs a round trip, not a
