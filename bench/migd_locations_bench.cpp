@@ -5,7 +5,10 @@
 // same run and the same directory: one small append made durable with
 // fdatasync(2). Also a new gid (the persisted counter). For tables of
 // several sizes, since a table holds every gid that passed through a host.
-// Documentation/performance.md, "Location updates".
+// Then the journal: an operation's first state, a later state (the
+// commit's "committing" and "ready" are later states) and its removal,
+// beside rewriting the entry whole (what a later state cost before).
+// Documentation/performance.md, "Location updates" and "Journal states".
 //   build/bin/ghost_bench_migd_locations [--entries 10,1000,100000]
 //                                        [--updates N] [--dir DIR]
 // DIR must be on the disk migd's state directory would be on (the default
@@ -101,8 +104,9 @@ Stats disk_floor(const std::string& dir, int n) {
 
 int main(int argc, char** argv) {
     CLI::App app{"The cost of one update of migd's durable location table (the update after a "
-                 "migration) and of a new gid, for tables of several sizes, beside one durable "
-                 "120-byte append (write + fdatasync) in the same directory."};
+                 "migration) and of a new gid, for tables of several sizes, then of the "
+                 "journal's states, beside one durable 120-byte append (write + fdatasync) in "
+                 "the same directory."};
     std::vector<std::size_t> sizes{10, 1000, 100000};
     int updates = 200;
     std::string dir = "/var/tmp";
@@ -149,6 +153,46 @@ int main(int argc, char** argv) {
                 floor.median, floor.p90, upd.median / floor.median);
         }
     }
+
+    // The journal: one operation's life, `updates` times.
+    const std::string jstate = work + "/journal-state";
+    migd::Journal journal;
+    if (auto r = journal.open(jstate); !r)
+        die(r.error().what());
+    const auto entry = [](int i, const char* state) {
+        return migd::json{{"id", fmt::format("h1.{}.{}", 1764300000000 + i, i)},
+                          {"role", "source"},
+                          {"kind", "migrate"},
+                          {"state", state},
+                          {"peer", "h2"},
+                          {"gid", "h1-17"},
+                          {"pid", 4242},
+                          {"starttime", 123456},
+                          {"uid", 1000},
+                          {"comm", "ghost-counter"}};
+    };
+    const auto put = [&](const migd::json& e) {
+        if (auto r = journal.put(e); !r)
+            die(r.error().what());
+    };
+    const Stats first = time_each(updates, [&](int i) { put(entry(i, "sending")); });
+    const Stats later = time_each(updates, [&](int i) { put(entry(i, "committing")); });
+    const Stats gone = time_each(updates, [&](int i) { journal.remove(entry(i, "").at("id")); });
+    const Stats whole = time_each(updates, [&](int i) {
+        if (auto w = migd::write_file_atomic(fmt::format("{}/whole.json", jstate),
+                                             entry(i, "committing").dump(2) + "\n", 0600);
+            !w)
+            die(w.error().what());
+    });
+    const Stats floor = disk_floor(jstate, updates);
+    fmt::print("\nJournal, {} operations; ms, median / p90\n\n", updates);
+    fmt::print("| first state (file made) | later state (appended) | removed | later state "
+               "written whole (before) | floor: append + fdatasync |\n|---|---|---|---|---|\n");
+    fmt::print("| {:.3f} / {:.3f} | {:.3f} / {:.3f} | {:.3f} / {:.3f} | {:.3f} / {:.3f} | {:.3f} / "
+               "{:.3f} |\n",
+               first.median, first.p90, later.median, later.p90, gone.median, gone.p90,
+               whole.median, whole.p90, floor.median, floor.p90);
+
     std::error_code ec;
     fs::remove_all(work, ec);
     return 0;

@@ -138,10 +138,64 @@ Result<void> Journal::open(const std::string& state_dir) {
     return make_dir(dir_);
 }
 
+namespace {
+
+// An entry's file: one JSON line per state, the last whole one counts (a
+// file of an older migd is one pretty-printed object). A last line cut
+// short by a crash was never made durable, so never acted on: skipped.
+std::optional<json> latest_state(const std::string& text) {
+    auto whole = json::parse(text, nullptr, false);
+    if (!whole.is_discarded())
+        return whole.is_object() ? std::optional<json>(std::move(whole)) : std::nullopt;
+    std::optional<json> last;
+    std::size_t at = 0;
+    while (at < text.size()) {
+        std::size_t nl = text.find('\n', at);
+        if (nl == std::string::npos)
+            nl = text.size();
+        auto j = json::parse(text.substr(at, nl - at), nullptr, false);
+        if (!j.is_discarded() && j.is_object())
+            last = std::move(j);
+        at = nl + 1;
+    }
+    return last;
+}
+
+} // namespace
+
+// The first state of an operation makes its file (temporary name, fsync,
+// rename, fsync of the directory); each later one is a line appended and
+// made durable with fdatasync: one flush instead of three, on the commit's
+// path (a source's "committing", a destination's "ready").
 Result<void> Journal::put(const json& entry) {
     std::lock_guard lock(mu_);
     const std::string id = entry.at("id").get<std::string>();
-    return write_file_atomic(fmt::format("{}/{}.json", dir_, id), entry.dump(2) + "\n", 0600);
+    const std::string path = fmt::format("{}/{}.json", dir_, id);
+    const std::string text = entry.dump() + "\n";
+    UniqueFd fd(::open(path.c_str(), O_RDWR | O_APPEND | O_CLOEXEC));
+    if (!fd) {
+        if (errno != ENOENT)
+            return sys_error(fmt::format("cannot open {}", path));
+        return write_file_atomic(path, text, 0600);
+    }
+    struct stat st;
+    if (::fstat(fd.get(), &st) != 0)
+        return sys_error(fmt::format("cannot stat {}", path));
+    // After a line a crash cut short, this one starts on a line of its own.
+    char tail = '\n';
+    if (st.st_size > 0 && ::pread(fd.get(), &tail, 1, st.st_size - 1) != 1)
+        return sys_error(fmt::format("cannot read {}", path));
+    const std::string line = tail == '\n' ? text : "\n" + text;
+    auto w = write_all(fd.get(), std::as_bytes(std::span(line.data(), line.size())));
+    if (w && ::fdatasync(fd.get()) != 0)
+        w = sys_error(fmt::format("cannot sync {}", path));
+    if (!w) {
+        // A part-written line must not run into the next one.
+        (void)::ftruncate(fd.get(), st.st_size);
+        return Error::from_errno(w.error().code.value(),
+                                 fmt::format("cannot write {}: {}", path, w.error().what()));
+    }
+    return {};
 }
 
 void Journal::remove(const std::string& id) {
@@ -157,10 +211,7 @@ std::optional<json> Journal::get(const std::string& id) const {
     auto text = read_file(fmt::format("{}/{}.json", dir_, id));
     if (!text)
         return std::nullopt;
-    auto j = json::parse(*text, nullptr, false);
-    if (j.is_discarded())
-        return std::nullopt;
-    return j;
+    return latest_state(*text);
 }
 
 std::vector<json> Journal::all() const {
@@ -173,9 +224,9 @@ std::vector<json> Journal::all() const {
         auto text = read_file(e.path().string());
         if (!text)
             continue;
-        auto j = json::parse(*text, nullptr, false);
-        if (!j.is_discarded() && j.contains("id"))
-            out.push_back(std::move(j));
+        auto j = latest_state(*text);
+        if (j && j->contains("id"))
+            out.push_back(std::move(*j));
     }
     return out;
 }

@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0
 // migd's durable state in its state directory: the journal of in-flight
-// operations (one file per operation, journal/ID.json) and the location
-// table (locations.json). Every write is a whole file written to a temporary
-// name, fsynced and renamed over the old one, so a crash leaves either the
-// old or the new state, never a torn one.
+// operations (one file per operation, journal/ID.json: its first state
+// written whole to a temporary name, fsynced and renamed; each later state a
+// line appended and made durable with fdatasync, the last whole line
+// counting) and the location table (locations.cpp: a snapshot and a log).
+// A crash leaves the old or the new state, never a torn one.
 #pragma once
 
 #include <sys/types.h>

@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: GPL-2.0
-// migd's location table on disk (migd/locations.cpp): what set(), new_gid()
-// and erase() returned from survives a crash (the log replayed over the
-// snapshot), a shortcut goes with the next durable change, a torn last line
-// is ignored and a damaged one refused, and the log is folded into the
-// snapshot before it outgrows the table.
+// migd's durable state (migd/store.cpp, migd/locations.cpp). The location
+// table: what set(), new_gid() and erase() returned from survives a crash
+// (the log replayed over the snapshot), a shortcut goes with the next
+// durable change, a torn last line is ignored and a damaged one refused, the
+// log is folded into the snapshot before it outgrows the table, ended
+// processes are forgotten. The journal: each state a line, the last whole
+// one counting, a torn one skipped, an older migd's entry read.
 #include <gtest/gtest.h>
 
 #include <sys/wait.h>
@@ -204,6 +206,77 @@ TEST_F(MigdLocations, TheLogIsFoldedIntoASnapshotBeforeItOutgrowsTheTable) {
     EXPECT_EQ(t.all().size(), 10u);
     for (int k = 0; k < 10; k++)
         EXPECT_EQ(t.get("h1-" + std::to_string(k))->pid, 1000 + 2990 + k);
+}
+
+class MigdJournal : public ::testing::Test {
+  protected:
+    void SetUp() override {
+        char tmpl[] = "/tmp/ghost-journal-test.XXXXXX";
+        ASSERT_NE(::mkdtemp(tmpl), nullptr);
+        dir_ = tmpl;
+        ASSERT_TRUE(j_.open(dir_));
+    }
+    void TearDown() override {
+        std::error_code ec;
+        fs::remove_all(dir_, ec);
+    }
+    std::string file(const std::string& id) const { return dir_ + "/journal/" + id + ".json"; }
+    std::size_t lines(const std::string& id) const {
+        std::ifstream f(file(id));
+        std::size_t n = 0;
+        for (std::string l; std::getline(f, l);)
+            n++;
+        return n;
+    }
+    std::string dir_;
+    migd::Journal j_;
+};
+
+TEST_F(MigdJournal, EachStateIsALineAndTheLastWholeOneCounts) {
+    migd::json e = {{"id", "h1.1.1"}, {"role", "source"}, {"state", "sending"}, {"pid", 42}};
+    ASSERT_TRUE(j_.put(e));
+    e["state"] = "committing";
+    ASSERT_TRUE(j_.put(e));
+    e["dest_pid"] = 77;
+    ASSERT_TRUE(j_.put(e));
+    EXPECT_EQ(lines("h1.1.1"), 3u);
+    auto got = j_.get("h1.1.1");
+    ASSERT_TRUE(got);
+    EXPECT_EQ(*got, e);
+    ASSERT_TRUE(j_.put({{"id", "h1.1.2"}, {"state", "receiving"}}));
+    const auto all = j_.all();
+    ASSERT_EQ(all.size(), 2u);
+    for (const auto& a : all)
+        EXPECT_TRUE(a == e || a.value("state", "") == "receiving") << a.dump();
+    j_.remove("h1.1.1");
+    EXPECT_FALSE(j_.get("h1.1.1"));
+    EXPECT_FALSE(fs::exists(file("h1.1.1")));
+    EXPECT_EQ(j_.all().size(), 1u);
+}
+
+TEST_F(MigdJournal, ATornLastLineLeavesTheStateBeforeItAndTheNextStateStartsALine) {
+    ASSERT_TRUE(j_.put({{"id", "x"}, {"state", "receiving"}}));
+    std::ofstream(file("x"), std::ios::app) << R"({"id":"x","state":"rea)";
+    EXPECT_EQ(j_.get("x").value_or(migd::json{}).value("state", ""), "receiving");
+    ASSERT_TRUE(j_.put({{"id", "x"}, {"state", "ready"}, {"pid", 9}}));
+    auto got = j_.get("x");
+    ASSERT_TRUE(got);
+    EXPECT_EQ(got->value("state", ""), "ready");
+    EXPECT_EQ(got->value("pid", 0), 9);
+    ASSERT_EQ(j_.all().size(), 1u);
+    EXPECT_EQ(j_.all()[0].value("state", ""), "ready");
+}
+
+TEST_F(MigdJournal, AnOlderMigdsWholeFileEntryIsReadAndGoesOn) {
+    const migd::json old = {{"id", "y"},
+                            {"role", "dest"},
+                            {"state", "receiving"},
+                            {"peer", "h2"},
+                            {"nested", {{"a", 1}}}};
+    std::ofstream(file("y")) << old.dump(2) << "\n";
+    EXPECT_EQ(j_.get("y").value_or(migd::json{}), old);
+    ASSERT_TRUE(j_.put({{"id", "y"}, {"role", "dest"}, {"state", "ready"}}));
+    EXPECT_EQ(j_.get("y").value_or(migd::json{}).value("state", ""), "ready");
 }
 
 } // namespace
