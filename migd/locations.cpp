@@ -12,12 +12,10 @@
 // snapshot and emptying the log) gives the same table but for shortcuts
 // (hint()), which may be lost anyway.
 #include <fcntl.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
-#include <cstring>
 #include <sstream>
 
 #include <fmt/format.h>
@@ -107,17 +105,15 @@ Result<void> Locations::compact_locked() {
     log_records_ = 0;
     if (!log_) {
         log_ = UniqueFd(
-            ::open(log_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0600));
+            ::open(log_path_.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0600));
         if (!log_)
-            return Error::from_errno(
-                errno, fmt::format("cannot open {}: {}", log_path_, std::strerror(errno)));
+            return sys_error(fmt::format("cannot open {}", log_path_));
         return {};
     }
     // Not synced on its own: the next append's fdatasync makes the new size
     // durable, and a log replayed over this snapshot changes nothing.
     if (::ftruncate(log_.get(), 0) != 0)
-        return Error::from_errno(
-            errno, fmt::format("cannot empty {}: {}", log_path_, std::strerror(errno)));
+        return sys_error(fmt::format("cannot empty {}", log_path_));
     return {};
 }
 
@@ -135,20 +131,8 @@ std::string Locations::pending_hints_locked() {
 Result<void> Locations::append_locked(const std::string& lines) {
     if (!log_)
         return Error::from_errno(EBADF, "the location table is not open");
-    struct stat st;
-    if (::fstat(log_.get(), &st) != 0)
-        return Error::from_errno(
-            errno, fmt::format("cannot stat {}: {}", log_path_, std::strerror(errno)));
-    auto w = write_all(log_.get(), std::as_bytes(std::span(lines.data(), lines.size())));
-    if (w && ::fdatasync(log_.get()) != 0)
-        w = Error::from_errno(errno,
-                              fmt::format("cannot sync {}: {}", log_path_, std::strerror(errno)));
-    if (!w) {
-        // A part-written line must not run into the next one.
-        (void)::ftruncate(log_.get(), st.st_size);
-        return Error::from_errno(w.error().code.value(),
-                                 fmt::format("cannot write {}: {}", log_path_, w.error().what()));
-    }
+    if (auto w = append_durably(log_.get(), log_path_, lines); !w)
+        return w;
     log_records_ += static_cast<std::size_t>(std::count(lines.begin(), lines.end(), '\n'));
     // The update is durable; a snapshot that cannot be written now is tried
     // again at the next update (the log still holds everything).

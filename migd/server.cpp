@@ -24,6 +24,7 @@
 
 #include "ghost/fd.hpp"
 #include "line_reader.hpp"
+#include "store.hpp"
 
 namespace migd {
 
@@ -35,11 +36,6 @@ using ghost::UniqueFd;
 // A request line's bound (bsprun's job manifests are the longest: about
 // 80 bytes per VP).
 constexpr std::size_t max_line = 4 << 20;
-
-Error sys_error(std::string what) {
-    const int err = errno;
-    return Error::from_errno(err, fmt::format("{}: {}", what, std::strerror(err)));
-}
 
 ghost::Result<UniqueFd> listen_on(const std::string& path) {
     sockaddr_un addr{};

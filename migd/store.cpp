@@ -19,8 +19,6 @@
 
 namespace migd {
 
-namespace {
-
 using ghost::Error;
 using ghost::Result;
 using ghost::UniqueFd;
@@ -30,7 +28,26 @@ Error sys_error(const std::string& what) {
     return Error::from_errno(err, fmt::format("{}: {}", what, std::strerror(err)));
 }
 
-} // namespace
+Result<void> append_durably(int fd, const std::string& path, std::string_view lines) {
+    struct stat st;
+    if (::fstat(fd, &st) != 0)
+        return sys_error(fmt::format("cannot stat {}", path));
+    // After a line a crash cut short, these start on a line of their own.
+    char tail = '\n';
+    if (st.st_size > 0 && ::pread(fd, &tail, 1, st.st_size - 1) != 1)
+        return sys_error(fmt::format("cannot read {}", path));
+    const std::string text = tail == '\n' ? std::string(lines) : "\n" + std::string(lines);
+    auto w = write_all(fd, std::as_bytes(std::span(text.data(), text.size())));
+    if (w && ::fdatasync(fd) != 0)
+        w = sys_error(fmt::format("cannot sync {}", path));
+    if (!w) {
+        // A part-written line must not run into the next one.
+        (void)::ftruncate(fd, st.st_size);
+        return Error::from_errno(w.error().code.value(),
+                                 fmt::format("cannot write {}: {}", path, w.error().what()));
+    }
+    return {};
+}
 
 Result<void> make_dir(const std::string& path) {
     std::error_code ec;
@@ -178,24 +195,7 @@ Result<void> Journal::put(const json& entry) {
             return sys_error(fmt::format("cannot open {}", path));
         return write_file_atomic(path, text, 0600);
     }
-    struct stat st;
-    if (::fstat(fd.get(), &st) != 0)
-        return sys_error(fmt::format("cannot stat {}", path));
-    // After a line a crash cut short, this one starts on a line of its own.
-    char tail = '\n';
-    if (st.st_size > 0 && ::pread(fd.get(), &tail, 1, st.st_size - 1) != 1)
-        return sys_error(fmt::format("cannot read {}", path));
-    const std::string line = tail == '\n' ? text : "\n" + text;
-    auto w = write_all(fd.get(), std::as_bytes(std::span(line.data(), line.size())));
-    if (w && ::fdatasync(fd.get()) != 0)
-        w = sys_error(fmt::format("cannot sync {}", path));
-    if (!w) {
-        // A part-written line must not run into the next one.
-        (void)::ftruncate(fd.get(), st.st_size);
-        return Error::from_errno(w.error().code.value(),
-                                 fmt::format("cannot write {}: {}", path, w.error().what()));
-    }
-    return {};
+    return append_durably(fd.get(), path, text);
 }
 
 void Journal::remove(const std::string& id) {

@@ -30,6 +30,15 @@ namespace migd {
 using ghost::write_all; // ghost/io.hpp
 using nlohmann::json;
 
+// An error naming what failed and errno's text.
+ghost::Error sys_error(const std::string& what);
+
+// Appends lines (each ending in a newline) to fd, the file at path (opened
+// with O_APPEND and for reading), and makes them durable with fdatasync;
+// they start on a line of their own even after a line a crash cut short.
+// On failure the file is cut back to what it was.
+ghost::Result<void> append_durably(int fd, const std::string& path, std::string_view lines);
+
 // Writes data to path atomically (tmp, fsync, rename, fsync of the directory).
 ghost::Result<void> write_file_atomic(const std::string& path, std::string_view data, int mode);
 
