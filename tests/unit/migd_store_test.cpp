@@ -25,10 +25,11 @@ namespace fs = std::filesystem;
 using migd::Location;
 using migd::Locations;
 
-class MigdLocations : public ::testing::Test {
+// A state directory of its own for each test, removed after it.
+class StateDir : public ::testing::Test {
   protected:
     void SetUp() override {
-        char tmpl[] = "/tmp/ghost-locations-test.XXXXXX";
+        char tmpl[] = "/tmp/ghost-store-test.XXXXXX";
         ASSERT_NE(::mkdtemp(tmpl), nullptr);
         dir_ = tmpl;
     }
@@ -36,7 +37,19 @@ class MigdLocations : public ::testing::Test {
         std::error_code ec;
         fs::remove_all(dir_, ec);
     }
+    // Lines in the file at path (0 when there is none).
+    static std::size_t lines_in(const std::string& path) {
+        std::ifstream f(path);
+        std::size_t n = 0;
+        for (std::string l; std::getline(f, l);)
+            n++;
+        return n;
+    }
+    std::string dir_;
+};
 
+class MigdLocations : public StateDir {
+  protected:
     // Runs body on a table of this state directory in a child that then
     // ends without closing it (no destructor: what a crash leaves).
     void crash_after(const std::function<void(Locations&)>& body) {
@@ -55,19 +68,11 @@ class MigdLocations : public ::testing::Test {
         ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
     }
 
-    std::size_t log_lines() const {
-        std::ifstream f(dir_ + "/locations.log");
-        std::size_t n = 0;
-        for (std::string l; std::getline(f, l);)
-            n++;
-        return n;
-    }
+    std::size_t log_lines() const { return lines_in(dir_ + "/locations.log"); }
 
     void write_log(const std::string& text) const {
         std::ofstream(dir_ + "/locations.log", std::ios::trunc) << text;
     }
-
-    std::string dir_;
 };
 
 Location at(const std::string& gid, const std::string& state, const std::string& host, pid_t pid) {
@@ -208,27 +213,16 @@ TEST_F(MigdLocations, TheLogIsFoldedIntoASnapshotBeforeItOutgrowsTheTable) {
         EXPECT_EQ(t.get("h1-" + std::to_string(k))->pid, 1000 + 2990 + k);
 }
 
-class MigdJournal : public ::testing::Test {
+class MigdJournal : public StateDir {
   protected:
     void SetUp() override {
-        char tmpl[] = "/tmp/ghost-journal-test.XXXXXX";
-        ASSERT_NE(::mkdtemp(tmpl), nullptr);
-        dir_ = tmpl;
+        StateDir::SetUp();
+        if (HasFatalFailure())
+            return;
         ASSERT_TRUE(j_.open(dir_));
     }
-    void TearDown() override {
-        std::error_code ec;
-        fs::remove_all(dir_, ec);
-    }
     std::string file(const std::string& id) const { return dir_ + "/journal/" + id + ".json"; }
-    std::size_t lines(const std::string& id) const {
-        std::ifstream f(file(id));
-        std::size_t n = 0;
-        for (std::string l; std::getline(f, l);)
-            n++;
-        return n;
-    }
-    std::string dir_;
+    std::size_t lines(const std::string& id) const { return lines_in(file(id)); }
     migd::Journal j_;
 };
 
