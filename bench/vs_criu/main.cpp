@@ -54,27 +54,31 @@ using namespace bench::vs_criu;
 namespace {
 
 void usage(FILE* out) {
-    fmt::print(out,
-               "Usage: ghost_bench_vs_criu [--sizes 16,64,256] [--repeat N]\n"
-               "                           [--tools ghostctl,user,stubs,ioctl,ioctl-mem,criu]\n"
-               "                           [--dir DIR] [--json FILE]\n"
-               "\n"
-               "Checkpoint + restart time of ghost against CRIU on the same workload in\n"
-               "the same run; prints markdown tables (times in ms: mean / min / median).\n"
-               "Tools: ghostctl (--engine kernel), user (ghostctl --engine user, skipped\n"
-               "when unavailable), stubs (ghost-export/ghost-restore), ioctl and ioctl-mem\n"
-               "(the module's ioctls from this program), criu (dump/restore).\n"
-               "Needs root, ghost.ko and criu: run it in the test VM, e.g.\n"
-               "  tests/vm/run --mem 3072 -- ghost_bench_vs_criu --repeat 3\n"
-               "Images go to DIR (default /tmp/ghost-vs-criu; keep it on tmpfs).\n"
-               "For ghostctl, user and criu each run also checkpoints a fresh workload with\n"
-               "--leave-running and reports how long it was held still (ghostctl's 'frozen'\n"
-               "figure, CRIU's stats-dump frozen_time) against that checkpoint's time.\n"
-               "--json FILE also writes one row per size and tool, means over the runs:\n"
-               "  {{\"mib\", \"tool\", \"checkpoint_ms\", \"restart_ms\", \"total_ms\",\n"
-               "   \"total_vs_criu\", \"frozen_ms\", \"frozen_leave_running_ms\", \"export_ms\"}}\n"
-               "(tool: kernel, user, stubs, ioctl, ioctl-mem or criu; export_ms is the\n"
-               "--leave-running checkpoint's time; null where a tool has no such figure).\n");
+    fmt::print(
+        out,
+        "Usage: ghost_bench_vs_criu [--sizes 16,64,256] [--repeat N]\n"
+        "                           [--tools ghostctl,user,user-lazy,stubs,ioctl,ioctl-mem,criu]\n"
+        "                           [--dir DIR] [--json FILE]\n"
+        "\n"
+        "Checkpoint + restart time of ghost against CRIU on the same workload in\n"
+        "the same run; prints markdown tables (times in ms: mean / min / median).\n"
+        "Tools: ghostctl (--engine kernel), user (ghostctl --engine user, skipped\n"
+        "when unavailable), user-lazy (the same, restarted with --lazy: not by\n"
+        "default), stubs (ghost-export/ghost-restore), ioctl and ioctl-mem\n"
+        "(the module's ioctls from this program), criu (dump/restore).\n"
+        "Needs root, ghost.ko and criu: run it in the test VM, e.g.\n"
+        "  tests/vm/run --mem 3072 -- ghost_bench_vs_criu --repeat 3\n"
+        "Images go to DIR (default /tmp/ghost-vs-criu; keep it on tmpfs).\n"
+        "For ghostctl, user and criu each run also checkpoints a fresh workload with\n"
+        "--leave-running and reports how long it was held still (ghostctl's 'frozen'\n"
+        "figure, CRIU's stats-dump frozen_time) against that checkpoint's time.\n"
+        "--json FILE also writes one row per size and tool, means over the runs:\n"
+        "  {{\"mib\", \"tool\", \"checkpoint_ms\", \"restart_ms\", \"total_ms\",\n"
+        "   \"total_vs_criu\", \"frozen_ms\", \"frozen_leave_running_ms\", \"export_ms\"}}\n"
+        "(tool: kernel, user, user-lazy, stubs, ioctl, ioctl-mem or criu; export_ms\n"
+        "is the --leave-running checkpoint's time; null where a tool has no such\n"
+        "figure), and \"memory_read_ms\": from the restart's start until the restored\n"
+        "process has read all its memory back (a lazy restart's pages all in).\n");
 }
 
 } // namespace
@@ -103,6 +107,8 @@ int main(int argc, char** argv) {
                     tools.push_back(Tool::Ghostctl);
                 else if (t == "user")
                     tools.push_back(Tool::User);
+                else if (t == "user-lazy")
+                    tools.push_back(Tool::UserLazy);
                 else if (t == "stubs")
                     tools.push_back(Tool::Stubs);
                 else if (t == "ioctl")
@@ -142,20 +148,24 @@ int main(int argc, char** argv) {
     fs::create_directories(base);
 
     if ((std::count(tools.begin(), tools.end(), Tool::Ghostctl) ||
-         std::count(tools.begin(), tools.end(), Tool::User)) &&
+         std::count(tools.begin(), tools.end(), Tool::User) ||
+         std::count(tools.begin(), tools.end(), Tool::UserLazy)) &&
         !ghostctl_can_checkpoint(pr, base)) {
         fmt::print(stderr, "ghost_bench_vs_criu: this ghostctl has no checkpoint/restart; "
                            "skipping it (the headline uses the stubs)\n");
         tools.erase(std::remove(tools.begin(), tools.end(), Tool::Ghostctl), tools.end());
         tools.erase(std::remove(tools.begin(), tools.end(), Tool::User), tools.end());
+        tools.erase(std::remove(tools.begin(), tools.end(), Tool::UserLazy), tools.end());
     }
-    if (std::string why; std::count(tools.begin(), tools.end(), Tool::User) &&
+    if (std::string why; (std::count(tools.begin(), tools.end(), Tool::User) ||
+                          std::count(tools.begin(), tools.end(), Tool::UserLazy)) &&
                          !ghostctl_has_user_engine(pr, base, why)) {
         fmt::print(stderr,
                    "ghost_bench_vs_criu: 'ghostctl --engine user check' fails ({}); skipping "
                    "the user engine\n",
                    why);
         tools.erase(std::remove(tools.begin(), tools.end(), Tool::User), tools.end());
+        tools.erase(std::remove(tools.begin(), tools.end(), Tool::UserLazy), tools.end());
     }
     if (std::count(tools.begin(), tools.end(), Tool::Criu) &&
         run({pr.criu, "check"}, base / "check.out", base / "check.err") != 0) {

@@ -136,7 +136,7 @@ std::uint64_t criu_image_bytes(const fs::path& dir) {
 
 // ghostctl's --engine for the tools that run it.
 const char* engine_of(Tool t) {
-    return t == Tool::User ? "user" : "kernel";
+    return t == Tool::User || t == Tool::UserLazy ? "user" : "kernel";
 }
 
 // A run's fresh workload, in its directory d (with d/criu for CRIU's images).
@@ -155,6 +155,8 @@ const char* tool_name(Tool t) {
         return "ghostctl";
     case Tool::User:
         return "user";
+    case Tool::UserLazy:
+        return "user-lazy";
     case Tool::Stubs:
         return "stubs";
     case Tool::Ioctl:
@@ -184,6 +186,7 @@ std::optional<Sample> run_once(Tool tool, size_t mib, const Programs& pr, const 
     switch (tool) {
     case Tool::Ghostctl:
     case Tool::User:
+    case Tool::UserLazy:
         st = run(
             {pr.ghostctl, "--engine", engine_of(tool), "checkpoint", spid, "-o", image, "--json"},
             d / "ckpt.out", d / "ckpt.err");
@@ -232,6 +235,12 @@ std::optional<Sample> run_once(Tool tool, size_t mib, const Programs& pr, const 
         if (st == 0)
             restored = static_cast<pid_t>(std::atol(slurp(d / "restart.out").c_str()));
         break;
+    case Tool::UserLazy:
+        st = run({pr.ghostctl, "--engine", "user", "restart", image, "--detach", "--lazy"},
+                 d / "restart.out", d / "restart.err");
+        if (st == 0)
+            restored = static_cast<pid_t>(std::atol(slurp(d / "restart.out").c_str()));
+        break;
     case Tool::Stubs:
         restored = spawn_stub(pr.ghost_restore, image, d / "restart.err");
         break;
@@ -269,6 +278,7 @@ std::optional<Sample> run_once(Tool tool, size_t mib, const Programs& pr, const 
 
     // --- off the clock: the restored memory must be intact.
     const bool verified = d.wait_for("verify", 600e3);
+    s.memory_read_ms = now_ms() - t1;
     const std::string verdict = verified ? slurp(d / "verify") : "no answer";
     kill_and_reap(restored);
     if (verdict.rfind("OK ", 0) != 0) {
@@ -287,7 +297,7 @@ std::optional<Sample> run_once(Tool tool, size_t mib, const Programs& pr, const 
         s.image_bytes = fs::file_size(image);
         if (tool == Tool::Stubs)
             s.frozen_ms = frozen_from(slurp(d / "ckpt.err"));
-        else if (tool == Tool::Ghostctl || tool == Tool::User)
+        else if (tool == Tool::Ghostctl || tool == Tool::User || tool == Tool::UserLazy)
             s.frozen_ms = frozen_from_json(slurp(d / "ckpt.out"));
     }
     return s;

@@ -93,7 +93,7 @@ void print_tables(const std::vector<size_t>& sizes, const std::vector<Tool>& too
                    "total/CRIU | total/kernel | image MiB |\n");
         fmt::print("|---|---|---|---|---|---|---|---|---|---|---|\n");
         for (size_t mib : sizes) {
-            for (Tool t : {Tool::Ghostctl, Tool::User, Tool::Criu}) {
+            for (Tool t : {Tool::Ghostctl, Tool::User, Tool::UserLazy, Tool::Criu}) {
                 if (!has(t))
                     continue;
                 const Series& s = res[{mib, t}];
@@ -109,12 +109,9 @@ void print_tables(const std::vector<size_t>& sizes, const std::vector<Tool>& too
                 };
                 fmt::print("| {} | {} | {:.0f} | {:.0f} | {:.0f} | {:.0f} | {:.0f} | {:.0f} | {} | "
                            "{} | {:.1f} |\n",
-                           mib,
-                           t == Tool::Ghostctl ? "kernel"
-                           : t == Tool::User   ? "user"
-                                               : "criu",
-                           ck, img / ck * 1e3, rs, img / rs * 1e3, tot, img / tot * 1e3,
-                           ratio(Tool::Criu), ratio(Tool::Ghostctl), img);
+                           mib, t == Tool::Ghostctl ? "kernel" : tool_name(t), ck, img / ck * 1e3,
+                           rs, img / rs * 1e3, tot, img / tot * 1e3, ratio(Tool::Criu),
+                           ratio(Tool::Ghostctl), img);
             }
         }
         fmt::print("\n");
@@ -122,21 +119,23 @@ void print_tables(const std::vector<size_t>& sizes, const std::vector<Tool>& too
 
     fmt::print("Every tool; ms as mean / min / median\n\n");
     fmt::print(
-        "| MiB | tool | checkpoint | restart | total | total/CRIU | frozen ms | image bytes |\n");
-    fmt::print("|---|---|---|---|---|---|---|---|\n");
+        "| MiB | tool | checkpoint | restart | total | total/CRIU | frozen ms | image bytes | "
+        "restart to memory read |\n");
+    fmt::print("|---|---|---|---|---|---|---|---|---|\n");
     for (size_t mib : sizes) {
         for (Tool t : tools) {
             const Series& s = res[{mib, t}];
             const double frozen = s.get(&Sample::frozen_ms).mean;
             fmt::print(
-                "| {} | {} | {} | {} | {} | {} | {} | {} |\n", mib, tool_name(t),
+                "| {} | {} | {} | {} | {} | {} | {} | {} | {} |\n", mib, tool_name(t),
                 ms3(s.get(&Sample::ckpt_ms)), ms3(s.get(&Sample::restart_ms)),
                 ms3(s.get(&Sample::total_ms)),
                 have_criu
                     ? fmt::format("{:.2f}x", s.get(&Sample::total_ms).mean /
                                                  res[{mib, Tool::Criu}].get(&Sample::total_ms).mean)
                     : "-",
-                frozen >= 0 ? fmt::format("{:.0f}", frozen) : "-", s.samples.front().image_bytes);
+                frozen >= 0 ? fmt::format("{:.0f}", frozen) : "-", s.samples.front().image_bytes,
+                ms3(s.get(&Sample::memory_read_ms)));
         }
     }
 
@@ -182,6 +181,7 @@ bool write_json(const fs::path& json_out, const std::vector<size_t>& sizes,
                  {"frozen_leave_running_ms", value(s.get(&Sample::lr_frozen_ms).mean)},
                  {"export_ms", value(s.get(&Sample::lr_export_ms).mean)},
                  {"image_bytes", s.samples.front().image_bytes},
+                 {"memory_read_ms", s.get(&Sample::memory_read_ms).mean},
                  {"runs", s.samples.size()}});
         }
     std::ofstream j(json_out);

@@ -76,7 +76,7 @@ bool ghostctl_has_user_engine(const Programs& pr, const fs::path& dir, std::stri
 
 // --- measure.cpp: one run of one tool
 
-enum class Tool { Ghostctl, User, Stubs, Ioctl, IoctlMem, Criu };
+enum class Tool { Ghostctl, User, UserLazy, Stubs, Ioctl, IoctlMem, Criu };
 
 const char* tool_name(Tool t);
 
@@ -88,6 +88,10 @@ struct Sample {
     // (ghostctl/user/criu only; -1 for the others): the command's time and
     // how long the process was held still.
     double lr_export_ms = -1, lr_frozen_ms = -1;
+    // From the restart's start until the restored process has read back
+    // all its memory and found it intact (its verify file): for a lazy
+    // restart, the time until every page is in and touched.
+    double memory_read_ms = -1;
 };
 
 // Checkpoint + restart of a fresh workload of MIB MiB with TOOL, verified.

@@ -98,6 +98,9 @@ template <class Base> class KernelGhostBase : public Base {
     }
 
     Error restore_self(const RestoreOptions& o) override {
+        if (o.lazy)
+            return Error::from_errno(EOPNOTSUPP, "the kernel engine does not restart lazily "
+                                                 "(a lazy restart is the user engine's)");
         ghost_import im{};
         const __u32 flags = o.stopped ? GHOST_IMPORT_STOPPED : 0;
         if (o.direct)

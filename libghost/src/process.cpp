@@ -324,6 +324,23 @@ Error restart_self(Engine& engine, int in, const RestoreOptions& o) {
         whole.sequence = false;
         return restore_whole(engine, mem->get(), whole);
     }
+    if (o.lazy) {
+        // Read in place: a whole, uncompressed image in a regular file.
+        struct stat st;
+        std::array<std::byte, 4> head{};
+        const off_t at = ::lseek(in, 0, SEEK_CUR);
+        if (at < 0 || ::fstat(in, &st) != 0 || !S_ISREG(st.st_mode))
+            return Error::from_errno(EINVAL, "a lazy restart reads its image in place, from a "
+                                             "regular file (not a pipe or socket)");
+        const ssize_t n = ::pread(in, head.data(), head.size(), at);
+        if (n > 0 && is_zstd(std::span(head.data(), static_cast<std::size_t>(n))))
+            return Error::from_errno(EINVAL, "a lazy restart reads its image in place: "
+                                             "decompress it first (zstd -d)");
+        auto g = engine.create(Backend::file(in));
+        if (!g)
+            return g.error();
+        return (*g)->restore_self(o);
+    }
     // An incremental image in a file: its chain, flattened, is restored.
     auto whole = chain::flatten_if_incremental(in);
     if (!whole)

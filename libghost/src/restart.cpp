@@ -226,6 +226,7 @@ struct StubLaunch {
     bool stopped = false;
     std::vector<std::pair<int, UniqueFd>> inherited; // {image fd, ours}
     bool sequence = false;
+    bool lazy = false;
 };
 
 // posix_spawn()s the stub; returns its pid and the read end of its status
@@ -253,6 +254,8 @@ Result<std::pair<pid_t, UniqueFd>> spawn_stub(StubLaunch& l) {
         args.push_back("--stopped");
     if (l.sequence)
         args.push_back("--sequence");
+    if (l.lazy)
+        args.push_back("--lazy");
     if (auto caps = caller_caps(); !caps.empty()) {
         args.push_back("--caps");
         args.push_back(std::move(caps));
@@ -435,7 +438,7 @@ Result<pid_t> restart(Engine& engine, int in, const RestartOptions& o) {
         const off_t at = ::lseek(in, 0, SEEK_CUR);
         total = static_cast<std::uint64_t>(st.st_size - (at > 0 ? at : 0));
     }
-    StubLaunch l{std::move(*stub), &engine, in, o.stopped, std::move(*given), o.sequence};
+    StubLaunch l{std::move(*stub), &engine, in, o.stopped, std::move(*given), o.sequence, o.lazy};
     return run_stub(l, total, o.progress, o.spawned, o.image_done);
 }
 

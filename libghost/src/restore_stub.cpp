@@ -6,10 +6,13 @@
 // multithreaded caller may not.
 //
 //   ghost-restore-stub --engine kernel|user [--device PATH] --fd N
-//                      --status-fd N [--stopped] [--sequence] [--caps P,E,I]
+//                      --status-fd N [--stopped] [--sequence] [--lazy] [--caps P,E,I]
 //
 // --sequence: the descriptor holds a pre-copy's images, oldest first, to
 // its end (ghost/precopy.hpp); the newest is restored.
+//
+// --lazy: the user engine restores the image file lazily
+// (RestoreOptions::lazy).
 //
 // --caps: the caller's permitted, effective and inheritable capability
 // sets (hex); the stub drops what it has beyond them, so that it never has
@@ -86,7 +89,7 @@ int parse_fd(const char* s) {
 
 int main(int argc, char** argv) {
     int status_fd = -1, image_fd = -1;
-    bool stopped = false, sequence = false;
+    bool stopped = false, sequence = false, lazy = false;
     std::string_view engine_name = "auto";
     std::string device(ghost::Engine::default_device);
     std::string bad, caps;
@@ -97,6 +100,8 @@ int main(int argc, char** argv) {
             stopped = true;
         } else if (a == "--sequence") {
             sequence = true;
+        } else if (a == "--lazy") {
+            lazy = true;
         } else if (a == "--status-fd" && has_value) {
             status_fd = parse_fd(argv[++i]);
         } else if (a == "--fd" && has_value) {
@@ -137,6 +142,7 @@ int main(int argc, char** argv) {
     ghost::RestoreOptions o;
     o.stopped = stopped;
     o.sequence = sequence;
+    o.lazy = lazy;
     // This process exists to become the image: a failure past the kernel's
     // point of no return kills it, which restart() reports.
     o.direct = true;

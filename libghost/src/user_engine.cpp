@@ -14,6 +14,7 @@
 
 #include "ghost/image.hpp"
 #include "sys.hpp"
+#include "user/lazy.hpp"
 #include "user/user.hpp"
 #include "zstd_stream.hpp"
 
@@ -88,6 +89,14 @@ template <class Base> class UserGhostBase : public Base {
     }
 
     Error restore_self(const RestoreOptions& o) override {
+        // Before the image is read and checked: what is checked is then
+        // what the pager reads.
+        if (o.lazy) {
+            if (backend_.kind != Backend::Kind::File)
+                return Error::from_errno(EINVAL, "a lazy restart reads its image from a file");
+            if (auto l = user::lazy::take_lease(fd_.get()); !l)
+                return l.error();
+        }
         auto b = image_bytes();
         if (!b)
             return b.error();
@@ -97,7 +106,7 @@ template <class Base> class UserGhostBase : public Base {
                 return img.error();
             b->image = std::move(*img);
         }
-        return user::restore_self(b->view.bytes(), *b->image, o.stopped);
+        return user::restore_self(b->view.bytes(), *b->image, o.stopped, o.lazy);
     }
 
     const Backend& backend() const override { return backend_; }

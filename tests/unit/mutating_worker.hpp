@@ -58,6 +58,9 @@ std::uint64_t fnv(std::uint64_t h, const unsigned char* p, std::size_t n) {
 //          process's mappings change, its reported memory does not
 //   "check": "pid resident nonzero": of the dropped pages, how many are
 //            resident (mincore) before being read, and their non-zero bytes
+//   "remap": A moved (mremap) to another address; the report is the same
+//   "fork": a child forked now replies "report" (with its own pid) and
+//           exits; the worker waits for it
 [[noreturn]] void worker(int cmd, int out) {
     const auto map = [](std::size_t pages) {
         return static_cast<unsigned char*>(::mmap(nullptr, pages * kPage, PROT_READ | PROT_WRITE,
@@ -71,6 +74,7 @@ std::uint64_t fnv(std::uint64_t h, const unsigned char* p, std::size_t n) {
     std::memset(b, 0x5b, kSmall * kPage);
     unsigned char* c = nullptr;
     int stage = 0;
+    bool forked = false; // a "fork" command's child, which replies and exits
     std::string line;
     for (;;) {
         char ch;
@@ -99,6 +103,20 @@ std::uint64_t fnv(std::uint64_t h, const unsigned char* p, std::size_t n) {
                              PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
             if (d != MAP_FAILED)
                 std::memset(d, 0xd4, kSmall * kPage);
+        } else if (line == "remap") {
+            void* to = ::mremap(a, kPages * kPage, kPages * kPage, MREMAP_MAYMOVE | MREMAP_FIXED,
+                                reinterpret_cast<void*>(0x400000000000ULL));
+            if (to != MAP_FAILED)
+                a = static_cast<unsigned char*>(to);
+        } else if (line == "fork") {
+            const pid_t child = ::fork();
+            if (child > 0) {
+                ::waitpid(child, nullptr, 0);
+                line.clear();
+                continue;
+            }
+            line = "report";
+            forked = true;
         } else if (line == "mutate2") {
             for (std::size_t p = 20; p < 25; p++)
                 for (std::size_t i = 0; i < kPage; i++)
@@ -134,6 +152,8 @@ std::uint64_t fnv(std::uint64_t h, const unsigned char* p, std::size_t n) {
         const auto len = std::strlen(msg);
         if (::write(out, msg, len) != static_cast<ssize_t>(len))
             ::_exit(3);
+        if (forked)
+            ::_exit(0);
     }
 }
 
@@ -207,9 +227,9 @@ class Worker {
     // Restarts image (a file) as the worker, with its pipes; with
     // sequence, the file holds a pre-copy's images. through_pipe: the
     // restart reads the image from a pipe a thread copies the file into
-    // (a stream, as migd's), not from the file.
+    // (a stream, as migd's), not from the file. lazy: RestartOptions::lazy.
     ghost::Result<pid_t> restart(ghost::Engine& e, const std::string& image, bool sequence = false,
-                                 bool through_pipe = false) {
+                                 bool through_pipe = false, bool lazy = false) {
         int fd = ::open(image.c_str(), O_RDONLY | O_CLOEXEC);
         if (fd < 0)
             return ghost::Error::from_errno(errno, "open " + image);
@@ -233,6 +253,7 @@ class Worker {
         ro.inherit_fds = {
             {cmd_rd_, cmd_rd_}, {cmd_wr_, cmd_wr_}, {out_rd_, out_rd_}, {out_wr_, out_wr_}};
         ro.sequence = sequence;
+        ro.lazy = lazy;
         auto child = ghost::restart(e, fd, ro);
         ::close(fd);
         if (feeder.joinable())

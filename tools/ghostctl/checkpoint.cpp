@@ -200,16 +200,26 @@ int cmd_checkpoint(const Globals& g, const CheckpointArgs& a) {
 }
 
 int cmd_restart(const Globals& g, const RestartArgs& a) {
-    if (!a.server.empty())
+    if (!a.server.empty()) {
+        if (a.lazy)
+            return usage_fail("--lazy restarts a local image file, not one of a checkpoint "
+                              "server");
         return cmd_restart_server(g, a);
+    }
+    if (a.lazy && a.input == "-")
+        return usage_fail("--lazy reads the image in place: give a file, not '-'");
     ghost::RestartOptions o;
+    o.lazy = a.lazy;
     for (const auto& spec : a.inherit_fds) {
         auto p = parse_inherit_fd(spec);
         if (!p)
             return fail(p.error());
         o.inherit_fds.push_back(*p);
     }
-    auto engine = open_engine(g);
+    Globals eg = g;
+    if (a.lazy && eg.engine == "auto")
+        eg.engine = "user"; // the engine that restarts lazily
+    auto engine = open_engine(eg);
     if (!engine)
         return exit_failure;
     ghost::UniqueFd owned;

@@ -56,6 +56,7 @@ struct RestartArgs {
     std::string server; // checkpoint server host
     std::string on;     // host to restart on (default: this one)
     bool detach = false;
+    bool lazy = false;
     std::vector<std::string> inherit_fds; // "N" or "N:M"
 };
 

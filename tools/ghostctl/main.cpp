@@ -260,6 +260,14 @@ int main(int argc, char** argv) {
             ->type_name("HOST");
         restart->add_flag("--detach,-d", rs.detach,
                           "print the restored process's pid and return once it runs");
+        restart->add_flag(
+            "--lazy", rs.lazy,
+            "user engine (the default with --lazy): let the process run before its memory is "
+            "in; a pager process puts each page in from FILE on first touch or in the "
+            "background, then exits. FILE (a whole, uncompressed image) is read in place "
+            "under a read lease: it must not be open for writing anywhere, and a later "
+            "open for writing or truncation waits until the pager is done (replacing the "
+            "file is fine). Needs root (CAP_SYS_PTRACE, for userfaultfd)");
         restart
             ->add_option("--inherit-fd", rs.inherit_fds,
                          "give the image's inherited descriptor N from ghostctl's descriptor M "

@@ -112,6 +112,12 @@ struct RestoreOptions {
     // then kills the caller instead of failing the call. For a process
     // that exists to become the image (the restore stub).
     bool direct = false;
+    // The user engine restores a file's image lazily: the process runs
+    // before its anonymous memory is in, which a pager process puts in from
+    // the image file, read in place under a read lease, on first touch or
+    // in the background (Documentation/user-engine.md, "Lazy restart").
+    // Needs CAP_SYS_PTRACE (userfaultfd's fork events).
+    bool lazy = false;
 };
 
 // A ghost on a file (or pipe) or a socket: Engine::create(). A memory

@@ -86,6 +86,12 @@ struct RestartOptions {
     // acknowledges a pre-copy image only then, so that the last one never
     // waits behind the work of the earlier ones).
     std::function<void(unsigned)> image_done;
+    // User engine: restart lazily (RestoreOptions::lazy): restart() returns
+    // as soon as the process runs, and a pager puts its anonymous memory in
+    // from in, a whole uncompressed image in a regular file, which nobody
+    // may have open for writing; a later opener for writing waits until
+    // the pager is done.
+    bool lazy = false;
 };
 
 // Rebuilds the image read from in (raw or zstd-compressed; file, pipe or

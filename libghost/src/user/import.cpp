@@ -37,6 +37,7 @@
 #include "sys.hpp"
 #include "user/attrs.hpp"
 #include "user/creds.hpp"
+#include "user/lazy.hpp"
 #include "user/locks.hpp"
 #include "user/proc.hpp"
 #include "user/rebuild.hpp"
@@ -217,7 +218,7 @@ void close_below(int end, std::vector<int> keep) {
 namespace {
 
 Error restore(const image::Image& img, std::vector<PageData> pages, bool stopped,
-              Shadow* shadow = nullptr) {
+              Shadow* shadow = nullptr, bool lazy_pages = false) {
     auto threads = list_numeric("/proc/self/task");
     if (!threads)
         return threads.error();
@@ -233,6 +234,15 @@ Error restore(const image::Image& img, std::vector<PageData> pages, bool stopped
         return r.error();
     if (auto r = check_advice(img); !r)
         return r.error();
+    // Made while the caller may (lazy.hpp), before it takes the image's
+    // credentials.
+    UniqueFd uffd;
+    if (lazy_pages) {
+        auto u = lazy::open_uffd();
+        if (!u)
+            return u.error();
+        uffd = std::move(*u);
+    }
     // The image's files are opened as the image's credentials (creds.cpp).
     if (auto r = assume_image_creds(img); !r)
         return r.error();
@@ -247,6 +257,12 @@ Error restore(const image::Image& img, std::vector<PageData> pages, bool stopped
     p.stopped = stopped;
     if (auto r = open_everything(p); !r)
         return r.error();
+    if (uffd) {
+        auto u = keep_high(p, uffd.release(), "the lazy restart's userfaultfd");
+        if (!u)
+            return u.error();
+        p.uffd = *u;
+    }
     if (auto r = take_early_locks(img, p.file_fd); !r)
         return r.error();
     // Last, as it changes the caller: put back whenever we return.
@@ -322,7 +338,12 @@ Error restore(const image::Image& img, std::vector<PageData> pages, bool stopped
 
 } // namespace
 
-Error restore_self(std::span<const std::byte> bytes, const image::Image& img, bool stopped) {
+Error restore_self(std::span<const std::byte> bytes, const image::Image& img, bool stopped,
+                   bool lazy_pages) {
+    if (img.parent && lazy_pages)
+        return Error::from_errno(EOPNOTSUPP, "a lazy restart reads one whole image in place; "
+                                             "this one is incremental (restart it without "
+                                             "lazy, which follows its chain of parents)");
     if (img.parent)
         return Error::from_errno(EOPNOTSUPP, "the image is incremental: its chain of parents "
                                              "must be flattened first (ghost::restart does)");
@@ -330,7 +351,7 @@ Error restore_self(std::span<const std::byte> bytes, const image::Image& img, bo
     for (const auto& v : img.vmas)
         for (const auto& r : v.runs)
             pages.push_back({r.addr, bytes.subspan(r.data_offset, r.nr_pages * kPage)});
-    return restore(img, std::move(pages), stopped);
+    return restore(img, std::move(pages), stopped, nullptr, lazy_pages);
 }
 
 Error restore_chain(const chain::Chain& c, bool stopped, Shadow* shadow) {

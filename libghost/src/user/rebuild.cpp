@@ -23,6 +23,7 @@
 
 #include "ghost_policy.h"
 #include "sys.hpp"
+#include "user/lazy.hpp"
 #include "user/vma_attrs.hpp"
 
 namespace ghost::user::rebuild {
@@ -350,8 +351,10 @@ Result<void> Rebuild::map_image() {
     }
     if (auto b = batch_->flush(); !b)
         return b;
+    if (auto l = start_lazy(); !l)
+        return l;
     for (const auto& v : img_.vmas)
-        if (ours(v) && !built_ahead(v.rec))
+        if (ours(v) && !built_ahead(v.rec) && !lazy(v))
             if (auto f = fill_vma(v); !f)
                 return f;
     for (const auto& v : img_.vmas)
@@ -364,6 +367,40 @@ Result<void> Rebuild::map_image() {
             !r)
             return r;
     return batch_->flush();
+}
+
+// Whether a mapping's pages are left to the lazy restart's pager: private
+// anonymous memory that no fork treats specially and that is not locked
+// (mlock would fault it all in during the rebuild).
+bool Rebuild::lazy(const image::Vma& v) const {
+    constexpr std::uint32_t kNot = GHOST_VMA_SHARED | GHOST_VMA_FILE | GHOST_VMA_VDSO |
+                                   GHOST_VMA_VVAR | GHOST_VMA_LOCKED | GHOST_VMA_LOCKONFAULT |
+                                   GHOST_VMA_WIPEONFORK | GHOST_VMA_DONTFORK;
+    return p_.uffd >= 0 && !v.runs.empty() && !(v.rec.flags & kNot) && !built_ahead(v.rec);
+}
+
+// A lazy restart: its mappings, made empty, are registered with the
+// userfaultfd, and the pager that fills them starts now, before anything
+// could touch them (a fault would wait for it).
+Result<void> Rebuild::start_lazy() {
+    if (p_.uffd < 0)
+        return {};
+    std::vector<lazy::Piece> pieces;
+    for (const auto& v : img_.vmas) {
+        if (!lazy(v))
+            continue;
+        if (auto r = lazy::register_range(p_.uffd, v.rec.start, v.rec.end); !r)
+            return r;
+        auto pg = std::lower_bound(
+            p_.pages.begin(), p_.pages.end(), v.rec.start,
+            [](const PageData& d, std::uint64_t a) { return d.addr + d.data.size() <= a; });
+        for (; pg != p_.pages.end() && pg->addr < v.rec.end; ++pg)
+            pieces.push_back({pg->addr, pg->data});
+    }
+    auto pager = lazy::start_pager(p_.uffd, p_.self, std::move(pieces));
+    if (!pager)
+        return pager.error();
+    return {};
 }
 
 // A mapping's pages, written in from here.

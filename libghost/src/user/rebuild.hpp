@@ -96,6 +96,7 @@ struct Plan {
     pid_t self = 0;
     AttrsPlan attrs;      // attrs.cpp: set by the caller, or by the tracer
     bool stopped = false; // queue SIGSTOP as the tracer lets go
+    int uffd = -1;        // a lazy restart's userfaultfd (lazy.hpp), or -1
 };
 
 // The tracer's whole life: report (errno, reason) on the pipe if the caller
@@ -132,6 +133,8 @@ class Rebuild {
     Result<void> unmap_caller();
     Result<void> map_image();
     Result<void> fill_vma(const image::Vma& v);
+    bool lazy(const image::Vma& v) const;
+    Result<void> start_lazy();
     Result<void> finish_vma(const ghost_vma& r, std::uint32_t prot);
     std::uint32_t made_prot(const image::Vma& v) const;
     // The buffer the mapping's memory was built ahead in (Shadow), or 0.

@@ -32,7 +32,10 @@ Result<ExportStats> export_process(pid_t pid, Fate fate, int out, std::string_vi
 // Replaces the calling process with img, whose bytes (page data included)
 // are in bytes. Returns only on failure, with the caller as it was. With
 // stopped, it stops (SIGSTOP) before running one instruction of the image.
-Error restore_self(std::span<const std::byte> bytes, const image::Image& img, bool stopped);
+// With lazy_pages, its private anonymous memory is put in by a pager after
+// it runs (lazy.hpp): bytes must not change until the pager is done.
+Error restore_self(std::span<const std::byte> bytes, const image::Image& img, bool stopped,
+                   bool lazy_pages = false);
 
 // The same for the newest image of a chain whose links are all loaded (a
 // pre-copy's sequence): every page from the newest image that has it.

@@ -1,0 +1,358 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+// The lazy restart's pager (lazy.hpp).
+#include "user/lazy.hpp"
+
+#include <fcntl.h>
+#include <linux/userfaultfd.h>
+#include <poll.h>
+#include <sys/ioctl.h>
+#include <sys/syscall.h>
+#include <syslog.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <cerrno>
+#include <csignal>
+#include <cstdlib>
+#include <ctime>
+#include <iterator>
+#include <map>
+#include <memory>
+
+#include <fmt/format.h>
+
+#include "sys.hpp"
+#include "user/proc.hpp"
+
+namespace ghost::user::lazy {
+
+namespace {
+
+constexpr std::uint64_t kPage = 4096;
+constexpr std::uint64_t kFaultChunk = 64 * 1024; // put in around a touched page
+constexpr std::uint64_t kPushChunk = 1 << 20;    // put in per background step
+constexpr std::uint64_t kEvents = UFFD_FEATURE_EVENT_FORK | UFFD_FEATURE_EVENT_REMAP |
+                                  UFFD_FEATURE_EVENT_REMOVE | UFFD_FEATURE_EVENT_UNMAP;
+
+// What is still to go into one address space: [addr, end) from src.
+class Pending {
+  public:
+    struct Run {
+        std::uint64_t end;
+        const std::byte* src;
+    };
+
+    bool empty() const { return runs_.empty(); }
+    void add(std::uint64_t addr, std::uint64_t end, const std::byte* src) {
+        if (addr < end)
+            runs_[addr] = {end, src};
+    }
+    // Forgets [lo, hi): put in, dropped, or unmapped by the process.
+    void erase(std::uint64_t lo, std::uint64_t hi) {
+        auto it = runs_.lower_bound(lo);
+        if (it != runs_.begin() && std::prev(it)->second.end > lo)
+            --it;
+        while (it != runs_.end() && it->first < hi) {
+            const std::uint64_t a = it->first;
+            const Run r = it->second;
+            it = runs_.erase(it);
+            if (a < lo)
+                runs_[a] = {lo, r.src};
+            if (r.end > hi)
+                runs_[hi] = {r.end, r.src + (hi - a)};
+        }
+    }
+    // The run holding addr, or nullptr.
+    const std::pair<const std::uint64_t, Run>* find(std::uint64_t addr) const {
+        auto it = runs_.upper_bound(addr);
+        if (it == runs_.begin())
+            return nullptr;
+        --it;
+        return addr < it->second.end ? &*it : nullptr;
+    }
+    const std::pair<const std::uint64_t, Run>& first() const { return *runs_.begin(); }
+    // mremap moved [from, from + len) to to: so did what was still to go.
+    void move(std::uint64_t from, std::uint64_t to, std::uint64_t len) {
+        std::map<std::uint64_t, Run> moved;
+        for (auto it = runs_.begin(); it != runs_.end(); ++it) {
+            const std::uint64_t lo = std::max(it->first, from);
+            const std::uint64_t hi = std::min(it->second.end, from + len);
+            if (lo < hi)
+                moved[lo - from + to] = {hi - from + to, it->second.src + (lo - it->first)};
+        }
+        erase(from, from + len);
+        for (const auto& [a, r] : moved) {
+            erase(a, r.end);
+            runs_[a] = r;
+        }
+    }
+
+  private:
+    std::map<std::uint64_t, Run> runs_;
+};
+
+struct Space {
+    UniqueFd uffd;
+    Pending pending;
+};
+
+enum class Put { Done, Again, Gone };
+
+// Puts [lo, hi) of s in from src; what went in (or was there already) is
+// no longer pending. Again: the process is changing its mappings (an event
+// is waiting to be read). Gone: its memory is.
+Result<Put> put(Space& s, std::uint64_t lo, std::uint64_t hi, const std::byte* src) {
+    const std::uint64_t start = lo;
+    Put how = Put::Done;
+    while (lo < hi) {
+        uffdio_copy c{};
+        c.dst = lo;
+        c.src = reinterpret_cast<std::uint64_t>(src + (lo - start));
+        c.len = hi - lo;
+        if (::ioctl(s.uffd.get(), UFFDIO_COPY, &c) == 0)
+            break;
+        const int err = errno;
+        if (c.copy > 0) {
+            lo += static_cast<std::uint64_t>(c.copy);
+            continue;
+        }
+        if (err == EEXIST) { // in already (a fork's copy, or touched and woken)
+            uffdio_range r{lo, kPage};
+            ::ioctl(s.uffd.get(), UFFDIO_WAKE, &r);
+            lo += kPage;
+            continue;
+        }
+        if (err == EAGAIN) {
+            how = Put::Again;
+            hi = lo;
+            break;
+        }
+        if (err == ESRCH)
+            return Put::Gone;
+        if (err == ENOENT || err == EINVAL) // no longer registered there: unmapped
+            break;
+        return Error::from_errno(err, fmt::format("UFFDIO_COPY at {:#x}: {}", lo, errno_text(err)));
+    }
+    s.pending.erase(start, how == Put::Again ? lo : hi);
+    return how;
+}
+
+// A fault at a page nothing is pending for (never in the image, or dropped
+// since): a page of zeros, as for any anonymous memory.
+void zero(Space& s, std::uint64_t page) {
+    uffdio_zeropage z{};
+    z.range = {page, kPage};
+    if (::ioctl(s.uffd.get(), UFFDIO_ZEROPAGE, &z) != 0 && errno == EEXIST) {
+        uffdio_range r{page, kPage};
+        ::ioctl(s.uffd.get(), UFFDIO_WAKE, &r);
+    }
+}
+
+// Reads and handles s's messages; new address spaces (forks) are added to
+// spaces. False when s's memory is gone.
+Result<bool> serve(std::vector<std::unique_ptr<Space>>& spaces, Space& s) {
+    std::array<uffd_msg, 32> msgs;
+    for (;;) {
+        const ssize_t n = ::read(s.uffd.get(), msgs.data(), sizeof(msgs));
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0 && errno == EAGAIN)
+            return true;
+        if (n <= 0)
+            return false;
+        for (std::size_t i = 0; i < static_cast<std::size_t>(n) / sizeof(uffd_msg); i++) {
+            const uffd_msg& m = msgs[i];
+            switch (m.event) {
+            case UFFD_EVENT_PAGEFAULT: {
+                const std::uint64_t page = m.arg.pagefault.address & ~(kPage - 1);
+                const auto* run = s.pending.find(page);
+                if (!run) {
+                    zero(s, page);
+                    break;
+                }
+                const std::uint64_t lo = std::max(run->first, page & ~(kFaultChunk - 1));
+                const std::uint64_t hi = std::min(run->second.end, lo + kFaultChunk);
+                auto p = put(s, lo, hi, run->second.src + (lo - run->first));
+                if (!p)
+                    return p.error();
+                if (*p == Put::Gone)
+                    return false;
+                break;
+            }
+            case UFFD_EVENT_FORK: {
+                // The child has what the parent has; what the parent
+                // still lacks, the child lacks too.
+                auto child = std::make_unique<Space>();
+                child->uffd = UniqueFd(static_cast<int>(m.arg.fork.ufd));
+                child->pending = s.pending;
+                spaces.push_back(std::move(child));
+                break;
+            }
+            case UFFD_EVENT_REMAP:
+                s.pending.move(m.arg.remap.from, m.arg.remap.to, m.arg.remap.len);
+                break;
+            case UFFD_EVENT_REMOVE:
+            case UFFD_EVENT_UNMAP:
+                s.pending.erase(m.arg.remove.start, m.arg.remove.end);
+                break;
+            default:
+                break;
+            }
+        }
+    }
+}
+
+// The pager's life. Returns what to exit with.
+Result<void> page(std::vector<std::unique_ptr<Space>>& spaces) {
+    // GHOST_LAZY_PACE_US: a pause between background steps, for tests that
+    // need the process to run while much of its memory is still pending.
+    const char* pace_env = std::getenv("GHOST_LAZY_PACE_US");
+    const long pace_us = pace_env ? std::strtol(pace_env, nullptr, 10) : 0;
+    for (;;) {
+        // A space with nothing pending is let go: closing its userfaultfd
+        // unregisters its mappings, and later faults there are ordinary.
+        std::erase_if(spaces, [](const auto& s) { return s->pending.empty(); });
+        if (spaces.empty())
+            return {};
+        std::vector<pollfd> fds;
+        for (const auto& s : spaces)
+            fds.push_back({s->uffd.get(), POLLIN, 0});
+        const timespec wait{pace_us / 1000000, (pace_us % 1000000) * 1000};
+        const int r = ::ppoll(fds.data(), fds.size(), &wait, nullptr);
+        if (r < 0 && errno != EINTR)
+            return Error::from_errno(errno, fmt::format("poll: {}", errno_text(errno)));
+        const std::size_t count = spaces.size(); // serve() may add forks
+        std::vector<Space*> gone;
+        for (std::size_t i = 0; r > 0 && i < count; i++)
+            if (fds[i].revents) {
+                auto alive = serve(spaces, *spaces[i]);
+                if (!alive)
+                    return alive.error();
+                if (!*alive)
+                    gone.push_back(spaces[i].get());
+            }
+        if (r > 0) {
+            std::erase_if(spaces, [&](const auto& s) {
+                return std::find(gone.begin(), gone.end(), s.get()) != gone.end();
+            });
+            continue; // faults first
+        }
+        // Nothing waiting: one step of the background push, per space.
+        for (auto& s : spaces) {
+            if (s->pending.empty())
+                continue;
+            const auto& [lo, run] = s->pending.first();
+            const std::uint64_t hi = std::min(run.end, lo + kPushChunk);
+            auto p = put(*s, lo, hi, run.src);
+            if (!p)
+                return p.error();
+            if (*p == Put::Gone)
+                s->pending = Pending();
+        }
+    }
+}
+
+// SIGKILL to pid and every descendant (the forks whose memory was served
+// from the same pages): once the pager is gone their missing pages would
+// read as zeros.
+void kill_tree(pid_t pid) {
+    ::kill(pid, SIGKILL);
+    auto tasks = list_numeric(fmt::format("/proc/{}/task", pid));
+    if (!tasks)
+        return;
+    for (const auto tid : *tasks) {
+        auto kids = read_text(fmt::format("/proc/{}/task/{}/children", pid, tid));
+        if (!kids)
+            continue;
+        const char* c = kids->c_str();
+        char* end = nullptr;
+        for (long k; (k = std::strtol(c, &end, 10)) > 0; c = end)
+            kill_tree(static_cast<pid_t>(k));
+    }
+}
+
+} // namespace
+
+Result<void> take_lease(int fd) {
+    // The lease makes its taker the file's owner, whom a break would
+    // signal (SIGIO, which ends a process that does not expect it: here the
+    // process being restored). Nobody is: a writer still waits for the
+    // lease to go, up to fs.lease-break-time.
+    if (::fcntl(fd, F_SETLEASE, F_RDLCK) == 0) {
+        if (::fcntl(fd, F_SETOWN, 0) != 0) {
+            const int err = errno;
+            ::fcntl(fd, F_SETLEASE, F_UNLCK);
+            return Error::from_errno(err,
+                                     fmt::format("F_SETOWN on the image: {}", errno_text(err)));
+        }
+        return {};
+    }
+    const int err = errno;
+    return Error::from_errno(
+        err, fmt::format("a lazy restart reads the image in place, and needs a read lease on it "
+                         "so that nothing writes it meanwhile (F_SETLEASE: {}){}",
+                         errno_text(err),
+                         err == EAGAIN   ? ": the image is open for writing somewhere"
+                         : err == EACCES ? ": only the image file's owner (or CAP_LEASE) may"
+                                         : ""));
+}
+
+Result<UniqueFd> open_uffd() {
+    UniqueFd fd(static_cast<int>(::syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK)));
+    if (!fd)
+        return Error::from_errno(
+            errno, fmt::format("a lazy restart needs a userfaultfd that serves faults taken in "
+                               "system calls (root or CAP_SYS_PTRACE, or "
+                               "vm.unprivileged_userfaultfd = 1): userfaultfd: {}",
+                               errno_text(errno)));
+    uffdio_api api{};
+    api.api = UFFD_API;
+    api.features = kEvents;
+    if (::ioctl(fd.get(), UFFDIO_API, &api) != 0)
+        return Error::from_errno(
+            errno, fmt::format("a lazy restart needs userfaultfd's fork, mremap and unmap events "
+                               "(the fork event needs CAP_SYS_PTRACE): UFFDIO_API: {}",
+                               errno_text(errno)));
+    return fd;
+}
+
+Result<void> register_range(int uffd, std::uint64_t start, std::uint64_t end) {
+    uffdio_register r{};
+    r.range = {start, end - start};
+    r.mode = UFFDIO_REGISTER_MODE_MISSING;
+    if (::ioctl(uffd, UFFDIO_REGISTER, &r) != 0)
+        return Error::from_errno(
+            errno, fmt::format("UFFDIO_REGISTER {:#x}-{:#x}: {}", start, end, errno_text(errno)));
+    return {};
+}
+
+Result<pid_t> start_pager(int uffd, pid_t target, std::vector<Piece> pieces) {
+    const pid_t pid = ::fork();
+    if (pid < 0)
+        return Error::from_errno(errno, fmt::format("fork (the pager): {}", errno_text(errno)));
+    if (pid > 0)
+        return pid;
+    // Nothing of the restorer's stays open here: whoever waits for its
+    // descriptors to close (restart()'s status pipe) must not wait for us.
+    if (uffd > 0)
+        ::syscall(SYS_close_range, 0, uffd - 1, 0);
+    ::syscall(SYS_close_range, uffd + 1, ~0U, 0);
+    std::vector<std::unique_ptr<Space>> spaces;
+    spaces.push_back(std::make_unique<Space>());
+    spaces.back()->uffd = UniqueFd(uffd);
+    for (const auto& p : pieces)
+        spaces.back()->pending.add(p.addr, p.addr + p.data.size(), p.data.data());
+    pieces.clear();
+    if (auto r = page(spaces); !r) {
+        // The process would wait forever for a page: it cannot go on.
+        ::openlog("ghost-lazy-pager", LOG_PID, LOG_USER);
+        ::syslog(LOG_ERR, "lazy restart failed, the restored process is killed: %s",
+                 r.error().what().c_str());
+        kill_tree(target);
+        ::_exit(1);
+    }
+    ::_exit(0);
+}
+
+} // namespace ghost::user::lazy

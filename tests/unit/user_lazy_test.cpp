@@ -1,0 +1,187 @@
+// SPDX-License-Identifier: GPL-2.0
+// Lazy restart (user engine, natively; RestartOptions::lazy): the restored
+// process runs while its pager still puts its memory in, and whatever it
+// does meanwhile (reads every page, drops pages, unmaps, moves a mapping,
+// forks) it sees the image's memory, never a page of zeros where the image
+// had data nor the image's data where it dropped a page. The image file may
+// be replaced or written while that goes on without reaching the process.
+// The pager is slowed (GHOST_LAZY_PACE_US) so that most of the worker's
+// 32 MiB are still pending when it starts.
+#include <gtest/gtest.h>
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "ghost/engine.hpp"
+#include "ghost/process.hpp"
+#include "ghost/user_engine.hpp"
+
+#include "mutating_worker.hpp"
+
+namespace {
+
+class Lazy : public ::testing::Test {
+  protected:
+    void SetUp() override {
+        if (::geteuid() != 0)
+            GTEST_SKIP() << "a lazy restart needs root (userfaultfd's fork events)";
+        dir_ = std::string(::testing::TempDir()) + "ghost-lazy-" + std::to_string(::getpid()) +
+               "-" + ::testing::UnitTest::GetInstance()->current_test_info()->name();
+        std::filesystem::create_directories(dir_ + "/state");
+        ::setenv("GHOST_STATE_DIR", (dir_ + "/state").c_str(), 1);
+        ::setenv("GHOST_LAZY_PACE_US", "40000", 1); // 1 MiB per 40 ms: 32 MiB in 1.3 s
+    }
+    void TearDown() override {
+        ::unsetenv("GHOST_LAZY_PACE_US");
+        if (!dir_.empty())
+            std::filesystem::remove_all(dir_);
+    }
+
+    std::string image() const { return dir_ + "/img"; }
+
+    // Checkpoints the worker into image(), killing it.
+    void checkpoint(Worker& w) {
+        const int fd = ::open(image().c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+        ASSERT_GE(fd, 0);
+        ghost::CheckpointOptions o;
+        o.fate = ghost::Fate::Kill;
+        auto s = ghost::checkpoint(engine_, w.pid(), fd, o);
+        ::close(fd);
+        ASSERT_TRUE(s) << s.error().what();
+    }
+
+    // Resident anonymous memory of pid, in KiB.
+    static long rss_anon_kib(pid_t pid) {
+        std::ifstream st("/proc/" + std::to_string(pid) + "/status");
+        for (std::string line; std::getline(st, line);)
+            if (line.rfind("RssAnon:", 0) == 0)
+                return std::stol(line.substr(8));
+        return -1;
+    }
+
+    ghost::UserEngine engine_;
+    std::string dir_;
+};
+
+TEST_F(Lazy, TheProcessRunsFirstAndReadsTheImagesMemory) {
+    Worker w;
+    const std::string before = w.ask("report");
+    ASSERT_FALSE(before.empty());
+    checkpoint(w);
+    w.killed();
+    auto pid = w.restart(engine_, image(), false, false, true);
+    ASSERT_TRUE(pid) << pid.error().what();
+    // Running, with most of its 32 MiB still in the image.
+    const long rss = rss_anon_kib(*pid);
+    EXPECT_GE(rss, 0);
+    EXPECT_LT(rss, 24 * 1024) << "the restart waited for the memory: not lazy";
+    // Reading all of it takes each page from the pager.
+    EXPECT_EQ(w.ask("report"), before);
+}
+
+TEST_F(Lazy, PagesDroppedAndUnmappedBeforeThePagerCameStayGone) {
+    // What the same commands give without a restart. (The worker to
+    // restart is made first: the reference, made after it, has its own
+    // pipes, which the restored worker must not have.)
+    Worker w;
+    Worker ref;
+    ASSERT_FALSE(ref.ask("mutate1").empty());
+    const std::string after_mutate = ref.ask("report");
+    ASSERT_EQ(ref.ask("check"), "0 0\n");
+    ASSERT_FALSE(w.ask("report").empty());
+    checkpoint(w);
+    w.killed();
+    auto pid = w.restart(engine_, image(), false, false, true);
+    ASSERT_TRUE(pid) << pid.error().what();
+    // Pages dropped (MADV_DONTNEED) and B unmapped before the pager put
+    // them in: they must not come back from the image.
+    EXPECT_EQ(w.ask("mutate1"), after_mutate);
+    EXPECT_EQ(w.ask("check"), "0 0\n");
+    EXPECT_EQ(w.ask("report"), after_mutate);
+}
+
+TEST_F(Lazy, AForkAndAMovedMappingGetTheirPagesToo) {
+    Worker w;
+    const std::string before = w.ask("report");
+    ASSERT_FALSE(before.empty());
+    checkpoint(w);
+    w.killed();
+    auto pid = w.restart(engine_, image(), false, false, true);
+    ASSERT_TRUE(pid) << pid.error().what();
+    // A child forked at once lacks what its parent lacks: the pager
+    // serves it too (its reply reads all of A in the child only).
+    pid_t from = 0;
+    EXPECT_EQ(w.ask("fork", &from), before);
+    EXPECT_NE(from, *pid);
+    // A moved while most of it is still pending: the pager follows it.
+    EXPECT_EQ(w.ask("remap"), before);
+    EXPECT_EQ(w.ask("report"), before);
+}
+
+TEST_F(Lazy, OutlivesItsImageBeingOverwrittenAndReplaced) {
+    Worker w;
+    const std::string before = w.ask("report");
+    ASSERT_FALSE(before.empty());
+    checkpoint(w);
+    w.killed();
+    const auto size = std::filesystem::file_size(image());
+    auto pid = w.restart(engine_, image(), false, false, true);
+    ASSERT_TRUE(pid) << pid.error().what();
+    // Overwritten in place: the open for writing waits for the pager (its
+    // read lease); the zeros must not reach the process.
+    std::thread writer([&] {
+        const int fd = ::open(image().c_str(), O_WRONLY | O_CLOEXEC);
+        ASSERT_GE(fd, 0) << std::strerror(errno);
+        const std::vector<char> zeros(1 << 20, 0);
+        for (std::uintmax_t at = 0; at < size; at += zeros.size())
+            ASSERT_GT(::pwrite(fd, zeros.data(), zeros.size(), static_cast<off_t>(at)), 0);
+        ::close(fd);
+    });
+    writer.join();
+    // Replaced: a new file renamed over it.
+    {
+        std::ofstream junk(dir_ + "/junk");
+        junk << std::string(1 << 16, 'x');
+    }
+    ASSERT_EQ(::rename((dir_ + "/junk").c_str(), image().c_str()), 0);
+    EXPECT_EQ(w.ask("report"), before);
+}
+
+TEST_F(Lazy, RefusesAnImageOpenForWritingAndTheCallerGoesOn) {
+    Worker w;
+    const std::string before = w.ask("report");
+    checkpoint(w);
+    w.killed();
+    const int writer = ::open(image().c_str(), O_RDWR | O_CLOEXEC);
+    ASSERT_GE(writer, 0);
+    auto pid = w.restart(engine_, image(), false, false, true);
+    ASSERT_FALSE(pid);
+    EXPECT_NE(pid.error().what().find("open for writing"), std::string::npos) << pid.error().what();
+    ::close(writer);
+    // Nothing lost: the same image restarts lazily once nobody writes it.
+    auto again = w.restart(engine_, image(), false, false, true);
+    ASSERT_TRUE(again) << again.error().what();
+    EXPECT_EQ(w.ask("report"), before);
+}
+
+TEST_F(Lazy, RefusesAStreamWithAReason) {
+    int p[2];
+    ASSERT_EQ(::pipe2(p, O_CLOEXEC), 0);
+    ghost::RestartOptions o;
+    o.lazy = true;
+    auto pid = ghost::restart(engine_, p[0], o);
+    ::close(p[0]);
+    ::close(p[1]);
+    ASSERT_FALSE(pid);
+    EXPECT_NE(pid.error().what().find("regular file"), std::string::npos) << pid.error().what();
+}
+
+} // namespace
