@@ -194,6 +194,12 @@ struct ghost_vma_facts {
 	const char *path;
 	bool shared;		/* VM_MAYSHARE */
 	bool growsdown;
+	/*
+	 * Registered with a userfaultfd for missing pages: pages it lacks may
+	 * still come from elsewhere (a lazy restart's pager), so they are not
+	 * the zeros an image would restore them as.
+	 */
+	bool uffd_missing;
 };
 
 struct ghost_mm_facts {
@@ -278,6 +284,12 @@ static inline int ghost_policy_vma(const struct ghost_vma_facts *v,
 		snprintf(reason, len, "device mapping at %#lx is not supported",
 			 start);
 		return -EOPNOTSUPP;
+	}
+	if (v->uffd_missing) {
+		snprintf(reason, len,
+			 "mapping at %#lx awaits pages from a userfaultfd (a lazy restart?): retry once they are in",
+			 start);
+		return -EBUSY;
 	}
 	if (v->file) {
 		if (!v->reachable)

@@ -14,6 +14,7 @@
 #include <linux/mm.h>
 #include <linux/pgtable.h>
 #include <linux/slab.h>
+#include <linux/userfaultfd_k.h>
 #include <linux/ghost.h>
 #include <ghost_policy.h>
 
@@ -44,6 +45,7 @@ static int classify(struct mm_struct *mm, struct vm_area_struct *vma,
 		.file = vma->vm_file,
 		.shared = vma->vm_flags & VM_MAYSHARE,
 		.growsdown = vma->vm_flags & VM_GROWSDOWN,
+		.uffd_missing = userfaultfd_missing(vma),
 	};
 	struct ghost_mm_facts m = {
 		.start_brk = mm->start_brk,

@@ -16,6 +16,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <string>
 #include <thread>
 #include <vector>
@@ -152,6 +153,54 @@ TEST_F(Lazy, OutlivesItsImageBeingOverwrittenAndReplaced) {
         junk << std::string(1 << 16, 'x');
     }
     ASSERT_EQ(::rename((dir_ + "/junk").c_str(), image().c_str()), 0);
+    EXPECT_EQ(w.ask("report"), before);
+}
+
+// A checkpoint of a process whose pager is still at work would carry the
+// pages still to come as holes (zeros): both engines refuse it, the process
+// runs on, and once the pager is done a checkpoint is taken and restarts.
+TEST_F(Lazy, ACheckpointBeforeThePagerIsDoneIsRefusedAndLosesNothing) {
+    Worker w;
+    const std::string before = w.ask("report");
+    ASSERT_FALSE(before.empty());
+    checkpoint(w);
+    w.killed();
+    auto pid = w.restart(engine_, image(), false, false, true);
+    ASSERT_TRUE(pid) << pid.error().what();
+    const std::string second = dir_ + "/second";
+    const auto try_checkpoint = [&](ghost::Engine& e) {
+        const int fd = ::open(second.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+        ghost::CheckpointOptions o;
+        o.fate = ghost::Fate::Run;
+        auto s = ghost::checkpoint(e, *pid, fd, o);
+        ::close(fd);
+        return s;
+    };
+    std::vector<std::unique_ptr<ghost::Engine>> engines;
+    engines.push_back(std::make_unique<ghost::UserEngine>());
+    if (auto k = ghost::Engine::open(ghost::EngineKind::Kernel); k) // in the VM
+        engines.push_back(std::move(*k));
+    for (auto& e : engines) {
+        auto s = try_checkpoint(*e);
+        ASSERT_FALSE(s) << e->name() << " engine: a checkpoint with pages still to come";
+        EXPECT_EQ(s.error().code.value(), EBUSY) << s.error().what();
+        EXPECT_NE(s.error().what().find("userfaultfd"), std::string::npos) << s.error().what();
+    }
+    // It ran on; reading all its memory brings every page in, and the
+    // pager then lets go.
+    EXPECT_EQ(w.ask("report"), before);
+    ghost::Result<ghost::ExportStats> s = ghost::Error::from_errno(EBUSY, "not tried");
+    for (int i = 0; i < 200 && !s; i++) {
+        s = try_checkpoint(engine_);
+        if (!s && s.error().code.value() != EBUSY)
+            break;
+        if (!s)
+            std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    ASSERT_TRUE(s) << s.error().what();
+    w.kill_restored();
+    auto again = w.restart(engine_, second);
+    ASSERT_TRUE(again) << again.error().what();
     EXPECT_EQ(w.ask("report"), before);
 }
 

@@ -150,17 +150,19 @@ void zero(Space& s, std::uint64_t page) {
 }
 
 // Reads and handles s's messages; new address spaces (forks) are added to
-// spaces. False when s's memory is gone.
-Result<bool> serve(std::vector<std::unique_ptr<Space>>& spaces, Space& s) {
+// spaces. Returns how many there were, or -1 when s's memory is gone.
+Result<int> serve(std::vector<std::unique_ptr<Space>>& spaces, Space& s) {
     std::array<uffd_msg, 32> msgs;
+    int handled = 0;
     for (;;) {
         const ssize_t n = ::read(s.uffd.get(), msgs.data(), sizeof(msgs));
         if (n < 0 && errno == EINTR)
             continue;
         if (n < 0 && errno == EAGAIN)
-            return true;
+            return handled;
         if (n <= 0)
-            return false;
+            return -1;
+        handled += static_cast<int>(static_cast<std::size_t>(n) / sizeof(uffd_msg));
         for (std::size_t i = 0; i < static_cast<std::size_t>(n) / sizeof(uffd_msg); i++) {
             const uffd_msg& m = msgs[i];
             switch (m.event) {
@@ -177,7 +179,7 @@ Result<bool> serve(std::vector<std::unique_ptr<Space>>& spaces, Space& s) {
                 if (!p)
                     return p.error();
                 if (*p == Put::Gone)
-                    return false;
+                    return -1;
                 break;
             }
             case UFFD_EVENT_FORK: {
@@ -203,7 +205,7 @@ Result<bool> serve(std::vector<std::unique_ptr<Space>>& spaces, Space& s) {
     }
 }
 
-// The pager's life. Returns what to exit with.
+// The pager's life: until every space has all its pages or is gone.
 Result<void> page(std::vector<std::unique_ptr<Space>>& spaces) {
     // GHOST_LAZY_PACE_US: a pause between background steps, for tests that
     // need the process to run while much of its memory is still pending.
@@ -224,20 +226,22 @@ Result<void> page(std::vector<std::unique_ptr<Space>>& spaces) {
             return Error::from_errno(errno, fmt::format("poll: {}", errno_text(errno)));
         const std::size_t count = spaces.size(); // serve() may add forks
         std::vector<Space*> gone;
+        int handled = 0;
         for (std::size_t i = 0; r > 0 && i < count; i++)
             if (fds[i].revents) {
-                auto alive = serve(spaces, *spaces[i]);
-                if (!alive)
-                    return alive.error();
-                if (!*alive)
+                auto n = serve(spaces, *spaces[i]);
+                if (!n)
+                    return n.error();
+                if (*n < 0)
                     gone.push_back(spaces[i].get());
+                else
+                    handled += *n;
             }
-        if (r > 0) {
-            std::erase_if(spaces, [&](const auto& s) {
-                return std::find(gone.begin(), gone.end(), s.get()) != gone.end();
-            });
+        std::erase_if(spaces, [&](const auto& s) {
+            return std::find(gone.begin(), gone.end(), s.get()) != gone.end();
+        });
+        if (handled > 0 || !gone.empty())
             continue; // faults first
-        }
         // Nothing waiting: one step of the background push, per space.
         for (auto& s : spaces) {
             if (s->pending.empty())

@@ -48,6 +48,7 @@ Result<std::uint32_t> classify(const MapEntry& m, const ghost_mm& mm) {
     v.path = v.file && !v.reachable ? path.c_str() : nullptr;
     v.shared = m.shared();
     v.growsdown = m.has_flag("gd");
+    v.uffd_missing = m.has_flag("um");
     const ghost_mm_facts f{mm.start_brk, mm.brk, mm.start_stack};
     char reason[GHOST_REASON_LEN] = {};
     const int r = ghost_policy_vma(&v, &f, reason, sizeof(reason));
