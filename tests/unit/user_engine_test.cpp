@@ -515,8 +515,9 @@ TEST_F(BadImport, ForeignVdsoOfAVersion1ImageIsRefusedBySize) {
 }
 
 // ghostctl on the host, as a user would: no module, so auto is the user
-// engine; a counter is checkpointed (and killed), restarted, and counts on.
-TEST(UserEngineCli, GhostctlCheckpointRestartContinuesTheCounter) {
+// engine; a counter is checkpointed (and killed), restarted (lazily: with
+// --lazy), and counts on.
+void counter_continues(bool lazy) {
     const std::string dir = std::string(::testing::TempDir());
     const std::string log = dir + "ghost-cli-counter-" + std::to_string(::getpid()) + ".log";
     const std::string img = dir + "ghost-cli-counter-" + std::to_string(::getpid()) + ".img";
@@ -547,7 +548,10 @@ TEST(UserEngineCli, GhostctlCheckpointRestartContinuesTheCounter) {
     const std::string last = count_lines();
     ASSERT_FALSE(last.empty());
     const unsigned long n = std::stoul(last);
-    auto rs = testing_util::run({GHOSTCTL_PATH, "restart", "--detach", img});
+    std::vector<std::string> restart = {GHOSTCTL_PATH, "restart", "--detach", img};
+    if (lazy)
+        restart.push_back("--lazy");
+    auto rs = testing_util::run(restart);
     ASSERT_EQ(rs.status, 0) << rs.err;
     const pid_t restored = std::stoi(rs.out);
     std::this_thread::sleep_for(300ms);
@@ -566,6 +570,25 @@ TEST(UserEngineCli, GhostctlCheckpointRestartContinuesTheCounter) {
     EXPECT_TRUE(continued) << "last count before: " << n;
     ::unlink(img.c_str());
     ::unlink(log.c_str());
+}
+
+TEST(UserEngineCli, GhostctlCheckpointRestartContinuesTheCounter) {
+    counter_continues(false);
+}
+
+TEST(UserEngineCli, GhostctlLazyRestartContinuesTheCounter) {
+    if (::geteuid() != 0)
+        GTEST_SKIP() << "a lazy restart needs root";
+    counter_continues(true);
+}
+
+TEST(UserEngineCli, GhostctlLazyRestartRefusesWhatItCannotReadInPlace) {
+    auto o = testing_util::run({GHOSTCTL_PATH, "restart", "--lazy", "-"});
+    EXPECT_EQ(o.status, 2);
+    EXPECT_NE(o.err.find("give a file"), std::string::npos) << o.err;
+    o = testing_util::run({GHOSTCTL_PATH, "restart", "--lazy", "--server", "h1", "x"});
+    EXPECT_EQ(o.status, 2);
+    EXPECT_NE(o.err.find("checkpoint server"), std::string::npos) << o.err;
 }
 
 // Reads what arrives on fd for up to total_ms (less at EOF).
