@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "ghost/engine.hpp"
+#include "ghost/image.hpp"
 #include "ghost/process.hpp"
 #include "ghost/user_engine.hpp"
 
@@ -59,6 +60,19 @@ class Lazy : public ::testing::Test {
         ASSERT_TRUE(s) << s.error().what();
     }
 
+    // The worker's report, then the worker checkpointed, killed and
+    // restarted lazily (its pid in *pid); fails the test if any step does.
+    std::string restart_lazily(Worker& w, pid_t* pid) {
+        const std::string before = w.ask("report");
+        EXPECT_FALSE(before.empty());
+        checkpoint(w);
+        w.killed();
+        auto r = w.restart(engine_, image(), false, false, true);
+        EXPECT_TRUE(r) << r.error().what();
+        *pid = r ? *r : -1;
+        return before;
+    }
+
     // Resident anonymous memory of pid, in KiB.
     static long rss_anon_kib(pid_t pid) {
         std::ifstream st("/proc/" + std::to_string(pid) + "/status");
@@ -74,14 +88,11 @@ class Lazy : public ::testing::Test {
 
 TEST_F(Lazy, TheProcessRunsFirstAndReadsTheImagesMemory) {
     Worker w;
-    const std::string before = w.ask("report");
-    ASSERT_FALSE(before.empty());
-    checkpoint(w);
-    w.killed();
-    auto pid = w.restart(engine_, image(), false, false, true);
-    ASSERT_TRUE(pid) << pid.error().what();
+    pid_t pid = -1;
+    const std::string before = restart_lazily(w, &pid);
+    ASSERT_GT(pid, 0);
     // Running, with most of its 32 MiB still in the image.
-    const long rss = rss_anon_kib(*pid);
+    const long rss = rss_anon_kib(pid);
     EXPECT_GE(rss, 0);
     EXPECT_LT(rss, 24 * 1024) << "the restart waited for the memory: not lazy";
     // Reading all of it takes each page from the pager.
@@ -111,17 +122,14 @@ TEST_F(Lazy, PagesDroppedAndUnmappedBeforeThePagerCameStayGone) {
 
 TEST_F(Lazy, AForkAndAMovedMappingGetTheirPagesToo) {
     Worker w;
-    const std::string before = w.ask("report");
-    ASSERT_FALSE(before.empty());
-    checkpoint(w);
-    w.killed();
-    auto pid = w.restart(engine_, image(), false, false, true);
-    ASSERT_TRUE(pid) << pid.error().what();
+    pid_t pid = -1;
+    const std::string before = restart_lazily(w, &pid);
+    ASSERT_GT(pid, 0);
     // A child forked at once lacks what its parent lacks: the pager
     // serves it too (its reply reads all of A in the child only).
     pid_t from = 0;
     EXPECT_EQ(w.ask("fork", &from), before);
-    EXPECT_NE(from, *pid);
+    EXPECT_NE(from, pid);
     // A moved while most of it is still pending: the pager follows it.
     EXPECT_EQ(w.ask("remap"), before);
     EXPECT_EQ(w.ask("report"), before);
@@ -129,13 +137,10 @@ TEST_F(Lazy, AForkAndAMovedMappingGetTheirPagesToo) {
 
 TEST_F(Lazy, OutlivesItsImageBeingOverwrittenAndReplaced) {
     Worker w;
-    const std::string before = w.ask("report");
-    ASSERT_FALSE(before.empty());
-    checkpoint(w);
-    w.killed();
+    pid_t pid = -1;
+    const std::string before = restart_lazily(w, &pid);
+    ASSERT_GT(pid, 0);
     const auto size = std::filesystem::file_size(image());
-    auto pid = w.restart(engine_, image(), false, false, true);
-    ASSERT_TRUE(pid) << pid.error().what();
     // Overwritten in place: the open for writing waits for the pager (its
     // read lease); the zeros must not reach the process.
     std::thread writer([&] {
@@ -161,18 +166,15 @@ TEST_F(Lazy, OutlivesItsImageBeingOverwrittenAndReplaced) {
 // runs on, and once the pager is done a checkpoint is taken and restarts.
 TEST_F(Lazy, ACheckpointBeforeThePagerIsDoneIsRefusedAndLosesNothing) {
     Worker w;
-    const std::string before = w.ask("report");
-    ASSERT_FALSE(before.empty());
-    checkpoint(w);
-    w.killed();
-    auto pid = w.restart(engine_, image(), false, false, true);
-    ASSERT_TRUE(pid) << pid.error().what();
+    pid_t pid = -1;
+    const std::string before = restart_lazily(w, &pid);
+    ASSERT_GT(pid, 0);
     const std::string second = dir_ + "/second";
     const auto try_checkpoint = [&](ghost::Engine& e) {
         const int fd = ::open(second.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
         ghost::CheckpointOptions o;
         o.fate = ghost::Fate::Run;
-        auto s = ghost::checkpoint(e, *pid, fd, o);
+        auto s = ghost::checkpoint(e, pid, fd, o);
         ::close(fd);
         return s;
     };
@@ -219,6 +221,40 @@ TEST_F(Lazy, RefusesAnImageOpenForWritingAndTheCallerGoesOn) {
     auto again = w.restart(engine_, image(), false, false, true);
     ASSERT_TRUE(again) << again.error().what();
     EXPECT_EQ(w.ask("report"), before);
+}
+
+// A damaged page is caught before the point of no return: the END
+// checksum is checked over the whole image, under the lease, before the
+// caller changes; restart() fails naming it.
+TEST_F(Lazy, ADamagedPageIsRefusedBeforeTheProcessRuns) {
+    Worker w;
+    ASSERT_FALSE(w.ask("report").empty());
+    checkpoint(w);
+    w.killed();
+    std::uint64_t at = 0;
+    {
+        const int fd = ::open(image().c_str(), O_RDONLY | O_CLOEXEC);
+        ghost::image::FdSource src(fd);
+        auto img = ghost::image::read(src);
+        ::close(fd);
+        ASSERT_TRUE(img) << img.error().what();
+        for (const auto& v : img->vmas)
+            for (const auto& r : v.runs)
+                if (!at && r.nr_pages > 100)
+                    at = r.data_offset + 50 * 4096 + 7; // deep in a run, not at its start
+    }
+    ASSERT_NE(at, 0u);
+    {
+        const int fd = ::open(image().c_str(), O_RDWR | O_CLOEXEC);
+        char c = 0;
+        ASSERT_EQ(::pread(fd, &c, 1, static_cast<off_t>(at)), 1);
+        c = static_cast<char>(c ^ 0x10);
+        ASSERT_EQ(::pwrite(fd, &c, 1, static_cast<off_t>(at)), 1);
+        ::close(fd);
+    }
+    auto pid = w.restart(engine_, image(), false, false, true);
+    ASSERT_FALSE(pid) << "a damaged image restarted lazily";
+    EXPECT_NE(pid.error().what().find("checksum"), std::string::npos) << pid.error().what();
 }
 
 TEST_F(Lazy, RefusesAStreamWithAReason) {
