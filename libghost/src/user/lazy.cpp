@@ -6,6 +6,7 @@
 #include <linux/userfaultfd.h>
 #include <poll.h>
 #include <sys/ioctl.h>
+#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <syslog.h>
 #include <unistd.h>
@@ -342,6 +343,12 @@ Result<pid_t> start_pager(int uffd, pid_t target, std::vector<Piece> pieces) {
     if (uffd > 0)
         ::syscall(SYS_close_range, 0, uffd - 1, 0);
     ::syscall(SYS_close_range, uffd + 1, ~0U, 0);
+    // Once the pager is gone, the pages it had not put in would read as
+    // zeros: it is named for what it is in ps, and the signals of a
+    // terminal or a polite stop do not end it (SIGKILL still does).
+    ::prctl(PR_SET_NAME, "ghost-pager", 0, 0, 0);
+    for (const int sig : {SIGHUP, SIGINT, SIGTERM, SIGQUIT, SIGPIPE, SIGUSR1, SIGUSR2})
+        ::signal(sig, SIG_IGN);
     std::vector<std::unique_ptr<Space>> spaces;
     spaces.push_back(std::make_unique<Space>());
     spaces.back()->uffd = UniqueFd(uffd);
