@@ -207,7 +207,10 @@ Result<int> serve(std::vector<std::unique_ptr<Space>>& spaces, Space& s) {
 }
 
 // The pager's life: until every space has all its pages or is gone.
-Result<void> page(std::vector<std::unique_ptr<Space>>& spaces) {
+// Until the restorer closes its end of restorer (it exits once the process
+// runs as the image), only faults are served: the background push would
+// take the CPU the rest of the rebuild needs.
+Result<void> page(std::vector<std::unique_ptr<Space>>& spaces, UniqueFd restorer) {
     // GHOST_LAZY_PACE_US: a pause between background steps, for tests that
     // need the process to run while much of its memory is still pending.
     const char* pace_env = std::getenv("GHOST_LAZY_PACE_US");
@@ -221,10 +224,16 @@ Result<void> page(std::vector<std::unique_ptr<Space>>& spaces) {
         std::vector<pollfd> fds;
         for (const auto& s : spaces)
             fds.push_back({s->uffd.get(), POLLIN, 0});
+        if (restorer)
+            fds.push_back({restorer.get(), POLLIN, 0});
         const timespec wait{pace_us / 1000000, (pace_us % 1000000) * 1000};
-        const int r = ::ppoll(fds.data(), fds.size(), &wait, nullptr);
+        const int r = ::ppoll(fds.data(), fds.size(), restorer ? nullptr : &wait, nullptr);
         if (r < 0 && errno != EINTR)
             return Error::from_errno(errno, fmt::format("poll: {}", errno_text(errno)));
+        if (restorer && fds.back().revents) {
+            restorer.reset(); // it is done (or gone): push from now on
+            continue;
+        }
         const std::size_t count = spaces.size(); // serve() may add forks
         std::vector<Space*> gone;
         int handled = 0;
@@ -333,16 +342,28 @@ Result<void> register_range(int uffd, std::uint64_t start, std::uint64_t end) {
 }
 
 Result<pid_t> start_pager(int uffd, pid_t target, std::vector<Piece> pieces) {
+    // Its write end stays with the restorer (close-on-exec, closed when it
+    // exits); the pager sees the end of the pipe then.
+    int done[2];
+    if (::pipe2(done, O_CLOEXEC) != 0)
+        return Error::from_errno(errno, fmt::format("pipe: {}", errno_text(errno)));
+    UniqueFd done_rd(done[0]), done_wr(done[1]);
     const pid_t pid = ::fork();
     if (pid < 0)
         return Error::from_errno(errno, fmt::format("fork (the pager): {}", errno_text(errno)));
-    if (pid > 0)
+    if (pid > 0) {
+        (void)done_wr.release(); // the restorer's until it exits
         return pid;
+    }
     // Nothing of the restorer's stays open here: whoever waits for its
     // descriptors to close (restart()'s status pipe) must not wait for us.
-    if (uffd > 0)
-        ::syscall(SYS_close_range, 0, uffd - 1, 0);
-    ::syscall(SYS_close_range, uffd + 1, ~0U, 0);
+    done_wr.reset();
+    const int keep[2] = {std::min(uffd, done_rd.get()), std::max(uffd, done_rd.get())};
+    if (keep[0] > 0)
+        ::syscall(SYS_close_range, 0, keep[0] - 1, 0);
+    if (keep[1] > keep[0] + 1)
+        ::syscall(SYS_close_range, keep[0] + 1, keep[1] - 1, 0);
+    ::syscall(SYS_close_range, keep[1] + 1, ~0U, 0);
     // Once the pager is gone, the pages it had not put in would read as
     // zeros: it is named for what it is in ps, and the signals of a
     // terminal or a polite stop do not end it (SIGKILL still does).
@@ -355,7 +376,7 @@ Result<pid_t> start_pager(int uffd, pid_t target, std::vector<Piece> pieces) {
     for (const auto& p : pieces)
         spaces.back()->pending.add(p.addr, p.addr + p.data.size(), p.data.data());
     pieces.clear();
-    if (auto r = page(spaces); !r) {
+    if (auto r = page(spaces, std::move(done_rd)); !r) {
         // The process would wait forever for a page: it cannot go on.
         ::openlog("ghost-lazy-pager", LOG_PID, LOG_USER);
         ::syslog(LOG_ERR, "lazy restart failed, the restored process is killed: %s",
