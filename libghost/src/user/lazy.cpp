@@ -368,6 +368,12 @@ Result<pid_t> start_pager(int uffd, pid_t target, std::vector<Piece> pieces) {
     // zeros: it is named for what it is in ps, and the signals of a
     // terminal or a polite stop do not end it (SIGKILL still does).
     ::prctl(PR_SET_NAME, "ghost-pager", 0, 0, 0);
+    // Its userfaultfd serves faults taken in system calls, which only a
+    // privileged creator may have (vm.unprivileged_userfaultfd): the
+    // image's user, whose credentials the pager runs with, must not reach
+    // it through ptrace or pidfd_getfd. Not dumpable, it takes
+    // CAP_SYS_PTRACE to trace.
+    ::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
     for (const int sig : {SIGHUP, SIGINT, SIGTERM, SIGQUIT, SIGPIPE, SIGUSR1, SIGUSR2})
         ::signal(sig, SIG_IGN);
     std::vector<std::unique_ptr<Space>> spaces;
