@@ -15,6 +15,8 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -38,7 +40,10 @@ unsigned char pattern(std::size_t page, unsigned gen, std::size_t i) {
 // Pages of A dropped with MADV_DONTNEED by each command.
 constexpr std::size_t kDrop1 = 100, kDrop1N = 20, kDrop2 = 200, kDrop2N = 5;
 
+// Stage 3 (after "race", from the start): 1000-1999 only.
 bool dropped(std::size_t p, int stage) {
+    if (stage == 3)
+        return p >= 1000 && p < 2000;
     return (stage >= 1 && p >= kDrop1 && p < kDrop1 + kDrop1N) ||
            (stage >= 2 && p >= kDrop2 && p < kDrop2 + kDrop2N);
 }
@@ -61,6 +66,10 @@ std::uint64_t fnv(std::uint64_t h, const unsigned char* p, std::size_t n) {
 //   "remap": A moved (mremap) to another address; the report is the same
 //   "fork": a child forked now replies "report" (with its own pid) and
 //           exits; the worker waits for it
+//   "race": "pid bad": for 300 ms a second thread drops pages 1000-1999
+//           of A (MADV_DONTNEED, 16 at a time) while the worker reads
+//           them; bad counts bytes read that were neither the page's nor
+//           zero. Pages 1000-1999 are then dropped for good (stage 3)
 [[noreturn]] void worker(int cmd, int out) {
     const auto map = [](std::size_t pages) {
         return static_cast<unsigned char*>(::mmap(nullptr, pages * kPage, PROT_READ | PROT_WRITE,
@@ -124,7 +133,33 @@ std::uint64_t fnv(std::uint64_t h, const unsigned char* p, std::size_t n) {
             ::madvise(a + kDrop2 * kPage, kDrop2N * kPage, MADV_DONTNEED);
             stage = 2;
         }
-        if (line == "check") {
+        if (line == "race") {
+            std::atomic<bool> stop{false};
+            std::thread dropper([&] {
+                // A short pause between drops: a thread dropping without
+                // any could keep a fault from ever being served (lazy.cpp).
+                for (std::size_t p = 1000; !stop; p = p + 16 >= 2000 ? 1000 : p + 16) {
+                    ::madvise(a + p * kPage, 16 * kPage, MADV_DONTNEED);
+                    std::this_thread::sleep_for(std::chrono::microseconds(20));
+                }
+            });
+            unsigned long bad = 0;
+            const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(300);
+            while (std::chrono::steady_clock::now() < until)
+                for (std::size_t p = 1000; p < 2000; p += 7) {
+                    // Byte by byte: a page may be dropped while it is read.
+                    const volatile unsigned char* q = a + p * kPage;
+                    for (std::size_t i = 0; i < kPage; i += 512) {
+                        const unsigned char v = q[i];
+                        bad += v != pattern(p, 1, i) && v != 0;
+                    }
+                }
+            stop = true;
+            dropper.join();
+            ::madvise(a + 1000 * kPage, 1000 * kPage, MADV_DONTNEED);
+            stage = 3;
+            std::snprintf(msg, sizeof(msg), "%d %lu\n", ::getpid(), bad);
+        } else if (line == "check") {
             unsigned resident = 0;
             unsigned long nonzero = 0;
             for (std::size_t p = 0; p < kPages; p++) {

@@ -120,6 +120,19 @@ TEST_F(Lazy, PagesDroppedAndUnmappedBeforeThePagerCameStayGone) {
     EXPECT_EQ(w.ask("report"), after_mutate);
 }
 
+// Faults and drops at once, from two threads, while the pages are still
+// pending: a fault the pager reads while a drop is under way must still be
+// served (it waits for the drop, then gets the page or zeros), and no byte
+// is anything but the image's or zero.
+TEST_F(Lazy, FaultsRacingDropsAreAllServed) {
+    Worker w;
+    pid_t pid = -1;
+    restart_lazily(w, &pid);
+    ASSERT_GT(pid, 0);
+    EXPECT_EQ(w.ask("race"), "0\n") << "a fault was never served, or a byte came back wrong";
+    EXPECT_EQ(w.ask("check"), "0 0\n");
+}
+
 TEST_F(Lazy, AForkAndAMovedMappingGetTheirPagesToo) {
     Worker w;
     pid_t pid = -1;

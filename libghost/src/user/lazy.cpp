@@ -14,12 +14,14 @@
 #include <algorithm>
 #include <array>
 #include <cerrno>
+#include <chrono>
 #include <csignal>
 #include <cstdlib>
 #include <ctime>
 #include <iterator>
 #include <map>
 #include <memory>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -96,7 +98,15 @@ class Pending {
 struct Space {
     UniqueFd uffd;
     Pending pending;
+    // Faults read while the process was changing its mappings (the copy
+    // said EAGAIN): their threads wait until these are served.
+    std::vector<std::uint64_t> retry;
 };
+
+void wake(Space& s, std::uint64_t lo, std::uint64_t len) {
+    uffdio_range r{lo, len};
+    ::ioctl(s.uffd.get(), UFFDIO_WAKE, &r);
+}
 
 enum class Put { Done, Again, Gone };
 
@@ -119,8 +129,7 @@ Result<Put> put(Space& s, std::uint64_t lo, std::uint64_t hi, const std::byte* s
             continue;
         }
         if (err == EEXIST) { // in already (a fork's copy, or touched and woken)
-            uffdio_range r{lo, kPage};
-            ::ioctl(s.uffd.get(), UFFDIO_WAKE, &r);
+            wake(s, lo, kPage);
             lo += kPage;
             continue;
         }
@@ -131,8 +140,10 @@ Result<Put> put(Space& s, std::uint64_t lo, std::uint64_t hi, const std::byte* s
         }
         if (err == ESRCH)
             return Put::Gone;
-        if (err == ENOENT || err == EINVAL) // no longer registered there: unmapped
+        if (err == ENOENT || err == EINVAL) { // no longer registered there: unmapped
+            wake(s, lo, hi - lo);
             break;
+        }
         return Error::from_errno(err, fmt::format("UFFDIO_COPY at {:#x}: {}", lo, errno_text(err)));
     }
     s.pending.erase(start, how == Put::Again ? lo : hi);
@@ -141,69 +152,104 @@ Result<Put> put(Space& s, std::uint64_t lo, std::uint64_t hi, const std::byte* s
 
 // A fault at a page nothing is pending for (never in the image, or dropped
 // since): a page of zeros, as for any anonymous memory.
-void zero(Space& s, std::uint64_t page) {
+// Again when the process is changing its mappings.
+Put zero(Space& s, std::uint64_t page) {
     uffdio_zeropage z{};
     z.range = {page, kPage};
-    if (::ioctl(s.uffd.get(), UFFDIO_ZEROPAGE, &z) != 0 && errno == EEXIST) {
-        uffdio_range r{page, kPage};
-        ::ioctl(s.uffd.get(), UFFDIO_WAKE, &r);
-    }
+    if (::ioctl(s.uffd.get(), UFFDIO_ZEROPAGE, &z) == 0)
+        return Put::Done;
+    if (errno == EAGAIN)
+        return Put::Again;
+    wake(s, page, kPage); // there already, or no longer mapped: let it retry
+    return Put::Done;
 }
 
-// Reads and handles s's messages; new address spaces (forks) are added to
-// spaces. Returns how many there were, or -1 when s's memory is gone.
+// A thread faulted at page: what is pending around it goes in, or zeros.
+Result<Put> fault(Space& s, std::uint64_t page) {
+    const auto* run = s.pending.find(page);
+    if (!run)
+        return zero(s, page);
+    const std::uint64_t lo = std::max(run->first, page & ~(kFaultChunk - 1));
+    const std::uint64_t hi = std::min(run->second.end, lo + kFaultChunk);
+    auto p = put(s, lo, hi, run->second.src + (lo - run->first));
+    if (p && *p == Put::Again && !s.pending.find(page))
+        return Put::Done; // put in before the change
+    return p;
+}
+
+// Serves the faults that met a change of the mappings; false when the
+// process's memory is gone.
+Result<bool> retry(Space& s) {
+    // The thread that changed the mappings goes on once its event is read,
+    // and copies fail until it has; one that changes them without pause
+    // leaves a few microseconds between two changes. Tries for up to 2 ms
+    // to land in such a gap (the faulting thread waits meanwhile).
+    const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(2);
+    while (!s.retry.empty() && std::chrono::steady_clock::now() < until) {
+        std::vector<std::uint64_t> again;
+        for (const auto page : std::exchange(s.retry, {})) {
+            auto p = fault(s, page);
+            if (!p)
+                return p.error();
+            if (*p == Put::Gone)
+                return false;
+            if (*p == Put::Again)
+                again.push_back(page);
+        }
+        s.retry = std::move(again);
+    }
+    return true;
+}
+
+// Reads and handles one batch of s's messages (one: a thread that drops
+// pages without pause must not keep the pager from the faults it has put
+// off); new address spaces (forks) are added to spaces. Returns how many
+// there were, or -1 when s's memory is gone.
 Result<int> serve(std::vector<std::unique_ptr<Space>>& spaces, Space& s) {
     std::array<uffd_msg, 32> msgs;
-    int handled = 0;
-    for (;;) {
-        const ssize_t n = ::read(s.uffd.get(), msgs.data(), sizeof(msgs));
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0 && errno == EAGAIN)
-            return handled;
-        if (n <= 0)
-            return -1;
-        handled += static_cast<int>(static_cast<std::size_t>(n) / sizeof(uffd_msg));
-        for (std::size_t i = 0; i < static_cast<std::size_t>(n) / sizeof(uffd_msg); i++) {
-            const uffd_msg& m = msgs[i];
-            switch (m.event) {
-            case UFFD_EVENT_PAGEFAULT: {
-                const std::uint64_t page = m.arg.pagefault.address & ~(kPage - 1);
-                const auto* run = s.pending.find(page);
-                if (!run) {
-                    zero(s, page);
-                    break;
-                }
-                const std::uint64_t lo = std::max(run->first, page & ~(kFaultChunk - 1));
-                const std::uint64_t hi = std::min(run->second.end, lo + kFaultChunk);
-                auto p = put(s, lo, hi, run->second.src + (lo - run->first));
-                if (!p)
-                    return p.error();
-                if (*p == Put::Gone)
-                    return -1;
-                break;
-            }
-            case UFFD_EVENT_FORK: {
-                // The child has what the parent has; what the parent
-                // still lacks, the child lacks too.
-                auto child = std::make_unique<Space>();
-                child->uffd = UniqueFd(static_cast<int>(m.arg.fork.ufd));
-                child->pending = s.pending;
-                spaces.push_back(std::move(child));
-                break;
-            }
-            case UFFD_EVENT_REMAP:
-                s.pending.move(m.arg.remap.from, m.arg.remap.to, m.arg.remap.len);
-                break;
-            case UFFD_EVENT_REMOVE:
-            case UFFD_EVENT_UNMAP:
-                s.pending.erase(m.arg.remove.start, m.arg.remove.end);
-                break;
-            default:
-                break;
-            }
+    ssize_t n;
+    while ((n = ::read(s.uffd.get(), msgs.data(), sizeof(msgs))) < 0 && errno == EINTR) {
+    }
+    if (n < 0 && errno == EAGAIN)
+        return 0;
+    if (n <= 0)
+        return -1;
+    const std::size_t count = static_cast<std::size_t>(n) / sizeof(uffd_msg);
+    for (std::size_t i = 0; i < count; i++) {
+        const uffd_msg& m = msgs[i];
+        switch (m.event) {
+        case UFFD_EVENT_PAGEFAULT: {
+            const std::uint64_t page = m.arg.pagefault.address & ~(kPage - 1);
+            auto p = fault(s, page);
+            if (!p)
+                return p.error();
+            if (*p == Put::Gone)
+                return -1;
+            if (*p == Put::Again)
+                s.retry.push_back(page);
+            break;
+        }
+        case UFFD_EVENT_FORK: {
+            // The child has what the parent has; what the parent
+            // still lacks, the child lacks too.
+            auto child = std::make_unique<Space>();
+            child->uffd = UniqueFd(static_cast<int>(m.arg.fork.ufd));
+            child->pending = s.pending;
+            spaces.push_back(std::move(child));
+            break;
+        }
+        case UFFD_EVENT_REMAP:
+            s.pending.move(m.arg.remap.from, m.arg.remap.to, m.arg.remap.len);
+            break;
+        case UFFD_EVENT_REMOVE:
+        case UFFD_EVENT_UNMAP:
+            s.pending.erase(m.arg.remove.start, m.arg.remove.end);
+            break;
+        default:
+            break;
         }
     }
+    return static_cast<int>(count);
 }
 
 // The pager's life: until every space has all its pages or is gone.
@@ -226,8 +272,15 @@ Result<void> page(std::vector<std::unique_ptr<Space>>& spaces, UniqueFd restorer
             fds.push_back({s->uffd.get(), POLLIN, 0});
         if (restorer)
             fds.push_back({restorer.get(), POLLIN, 0});
+        const bool retries = std::any_of(spaces.begin(), spaces.end(),
+                                         [](const auto& s) { return !s->retry.empty(); });
         const timespec wait{pace_us / 1000000, (pace_us % 1000000) * 1000};
-        const int r = ::ppoll(fds.data(), fds.size(), restorer ? nullptr : &wait, nullptr);
+        const timespec soon{0, 1000000}; // faults wait for the change to be over
+        const int r = ::ppoll(fds.data(), fds.size(),
+                              retries    ? &soon
+                              : restorer ? nullptr
+                                         : &wait,
+                              nullptr);
         if (r < 0 && errno != EINTR)
             return Error::from_errno(errno, fmt::format("poll: {}", errno_text(errno)));
         if (restorer && fds.back().revents) {
@@ -247,11 +300,20 @@ Result<void> page(std::vector<std::unique_ptr<Space>>& spaces, UniqueFd restorer
                 else
                     handled += *n;
             }
+        for (auto& sp : spaces) {
+            if (sp->retry.empty())
+                continue;
+            auto alive = retry(*sp);
+            if (!alive)
+                return alive.error();
+            if (!*alive)
+                gone.push_back(sp.get());
+        }
         std::erase_if(spaces, [&](const auto& s) {
             return std::find(gone.begin(), gone.end(), s.get()) != gone.end();
         });
-        if (handled > 0 || !gone.empty())
-            continue; // faults first
+        if (handled > 0 || !gone.empty() || restorer)
+            continue; // faults first; no push while the rebuild goes on
         // Nothing waiting: one step of the background push, per space.
         for (auto& s : spaces) {
             if (s->pending.empty())
