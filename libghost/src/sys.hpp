@@ -3,10 +3,14 @@
 #pragma once
 
 #include <fcntl.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <string>
 #include <system_error>
+#include <vector>
 
 #include "ghost/fd.hpp"
 #include "ghost/result.hpp"
@@ -31,6 +35,22 @@ inline UniqueFd move_fd_high(UniqueFd fd) {
     if (hi < 0)
         return fd;
     return UniqueFd(hi);
+}
+
+// Closes every descriptor below end (~0U: all of them) but those in keep.
+inline void close_below(unsigned end, std::vector<int> keep) {
+    std::sort(keep.begin(), keep.end());
+    unsigned lo = 0;
+    for (const int k : keep) {
+        const auto u = static_cast<unsigned>(k);
+        if (u >= end)
+            break;
+        if (u > lo)
+            ::syscall(SYS_close_range, lo, u - 1, 0);
+        lo = u + 1;
+    }
+    if (lo < end)
+        ::syscall(SYS_close_range, lo, end - 1, 0);
 }
 
 // A failure told by one process to another over a pipe (a restoring child

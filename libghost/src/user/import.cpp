@@ -15,7 +15,6 @@
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -196,23 +195,6 @@ Result<void> open_everything(Plan& p) {
     return {};
 }
 
-// Closes every descriptor below end but those in keep.
-void close_below(int end, std::vector<int> keep) {
-    std::sort(keep.begin(), keep.end());
-    unsigned lo = 0;
-    const auto stop = static_cast<unsigned>(end);
-    for (const int k : keep) {
-        const auto u = static_cast<unsigned>(k);
-        if (u >= stop)
-            break;
-        if (u > lo)
-            ::syscall(SYS_close_range, lo, u - 1, 0);
-        lo = u + 1;
-    }
-    if (lo < stop)
-        ::syscall(SYS_close_range, lo, stop - 1, 0);
-}
-
 } // namespace
 
 namespace {
@@ -300,7 +282,7 @@ Error restore(const image::Image& img, std::vector<PageData> pages, bool stopped
         // release: whoever waits for them to close (restart()'s status
         // pipe) learns of the restore only once the process runs as the
         // image and is no longer held (it may be checkpointed at once).
-        close_below(p.fd_base, {2, rep_wr.get(), go_rd.get()});
+        close_below(static_cast<unsigned>(p.fd_base), {2, rep_wr.get(), go_rd.get()});
         char c;
         if (::read(go_rd.get(), &c, 1) != 1)
             ::_exit(1);

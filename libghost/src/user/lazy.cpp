@@ -420,12 +420,7 @@ Result<pid_t> start_pager(int uffd, pid_t target, std::vector<Piece> pieces) {
     // Nothing of the restorer's stays open here: whoever waits for its
     // descriptors to close (restart()'s status pipe) must not wait for us.
     done_wr.reset();
-    const int keep[2] = {std::min(uffd, done_rd.get()), std::max(uffd, done_rd.get())};
-    if (keep[0] > 0)
-        ::syscall(SYS_close_range, 0, keep[0] - 1, 0);
-    if (keep[1] > keep[0] + 1)
-        ::syscall(SYS_close_range, keep[0] + 1, keep[1] - 1, 0);
-    ::syscall(SYS_close_range, keep[1] + 1, ~0U, 0);
+    close_below(~0U, {uffd, done_rd.get()});
     // Once the pager is gone, the pages it had not put in would read as
     // zeros: it is named for what it is in ps, and the signals of a
     // terminal or a polite stop do not end it (SIGKILL still does).
