@@ -391,11 +391,8 @@ Result<void> Rebuild::start_lazy() {
             continue;
         if (auto r = lazy::register_range(p_.uffd, v.rec.start, v.rec.end); !r)
             return r;
-        auto pg = std::lower_bound(
-            p_.pages.begin(), p_.pages.end(), v.rec.start,
-            [](const PageData& d, std::uint64_t a) { return d.addr + d.data.size() <= a; });
-        for (; pg != p_.pages.end() && pg->addr < v.rec.end; ++pg)
-            pieces.push_back({pg->addr, pg->data});
+        for (const auto& pg : pages_of(v))
+            pieces.push_back({pg.addr, pg.data});
     }
     auto pager = lazy::start_pager(p_.uffd, p_.self, std::move(pieces));
     if (!pager)
@@ -403,15 +400,22 @@ Result<void> Rebuild::start_lazy() {
     return {};
 }
 
+// The page data that goes into mapping v (p_.pages is sorted by address).
+std::span<const PageData> Rebuild::pages_of(const image::Vma& v) const {
+    const auto first = std::lower_bound(
+        p_.pages.begin(), p_.pages.end(), v.rec.start,
+        [](const PageData& d, std::uint64_t a) { return d.addr + d.data.size() <= a; });
+    const auto last =
+        std::find_if(first, p_.pages.end(), [&](const PageData& d) { return d.addr >= v.rec.end; });
+    return {first, last};
+}
+
 // A mapping's pages, written in from here.
 Result<void> Rebuild::fill_vma(const image::Vma& v) {
     if (v.runs.empty())
         return {};
-    auto pg = std::lower_bound(
-        p_.pages.begin(), p_.pages.end(), v.rec.start,
-        [](const PageData& d, std::uint64_t a) { return d.addr + d.data.size() <= a; });
-    for (; pg != p_.pages.end() && pg->addr < v.rec.end; ++pg)
-        if (auto w = t_.write(pg->addr, pg->data); !w)
+    for (const auto& pg : pages_of(v))
+        if (auto w = t_.write(pg.addr, pg.data); !w)
             return w;
     return {};
 }

@@ -133,6 +133,7 @@ class Rebuild {
     Result<void> unmap_caller();
     Result<void> map_image();
     Result<void> fill_vma(const image::Vma& v);
+    std::span<const PageData> pages_of(const image::Vma& v) const;
     bool lazy(const image::Vma& v) const;
     Result<void> start_lazy();
     Result<void> finish_vma(const ghost_vma& r, std::uint32_t prot);
