@@ -115,7 +115,25 @@ Result<void> kill_and_wait(int pidfd, pid_t pid) {
     return {};
 }
 
-// Restores the whole image a chain was flattened into (a memory file).
+enum class Input { Stream, CompressedFile, RawFile };
+
+// What in is: a pipe or socket, or a regular file holding a compressed or
+// a raw image, told by its first bytes, read without moving its offset.
+Result<Input> input_kind(int in) {
+    struct stat st;
+    const off_t at = ::lseek(in, 0, SEEK_CUR);
+    if (at < 0 || ::fstat(in, &st) != 0 || !S_ISREG(st.st_mode))
+        return Input::Stream;
+    std::array<std::byte, 4> head{};
+    const ssize_t n = ::pread(in, head.data(), head.size(), at);
+    if (n < 0)
+        return Error::from_errno(errno, fmt::format("reading the image: {}", errno_text(errno)));
+    return is_zstd(std::span(head.data(), static_cast<std::size_t>(n))) ? Input::CompressedFile
+                                                                        : Input::RawFile;
+}
+
+// Restores the whole image in a file (one a chain was flattened into, a
+// memory file; or the caller's own).
 Error restore_whole(Engine& engine, int fd, const RestoreOptions& o) {
     auto g = engine.create(Backend::file(fd));
     if (!g)
@@ -326,20 +344,16 @@ Error restart_self(Engine& engine, int in, const RestoreOptions& o) {
     }
     if (o.lazy) {
         // Read in place: a whole, uncompressed image in a regular file.
-        struct stat st;
-        std::array<std::byte, 4> head{};
-        const off_t at = ::lseek(in, 0, SEEK_CUR);
-        if (at < 0 || ::fstat(in, &st) != 0 || !S_ISREG(st.st_mode))
+        auto kind = input_kind(in);
+        if (!kind)
+            return kind.error();
+        if (*kind == Input::Stream)
             return Error::from_errno(EINVAL, "a lazy restart reads its image in place, from a "
                                              "regular file (not a pipe or socket)");
-        const ssize_t n = ::pread(in, head.data(), head.size(), at);
-        if (n > 0 && is_zstd(std::span(head.data(), static_cast<std::size_t>(n))))
+        if (*kind == Input::CompressedFile)
             return Error::from_errno(EINVAL, "a lazy restart reads its image in place: "
                                              "decompress it first (zstd -d)");
-        auto g = engine.create(Backend::file(in));
-        if (!g)
-            return g.error();
-        return (*g)->restore_self(o);
+        return restore_whole(engine, in, o);
     }
     // An incremental image in a file: its chain, flattened, is restored.
     auto whole = chain::flatten_if_incremental(in);
@@ -347,23 +361,15 @@ Error restart_self(Engine& engine, int in, const RestoreOptions& o) {
         return whole.error();
     if (*whole)
         return restore_whole(engine, whole->get(), o);
-    // A raw image in a regular file is read by the kernel straight from it:
-    // peek at its first bytes without moving the offset. (The user engine
-    // reads it as a stream, below: its pages go once into place.)
-    struct stat st;
-    const off_t at = ::lseek(in, 0, SEEK_CUR);
-    if (!user && at >= 0 && ::fstat(in, &st) == 0 && S_ISREG(st.st_mode)) {
-        std::array<std::byte, 4> head{};
-        const ssize_t n = ::pread(in, head.data(), head.size(), at);
-        if (n < 0)
-            return Error::from_errno(errno,
-                                     fmt::format("reading the image: {}", errno_text(errno)));
-        if (!is_zstd(std::span(head.data(), static_cast<std::size_t>(n)))) {
-            auto g = engine.create(Backend::file(in));
-            if (!g)
-                return g.error();
-            return (*g)->restore_self(o);
-        }
+    // A raw image in a regular file is read by the kernel straight from it.
+    // (The user engine reads it as a stream, below: its pages go once into
+    // place.)
+    if (!user) {
+        auto kind = input_kind(in);
+        if (!kind)
+            return kind.error();
+        if (*kind == Input::RawFile)
+            return restore_whole(engine, in, o);
     }
     // Pipes, sockets and compressed images (and the user engine's files):
     // the user engine restores them as they arrive, the kernel engine
