@@ -230,17 +230,16 @@ std::optional<Sample> run_once(Tool tool, size_t mib, const Programs& pr, const 
     switch (tool) {
     case Tool::Ghostctl:
     case Tool::User:
-        st = run({pr.ghostctl, "--engine", engine_of(tool), "restart", image, "--detach"},
-                 d / "restart.out", d / "restart.err");
+    case Tool::UserLazy: {
+        std::vector<std::string> args = {pr.ghostctl, "--engine", engine_of(tool),
+                                         "restart",   image,      "--detach"};
+        if (tool == Tool::UserLazy)
+            args.push_back("--lazy");
+        st = run(args, d / "restart.out", d / "restart.err");
         if (st == 0)
             restored = static_cast<pid_t>(std::atol(slurp(d / "restart.out").c_str()));
         break;
-    case Tool::UserLazy:
-        st = run({pr.ghostctl, "--engine", "user", "restart", image, "--detach", "--lazy"},
-                 d / "restart.out", d / "restart.err");
-        if (st == 0)
-            restored = static_cast<pid_t>(std::atol(slurp(d / "restart.out").c_str()));
-        break;
+    }
     case Tool::Stubs:
         restored = spawn_stub(pr.ghost_restore, image, d / "restart.err");
         break;
