@@ -92,33 +92,39 @@ Result<std::unique_ptr<Channel>> Daemon::connect(const std::string& host) {
     return connect_(host);
 }
 
+Result<Daemon::Taken> Daemon::channel_to(const std::string& host, const std::string& op) {
+    std::unique_ptr<Channel> ch = keeps_connection(op) ? pool_.take(host) : nullptr;
+    if (ch)
+        return Taken{std::move(ch), true};
+    // Lookups skip a peer that just failed in silence; whatever must reach
+    // that peer (a commit, a resolve) tries every time.
+    const bool lookup = op == "where" || op == "kill" || op == "list";
+    if (const auto left = lookup ? pool_.silent(host) : std::chrono::milliseconds(0);
+        left.count() > 0)
+        return Error::from_errno(EHOSTUNREACH,
+                                 fmt::format("{} did not answer a moment ago (not asked again "
+                                             "for {} ms)",
+                                             host, left.count()));
+    auto c = connect(host);
+    if (!c) {
+        const int e = c.error().code.value();
+        if (e == ETIMEDOUT || e == EHOSTUNREACH || e == ENETUNREACH)
+            pool_.mark_silent(host);
+        return c.error();
+    }
+    pool_.mark_answered(host);
+    return Taken{std::move(*c), false};
+}
+
 Result<json> Daemon::ask(const std::string& host, const json& req,
                          std::chrono::milliseconds reply_timeout) {
     const std::string op = req.value("op", "");
     const bool keep = keeps_connection(op);
     for (;;) {
-        std::unique_ptr<Channel> ch = keep ? pool_.take(host) : nullptr;
-        const bool reused = ch != nullptr;
-        if (!ch) {
-            // Lookups skip a peer that just failed in silence; whatever
-            // must reach that peer (a commit, a resolve) tries every time.
-            const bool lookup = op == "where" || op == "kill" || op == "list";
-            if (const auto left = lookup ? pool_.silent(host) : std::chrono::milliseconds(0);
-                left.count() > 0)
-                return Error::from_errno(EHOSTUNREACH,
-                                         fmt::format("{} did not answer a moment ago (not asked "
-                                                     "again for {} ms)",
-                                                     host, left.count()));
-            auto c = connect(host);
-            if (!c) {
-                const int e = c.error().code.value();
-                if (e == ETIMEDOUT || e == EHOSTUNREACH || e == ENETUNREACH)
-                    pool_.mark_silent(host);
-                return c.error();
-            }
-            pool_.mark_answered(host);
-            ch = std::move(*c);
-        }
+        auto t = channel_to(host, op);
+        if (!t)
+            return t.error();
+        std::unique_ptr<Channel> ch = std::move(t->ch);
         auto s = send_json(*ch, req);
         if (s && reply_timeout.count() > 0)
             ch->set_timeout(reply_timeout);
@@ -135,8 +141,23 @@ Result<json> Daemon::ask(const std::string& host, const json& req,
         // A kept connection the peer closed meanwhile (it restarted, or its
         // idle timeout passed first): once more on a new connection, unless
         // the request must not be repeated (a signal delivered twice).
-        if (!reused || op == "kill")
+        if (!t->reused || op == "kill")
             return r;
+    }
+}
+
+Result<void> Daemon::tell(const std::string& host, const json& req) {
+    for (;;) {
+        auto t = channel_to(host, req.value("op", ""));
+        if (!t)
+            return t.error();
+        if (auto s = send_json(*t->ch, req); !s) {
+            if (t->reused) // closed by the peer meanwhile: on a new one
+                continue;
+            return s.error();
+        }
+        pool_.give(host, std::move(t->ch));
+        return {};
     }
 }
 
@@ -314,8 +335,12 @@ void Daemon::serve_peer(std::unique_ptr<Channel> ch) {
         try {
             dispatch_peer(*ch, *req);
         } catch (const std::exception& e) {
-            // A field of the wrong type: nlohmann throws on it.
-            (void)send_json(*ch, error_reply(fmt::format("malformed request: {}", e.what())));
+            // A field of the wrong type: nlohmann throws on it. A one-way
+            // request's asker reads nothing on this connection.
+            if (is_one_way(*req))
+                spdlog::warn("peer {}: malformed {} request: {}", ch->peer(), op, e.what());
+            else
+                (void)send_json(*ch, error_reply(fmt::format("malformed request: {}", e.what())));
         }
         if (!keeps_connection(op))
             break;
@@ -348,7 +373,9 @@ void Daemon::dispatch_peer(Channel& c, const json& r) {
         Ops::peer_list(*this, *ch, *req);
     else if (op == "where" || op == "kill" || op == "migrate" || op == "dup")
         Ops::peer_where(*this, *ch, *req);
-    else
+    else if (op == "answer")
+        Ops::peer_answer(*this, *ch, *req);
+    else if (!is_one_way(*req))
         (void)send_json(*ch, error_reply(fmt::format("unknown peer op \"{}\"", op)));
 }
 

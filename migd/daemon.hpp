@@ -20,6 +20,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "answers.hpp"
 #include "channel.hpp"
 #include "config.hpp"
 #include "ghost/engine.hpp"
@@ -77,6 +78,10 @@ class Daemon {
     // replaces the I/O timeout for the reply.
     ghost::Result<json> ask(const std::string& host, const json& req,
                             std::chrono::milliseconds reply_timeout = {});
+    // One request to host that has no reply on its connection (a lookup
+    // forwarded with "answer_to", an "answer"): sent on a kept connection,
+    // which stays kept. Success means it was sent, not that it arrived.
+    ghost::Result<void> tell(const std::string& host, const json& req);
     ghost::Result<std::unique_ptr<ghost::Engine>> engine() const;
     void wake_resolver();
     // A restored copy is migd's child: reaped by the resolver when it exits.
@@ -117,9 +122,16 @@ class Daemon {
     std::optional<int> exit_status(pid_t pid);
     Journal journal_;
     Locations locations_;
+    Answers answers_;
     std::atomic<std::uint64_t> next_op_{1};
 
   private:
+    struct Taken {
+        std::unique_ptr<Channel> ch;
+        bool reused = false; // a kept connection
+    };
+    // A connection to host for op: a kept one where op keeps connections.
+    ghost::Result<Taken> channel_to(const std::string& host, const std::string& op);
     void recover();
     void dispatch_peer(Channel& ch, const json& req);
     void resolver_loop();

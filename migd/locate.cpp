@@ -10,6 +10,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <optional>
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
@@ -83,11 +84,16 @@ json act_here(Daemon& d, const Location& l, const std::string& op, const json& e
     if (r["state"] == "exited")
         return error_reply(fmt::format("{} (pid {} on {}) has exited", l.gid, l.pid, l.host));
     const int sig = extra.value("signal", SIGTERM);
-    if (::kill(l.pid, sig) != 0)
-        return error_reply(
-            fmt::format("cannot signal pid {} on {}: {}", l.pid, l.host, std::strerror(errno)));
-    r["signal"] = sig;
-    return r;
+    const auto signal = [&] {
+        if (::kill(l.pid, sig) != 0)
+            return error_reply(
+                fmt::format("cannot signal pid {} on {}: {}", l.pid, l.host, std::strerror(errno)));
+        json done = r;
+        done["signal"] = sig;
+        return done;
+    };
+    const std::string rid = extra.value("rid", "");
+    return rid.empty() ? signal() : d.answers_.once(rid, signal);
 }
 
 // This host's processes: its local entries, and the copies it holds stopped
@@ -129,72 +135,163 @@ std::string find_elsewhere(Daemon& d, const std::string& gid, const std::string&
 
 } // namespace
 
-json Ops::route(Daemon& d, const std::string& op, const std::string& gid, const json& extra,
-                int hops) {
+namespace {
+
+// Where a request for gid goes from here (hops: how many hosts it passed):
+// nowhere when gid runs here (entry), else the host its entry points at or
+// the host that made it. A host that was sent a request for a gid it does
+// not know asks its peers instead. error is set when there is nowhere to go.
+struct Hop {
+    std::optional<Location> entry;
+    std::string next;
+    json error;
+    bool here() const { return entry && entry->state == "local"; }
+};
+
+Hop next_hop(Daemon& d, const std::string& gid, int hops) {
     const Config& cfg = d.config();
-    auto entry = d.locations_.get(gid);
-    if (entry && entry->state == "local") {
-        json r = act_here(d, *entry, op, extra);
-        r["hops"] = hops;
-        return r;
-    }
-    std::string next = entry ? entry->host : origin_of(gid);
-    if (!entry && hops > 0) {
+    Hop h;
+    h.entry = d.locations_.get(gid);
+    if (h.here())
+        return h;
+    h.next = h.entry ? h.entry->host : origin_of(gid);
+    if (!h.entry && hops > 0) {
         // Sent here by a host that took it to be here, and this host does
         // not know it (it ended here and was forgotten, or this host's
         // table was lost): its origin would only send it back. A peer where
         // it runs says where it is; otherwise no host knows it.
-        next = find_elsewhere(d, gid, "");
-        if (next.empty())
-            return error_reply(
+        h.next = find_elsewhere(d, gid, "");
+        if (h.next.empty()) {
+            h.error = error_reply(
                 cfg.forget_exited_s == 0
                     ? fmt::format("no process {} known on {} or its peers", gid, cfg.host)
                     : fmt::format("no process {} known on {} or its peers ({} forgets a process "
                                   "{} s after it ended)",
                                   gid, cfg.host, cfg.host, cfg.forget_exited_s));
+            return h;
+        }
     }
-    if (next.empty() || next == cfg.host)
-        return error_reply(fmt::format("no process {} known on {}", gid, cfg.host));
-    if (hops >= max_hops)
-        return error_reply(
-            fmt::format("{}: more than {} forwarding hops (a loop?)", gid, max_hops));
+    if (h.next.empty() || h.next == cfg.host)
+        h.error = error_reply(fmt::format("no process {} known on {}", gid, cfg.host));
+    else if (hops >= max_hops)
+        h.error =
+            error_reply(fmt::format("{}: more than {} forwarding hops (a loop?)", gid, max_hops));
+    return h;
+}
+
+// The request a host sends on for gid: the operation's own fields, one hop
+// more.
+json onward(const std::string& op, const std::string& gid, const json& extra, int hops) {
     json ask = extra;
     ask["op"] = op;
     ask["gid"] = gid;
     ask["hops"] = hops + 1;
-    // A forwarded move answers when the migration is over: as long as the
-    // migration itself may take, not a short request's timeout.
-    const auto reply_timeout =
-        is_move(op) ? std::chrono::milliseconds(std::max(cfg.io_timeout_ms, move_reply_timeout_ms))
-                    : std::chrono::milliseconds(0);
-    auto r = d.ask(next, ask, reply_timeout);
+    return ask;
+}
+
+// The answer r from the host where gid runs: this host now points there
+// (not after a dup: its answer is the copy, with a gid of its own). A
+// shortcut, kept in memory until the table's next durable change.
+void learn(Daemon& d, const std::string& gid, const std::optional<Location>& entry, const json& r) {
+    if (!r.value("ok", false) || r.value("gid", "") != gid || !r.contains("host") ||
+        r["host"] == d.config().host)
+        return;
+    Location l = entry ? *entry : Location{};
+    l.gid = gid;
+    l.state = "moved";
+    l.host = r.value("host", "");
+    l.pid = r.value("pid", 0);
+    l.uid = r.value("uid", 0u);
+    l.comm = r.value("comm", "");
+    if (!entry || entry->host != l.host || entry->pid != l.pid)
+        d.locations_.hint(l);
+}
+
+// After asking h.next: when it did not answer, the peer that has gid
+// running is asked instead; then the answer is learnt and returned.
+json settle(Daemon& d, const std::string& gid, const Hop& h, const json& ask, Result<json> r,
+            std::chrono::milliseconds reply_timeout) {
     if (!r) {
-        const std::string there = find_elsewhere(d, gid, next);
+        const std::string there = find_elsewhere(d, gid, h.next);
         if (there.empty())
             return error_reply(fmt::format("{} was last seen on {}, which did not answer ({}), "
                                            "and no other peer has it",
-                                           gid, next, r.error().what()));
-        spdlog::info("{}: {} did not answer ({}); {} has it", gid, next, r.error().what(), there);
+                                           gid, h.next, r.error().what()));
+        spdlog::info("{}: {} did not answer ({}); {} has it", gid, h.next, r.error().what(), there);
         r = d.ask(there, ask, reply_timeout);
         if (!r)
             return error_reply(fmt::format("{} runs on {}, which did not answer: {}", gid, there,
                                            r.error().what()));
     }
-    // Cut the forwarding: this host now points where the process really is
-    // (not after a dup: its answer is the copy, with a gid of its own).
-    if (r->value("ok", false) && r->value("gid", "") == gid && r->contains("host") &&
-        (*r)["host"] != cfg.host) {
-        Location l = entry ? *entry : Location{};
-        l.gid = gid;
-        l.state = "moved";
-        l.host = r->value("host", "");
-        l.pid = r->value("pid", 0);
-        l.uid = r->value("uid", 0u);
-        l.comm = r->value("comm", "");
-        if (!entry || entry->host != l.host || entry->pid != l.pid)
-            d.locations_.hint(l);
-    }
+    learn(d, gid, h.entry, *r);
     return *r;
+}
+
+// How long an asker waits for the answer of a lookup sent on with
+// "answer_to" before it asks along the chain hop by hop instead (the host
+// where it ended could not reach the asker, or the answer was lost).
+std::chrono::milliseconds direct_wait(const Config& cfg) {
+    return std::chrono::milliseconds(std::min(cfg.io_timeout_ms, 1000u));
+}
+
+// The fields of a peer's lookup that travel with it.
+json carried(const json& req) {
+    json extra = {{"uid", req.value("uid", 0u)}};
+    for (const char* k : {"signal", "to", "precopy", "rid"})
+        if (req.contains(k))
+            extra[k] = req[k];
+    return extra;
+}
+
+} // namespace
+
+json Ops::route(Daemon& d, const std::string& op, const std::string& gid, const json& extra,
+                int hops) {
+    const Hop h = next_hop(d, gid, hops);
+    if (h.here()) {
+        json r = act_here(d, *h.entry, op, extra);
+        r["hops"] = hops;
+        return r;
+    }
+    if (!h.error.is_null())
+        return h.error;
+    const json ask = onward(op, gid, extra, hops);
+    // A forwarded move answers when the migration is over: as long as the
+    // migration itself may take, not a short request's timeout.
+    const auto reply_timeout =
+        is_move(op)
+            ? std::chrono::milliseconds(std::max(d.config().io_timeout_ms, move_reply_timeout_ms))
+            : std::chrono::milliseconds(0);
+    return settle(d, gid, h, ask, d.ask(h.next, ask, reply_timeout), reply_timeout);
+}
+
+// A lookup asked here (where, kill): the first hop is asked and answers
+// itself when gid runs there; when it had to send the request on, it says
+// "forwarded" and the host where the chain ends answers here directly, each
+// further hop one message. Without that answer in time the chain is asked
+// hop by hop, with the same request id (a signal is still sent once).
+json Ops::lookup(Daemon& d, const std::string& op, const std::string& gid, json extra) {
+    const Config& cfg = d.config();
+    const Hop h = next_hop(d, gid, 0);
+    if (h.here() || !h.error.is_null())
+        return route(d, op, gid, extra, 0);
+    const std::string rid = d.answers_.new_id(cfg.host);
+    extra["rid"] = rid;
+    const json ask = onward(op, gid, extra, 0);
+    json direct = ask;
+    direct["answer_to"] = cfg.host;
+    Answers::Wait wait(d.answers_, rid);
+    auto r = d.ask(h.next, direct);
+    if (r && r->value("forwarded", false)) {
+        if (auto a = wait.get(direct_wait(cfg))) {
+            learn(d, gid, h.entry, *a);
+            return *a;
+        }
+        spdlog::info("{} {}: no answer from the end of the chain within {} ms; asking hop by hop",
+                     op, gid, direct_wait(cfg).count());
+        r = d.ask(h.next, ask);
+    }
+    return settle(d, gid, h, ask, std::move(r), {});
 }
 
 json Ops::local_hosts(Daemon& d) {
@@ -209,7 +306,7 @@ json Ops::local_hosts(Daemon& d) {
 }
 
 json Ops::local_where(Daemon& d, const json& req, const Client& who) {
-    return route(d, "where", req.value("gid", ""), {{"uid", who.uid}}, 0);
+    return lookup(d, "where", req.value("gid", ""), {{"uid", who.uid}});
 }
 
 json Ops::local_move_gid(Daemon& d, const json& req, const Client& who) {
@@ -225,17 +322,72 @@ json Ops::local_move_gid(Daemon& d, const json& req, const Client& who) {
 }
 
 json Ops::local_kill(Daemon& d, const json& req, const Client& who) {
-    return route(d, "kill", req.value("gid", ""),
-                 {{"uid", who.uid}, {"signal", req.value("signal", SIGTERM)}}, 0);
+    return lookup(d, "kill", req.value("gid", ""),
+                  {{"uid", who.uid}, {"signal", req.value("signal", SIGTERM)}});
 }
 
 void Ops::peer_where(Daemon& d, Channel& ch, const json& req) {
-    json extra = {{"uid", req.value("uid", 0u)}};
-    for (const char* k : {"signal", "to", "precopy"})
-        if (req.contains(k))
-            extra[k] = req[k];
-    (void)send_json(
-        ch, route(d, req.value("op", "where"), req.value("gid", ""), extra, req.value("hops", 1)));
+    const std::string op = req.value("op", "where");
+    if (req.contains("answer_to") && !is_move(op)) {
+        peer_lookup(d, ch, req);
+        return;
+    }
+    (void)send_json(ch, route(d, op, req.value("gid", ""), carried(req), req.value("hops", 1)));
+}
+
+// A lookup whose answer goes straight to its asker ("answer_to"). The first
+// hop (asked by the asker itself) answers on its connection, either the
+// answer or "forwarded"; a later hop ("one_way") answers nothing there.
+void Ops::peer_lookup(Daemon& d, Channel& ch, const json& req) {
+    const std::string op = req.value("op", "where");
+    const std::string gid = req.value("gid", "");
+    const int hops = req.value("hops", 1);
+    const bool one_way = req.value("one_way", false);
+    const auto reply = [&](json r) {
+        if (!one_way) {
+            (void)send_json(ch, r);
+            return;
+        }
+        const std::string to = req.value("answer_to", "");
+        const json a = {
+            {"op", "answer"}, {"one_way", true}, {"rid", req.value("rid", "")}, {"reply", r}};
+        if (auto t = d.tell(to, a); !t)
+            spdlog::warn("{} {}: cannot answer {} ({}); it asks hop by hop after {} ms", op, gid,
+                         to, t.error().what(), direct_wait(d.config()).count());
+    };
+    const Hop h = next_hop(d, gid, hops);
+    if (h.here()) {
+        json r = act_here(d, *h.entry, op, carried(req));
+        r["hops"] = hops;
+        reply(std::move(r));
+        return;
+    }
+    if (!h.error.is_null()) {
+        reply(h.error);
+        return;
+    }
+    json fwd = req;
+    fwd["hops"] = hops + 1;
+    fwd["one_way"] = true;
+    if (auto t = d.tell(h.next, fwd); !t) {
+        const std::string there = find_elsewhere(d, gid, h.next);
+        if (there.empty() || !d.tell(there, fwd)) {
+            reply(error_reply(fmt::format("{} was last seen on {}, which did not answer ({}), "
+                                          "and no other peer has it",
+                                          gid, h.next, t.error().what())));
+            return;
+        }
+        spdlog::info("{}: {} did not answer ({}); {} has it", gid, h.next, t.error().what(), there);
+    }
+    if (!one_way)
+        (void)send_json(ch, {{"ok", true}, {"forwarded", true}});
+}
+
+void Ops::peer_answer(Daemon& d, Channel&, const json& req) {
+    const std::string rid = req.value("rid", "");
+    if (!req.contains("reply") || !req["reply"].is_object() ||
+        !d.answers_.deliver(rid, req["reply"]))
+        spdlog::info("answer {} from a peer: no lookup here waits for it (it gave up)", rid);
 }
 
 void Ops::peer_list(Daemon& d, Channel& ch, const json&) {

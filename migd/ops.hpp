@@ -18,6 +18,12 @@
 namespace migd {
 
 json error_reply(const std::string& message);
+
+// A peer request that gets no reply on its connection: a lookup sent on
+// with "answer_to" past its first hop, or the "answer" to one.
+inline bool is_one_way(const json& req) {
+    return req.is_object() && req.value("one_way", false);
+}
 json error_reply(const ghost::Error& e);
 
 // Checks that who may act on process pid (its owner, or root) and returns
@@ -121,6 +127,11 @@ struct Ops {
     static json local_move_gid(Daemon& d, const json& req, const Client& who);
     static void peer_list(Daemon& d, Channel& ch, const json& req);
     static void peer_where(Daemon& d, Channel& ch, const json& req);
+    static void peer_lookup(Daemon& d, Channel& ch, const json& req);
+    static void peer_answer(Daemon& d, Channel& ch, const json& req);
+    // where or kill asked by a local client: answered straight from the
+    // host where the chain of forwarding entries ends ("answer_to").
+    static json lookup(Daemon& d, const std::string& op, const std::string& gid, json extra);
     static json route(Daemon& d, const std::string& op, const std::string& gid, const json& extra,
                       int hops);
 };

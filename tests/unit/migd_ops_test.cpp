@@ -80,6 +80,11 @@ class Net {
     }
     migd::Daemon& operator[](const std::string& h) { return *hosts_.at(h); }
     void cut(const std::string& h) { down_.push_back(h); }
+    // Connections from one host to another fail; the other way still works.
+    void cut_link(const std::string& from, const std::string& to) {
+        std::lock_guard lock(mu_);
+        cut_links_.emplace_back(from, to);
+    }
     // Connections made so far (each would be a TCP and TLS handshake).
     int connections() {
         std::lock_guard lock(mu_);
@@ -110,6 +115,13 @@ class Net {
         for (const auto& d : down_)
             if (d == to || d == from)
                 return ghost::Error::from_errno(EHOSTUNREACH, to + " is unreachable");
+        {
+            std::lock_guard lock(mu_);
+            for (const auto& [f, t] : cut_links_)
+                if (f == from && t == to)
+                    return ghost::Error::from_errno(EHOSTUNREACH,
+                                                    to + " is unreachable from " + from);
+        }
         int sv[2];
         if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0)
             return ghost::Error::from_errno(errno, "socketpair");
@@ -130,6 +142,7 @@ class Net {
     std::vector<std::thread> threads_;
     std::vector<ghost::UniqueFd> far_;
     std::vector<std::string> down_;
+    std::vector<std::pair<std::string, std::string>> cut_links_;
     std::map<std::string, int> attempts_;
 };
 
@@ -476,15 +489,27 @@ TEST(MigdOps, BspManifestOfManyVpsCrossesHosts) {
     EXPECT_EQ(got["manifest"], doc);
 }
 
+// Moves the counter h1 -> h2, then on to each host of then in turn, from
+// wherever it runs; the last reply (or the first that failed). The gid
+// stays the first move's.
+json move_along(Net& net, Counter& c, std::initializer_list<const char*> then) {
+    json r = move_to_h2(net, c);
+    for (const char* to : then) {
+        if (!r.value("ok", false))
+            return r;
+        const std::string gid = r["gid"], from = r["host"];
+        r = net[from].local({{"op", "migrate"}, {"pid", r["pid"]}, {"to", to}}, user, {});
+        EXPECT_EQ(r.value("gid", gid), gid) << "the same gid across moves";
+    }
+    return r;
+}
+
 TEST(MigdOps, ForwardingFollowsAChainAndTheAnswerShortensIt) {
     Net net(3);
     Counter c(net.root());
-    json r = move_to_h2(net, c);
+    const json r = move_along(net, c, {"h3"});
     ASSERT_TRUE(r.value("ok", false)) << r.dump();
     const std::string gid = r["gid"];
-    r = net["h2"].local({{"op", "migrate"}, {"pid", r["pid"]}, {"to", "h3"}}, user, {});
-    ASSERT_TRUE(r.value("ok", false)) << r.dump();
-    EXPECT_EQ(r["gid"], gid); // the same gid across moves
     const pid_t np = r["pid"];
     // h1 still points at h2, which forwards to h3.
     const json w = net["h1"].local({{"op", "where"}, {"gid", gid}}, root, {});
@@ -492,6 +517,72 @@ TEST(MigdOps, ForwardingFollowsAChainAndTheAnswerShortensIt) {
     EXPECT_EQ(w.value("hops", 0), 2);
     const json w2 = net["h1"].local({{"op", "where"}, {"gid", gid}}, root, {});
     EXPECT_EQ(w2.value("hops", 0), 1) << w2.dump(); // h1 now points at h3 directly
+    ::kill(np, SIGKILL);
+}
+
+// A lookup that crosses several hosts is answered by the host where the
+// chain ends, straight to the asker: the hosts between learn nothing from
+// it (the answer did not pass them), the asker points there at once, and the
+// kept connections that carried the one-way messages serve the next
+// requests as before.
+TEST(MigdOps, AChainIsAnsweredStraightFromWhereItEnds) {
+    Net net(4);
+    Counter c(net.root());
+    const json r = move_along(net, c, {"h3", "h4"});
+    ASSERT_TRUE(r.value("ok", false)) << r.dump();
+    const std::string gid = r["gid"];
+    const pid_t np = r["pid"];
+    const json w = net["h1"].local({{"op", "where"}, {"gid", gid}}, root, {});
+    EXPECT_EQ(w.value("host", ""), "h4") << w.dump();
+    EXPECT_EQ(w.value("pid", 0), np) << w.dump();
+    EXPECT_EQ(w.value("hops", 0), 3) << w.dump();
+    // h2 forwarded that lookup but did not see its answer: still two hops.
+    const json w2 = net["h2"].local({{"op", "where"}, {"gid", gid}}, root, {});
+    EXPECT_EQ(w2.value("hops", 0), 2) << w2.dump();
+    for (int i = 0; i < 3; ++i) {
+        const json again = net["h1"].local({{"op", "where"}, {"gid", gid}}, root, {});
+        EXPECT_EQ(again.value("hops", 0), 1) << again.dump();
+        const json ps = net["h1"].local({{"op", "ps"}}, root, {});
+        int seen = 0;
+        for (const auto& p : ps.value("processes", json::array()))
+            seen += p.value("gid", "") == gid && p.value("host", "") == "h4";
+        EXPECT_EQ(seen, 1) << ps.dump();
+        EXPECT_TRUE(ps.value("unreachable", json::array()).empty()) << ps.dump();
+    }
+    const json k = net["h3"].local({{"op", "kill"}, {"gid", gid}, {"signal", SIGKILL}}, user, {});
+    EXPECT_TRUE(k.value("ok", false)) << k.dump();
+    EXPECT_TRUE(eventually([&] { return !alive(np); }));
+}
+
+// The host where a kill ends cannot reach the asker: its answer is lost,
+// so the asker asks again hop by hop after a second, with the same request
+// id, and the host that signalled answers from what it did without a second
+// signal. Observed with SIGSTOP: the test continues the process between
+// the two arrivals, and it must stay running.
+TEST(MigdOps, AKillWhoseAnswerIsLostIsNotDeliveredTwice) {
+    Net net(3);
+    Counter c(net.root());
+    const json r = move_along(net, c, {"h3"});
+    ASSERT_TRUE(r.value("ok", false)) << r.dump();
+    const std::string gid = r["gid"];
+    const pid_t np = r["pid"];
+    net.cut_link("h3", "h1");
+    const auto state = [&] {
+        auto p = migd::proc_info(np);
+        return p ? p->state : '?';
+    };
+    json k;
+    std::thread asker([&] {
+        k = net["h1"].local({{"op", "kill"}, {"gid", gid}, {"signal", SIGSTOP}}, user, {});
+    });
+    const bool stopped = eventually([&] { return state() == 'T'; });
+    ::kill(np, SIGCONT);
+    asker.join();
+    EXPECT_TRUE(stopped) << "the first arrival stops it";
+    EXPECT_TRUE(k.value("ok", false)) << k.dump();
+    EXPECT_EQ(k.value("host", ""), "h3") << k.dump();
+    std::this_thread::sleep_for(100ms);
+    EXPECT_NE(state(), 'T') << "signalled a second time";
     ::kill(np, SIGKILL);
 }
 
