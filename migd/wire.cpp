@@ -234,8 +234,10 @@ Result<std::size_t> FrameSource::read(std::span<std::byte> buf) {
 
 Result<bool> FrameSource::skip(std::uint64_t n) {
     const int sock = ch_.stream_fd();
-    if (pipe_ < 0 || pipe_gone_ || sock < 0 || ended_)
+    if (pipe_ < 0 || pipe_gone_ || ended_)
         return false;
+    if (sock < 0)
+        return pass_on(n);
     std::vector<std::byte> scratch; // the stub gone: the rest is read and dropped
     while (n > 0) {
         auto d = next_data();
@@ -266,6 +268,38 @@ Result<bool> FrameSource::skip(std::uint64_t n) {
         left_ -= static_cast<std::uint32_t>(*k);
         bytes_ += *k;
         n -= *k;
+    }
+    return true;
+}
+
+// skip() on a TLS stream plane: the bytes are read out of the TLS records
+// and written to the stub's pipe as they come, one 256 KiB buffer at a
+// time, without the image reader's copy and checksum.
+Result<bool> FrameSource::pass_on(std::uint64_t n) {
+    std::vector<std::byte> buf(static_cast<std::size_t>(std::min<std::uint64_t>(n, 256 << 10)));
+    while (n > 0) {
+        auto d = next_data();
+        if (!d)
+            return d.error();
+        if (!*d)
+            return Error::from_errno(EBADMSG, fmt::format("the image from {} ends inside its "
+                                                          "page data",
+                                                          ch_.peer()));
+        const std::size_t want =
+            static_cast<std::size_t>(std::min<std::uint64_t>({n, left_, buf.size()}));
+        auto k = ch_.stream_read(std::span(buf).first(want));
+        if (!k)
+            return k.error();
+        if (*k == 0)
+            return cut_short(ch_);
+        left_ -= static_cast<std::uint32_t>(*k);
+        bytes_ += *k;
+        n -= *k;
+        if (!pipe_gone_)
+            if (auto g = zerocopy::give(ch_, pipe_, std::span(buf).first(*k)); !g) {
+                pipe_gone_ = true;
+                stalled_ = g.error().code.value() == ETIME;
+            }
     }
     return true;
 }

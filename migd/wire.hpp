@@ -55,10 +55,12 @@ class FrameSource final : public ghost::image::Source {
     FrameSource(Channel& ch, Tee tee) : ch_(ch), tee_(std::move(tee)) {}
     FrameSource(Channel& ch, int tee_pipe) : ch_(ch), pipe_(tee_pipe) {}
     ghost::Result<std::size_t> read(std::span<std::byte> buf) override;
-    // With tee_pipe where the stream plane is the socket: the next n bytes
-    // go from the socket into tee_pipe by splice(2), never read by migd
-    // (page data, which the restore stub checks: image::ReadOptions::
-    // skip_pages). False elsewhere, and nothing moved.
+    // With tee_pipe: the next n bytes go into tee_pipe and not through the
+    // image reader (page data, which the restore stub checks:
+    // image::ReadOptions::skip_pages): from the socket by splice(2) where
+    // the stream plane is the socket, else read out of the TLS records and
+    // written on. False without tee_pipe (or once its reader is gone), and
+    // nothing moved.
     ghost::Result<bool> skip(std::uint64_t n) override;
     // Reads and tees whatever DATA is left up to END (an image's reader
     // stops at its END section; a well-formed stream has nothing after it).
@@ -74,6 +76,7 @@ class FrameSource final : public ghost::image::Source {
   private:
     // Until a DATA frame has bytes left: false at END.
     ghost::Result<bool> next_data();
+    ghost::Result<bool> pass_on(std::uint64_t n);
     Channel& ch_;
     Tee tee_;
     int pipe_ = -1;
