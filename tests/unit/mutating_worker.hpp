@@ -254,6 +254,8 @@ class Worker {
         ::waitpid(pid_, nullptr, 0);
         pid_ = -1;
     }
+    // The restored process was reaped by the test (it died on its own).
+    void forget_restored() { restored_ = -1; }
     void kill_restored() {
         ::kill(restored_, SIGKILL);
         ::waitpid(restored_, nullptr, 0);

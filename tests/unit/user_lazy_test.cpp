@@ -11,9 +11,11 @@
 
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
+#include <csignal>
 #include <filesystem>
 #include <fstream>
 #include <memory>
@@ -79,6 +81,26 @@ class Lazy : public ::testing::Test {
         for (std::string line; std::getline(st, line);)
             if (line.rfind("RssAnon:", 0) == 0)
                 return std::stol(line.substr(8));
+        return -1;
+    }
+
+    // The process named comm that maps image (the pager reads the image in
+    // place, and its guard inherited the mapping), or -1.
+    static pid_t mapping(const std::string& comm, const std::string& image) {
+        for (const auto& e : std::filesystem::directory_iterator("/proc")) {
+            const std::string name = e.path().filename();
+            if (name.find_first_not_of("0123456789") != std::string::npos)
+                continue;
+            std::ifstream c(e.path() / "comm");
+            std::string got;
+            if (!std::getline(c, got) || got != comm)
+                continue;
+            std::ifstream maps(e.path() / "maps");
+            for (std::string line; std::getline(maps, line);)
+                if (line.size() > image.size() &&
+                    line.compare(line.size() - image.size(), image.size(), image) == 0)
+                    return std::stoi(name);
+        }
         return -1;
     }
 
@@ -217,6 +239,38 @@ TEST_F(Lazy, ACheckpointBeforeThePagerIsDoneIsRefusedAndLosesNothing) {
     auto again = w.restart(engine_, second);
     ASSERT_TRUE(again) << again.error().what();
     EXPECT_EQ(w.ask("report"), before);
+}
+
+// A pager killed before it is done: the pages it had not put in would
+// read as zeros. Its guard holds the userfaultfd too, so the process waits
+// for them instead, and the guard kills it and its descendants: a process
+// that is gone, never one that runs on with memory it did not have.
+TEST_F(Lazy, APagerKilledBeforeItIsDoneTakesItsProcessWithIt) {
+    Worker w;
+    pid_t pid = -1;
+    restart_lazily(w, &pid);
+    ASSERT_GT(pid, 0);
+    const pid_t pager = mapping("ghost-pager", image());
+    ASSERT_GT(pager, 0) << "no ghost-pager maps " << image();
+    ASSERT_GT(mapping("ghost-pgguard", image()), 0) << "the pager has no guard";
+    ASSERT_LT(rss_anon_kib(pid), 24 * 1024) << "the pager was done already";
+    ASSERT_EQ(::kill(pager, SIGKILL), 0);
+    (void)w.send("report"); // reads every page: none can come now
+    int status = 0;
+    pid_t done = 0;
+    for (int i = 0; i < 100 && done == 0; i++) {
+        done = ::waitpid(pid, &status, WNOHANG);
+        if (done == 0)
+            std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    ASSERT_EQ(done, pid) << "the process runs on without its pager";
+    w.forget_restored();
+    EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL) << status;
+    std::string partial;
+    EXPECT_FALSE(w.replied(partial)) << "it answered: " << partial;
+    for (int i = 0; i < 100 && mapping("ghost-pgguard", image()) > 0; i++)
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    EXPECT_LT(mapping("ghost-pgguard", image()), 0) << "the guard outlived its process";
 }
 
 TEST_F(Lazy, RefusesAnImageOpenForWritingAndTheCallerGoesOn) {

@@ -26,6 +26,7 @@
 #include <fmt/format.h>
 
 #include "sys.hpp"
+#include "user/lazy_guard.hpp"
 #include "user/proc.hpp"
 
 namespace ghost::user::lazy {
@@ -96,6 +97,7 @@ class Pending {
 };
 
 struct Space {
+    std::uint32_t id = 0; // the guard's name for it
     UniqueFd uffd;
     Pending pending;
     // Faults read while the process was changing its mappings (the copy
@@ -205,7 +207,7 @@ Result<bool> retry(Space& s) {
 // pages without pause must not keep the pager from the faults it has put
 // off); new address spaces (forks) are added to spaces. Returns how many
 // there were, or -1 when s's memory is gone.
-Result<int> serve(std::vector<std::unique_ptr<Space>>& spaces, Space& s) {
+Result<int> serve(std::vector<std::unique_ptr<Space>>& spaces, Space& s, Guard& guard) {
     std::array<uffd_msg, 32> msgs;
     ssize_t n;
     while ((n = ::read(s.uffd.get(), msgs.data(), sizeof(msgs))) < 0 && errno == EINTR) {
@@ -232,9 +234,12 @@ Result<int> serve(std::vector<std::unique_ptr<Space>>& spaces, Space& s) {
         case UFFD_EVENT_FORK: {
             // The child has what the parent has; what the parent
             // still lacks, the child lacks too.
+            static std::uint32_t next_id = 1;
             auto child = std::make_unique<Space>();
+            child->id = next_id++;
             child->uffd = UniqueFd(static_cast<int>(m.arg.fork.ufd));
             child->pending = s.pending;
+            guard.add(child->id, child->uffd.get());
             spaces.push_back(std::move(child));
             break;
         }
@@ -256,7 +261,7 @@ Result<int> serve(std::vector<std::unique_ptr<Space>>& spaces, Space& s) {
 // Until the restorer closes its end of restorer (it exits once the process
 // runs as the image), only faults are served: the background push would
 // take the CPU the rest of the rebuild needs.
-Result<void> page(std::vector<std::unique_ptr<Space>>& spaces, UniqueFd restorer) {
+Result<void> page(std::vector<std::unique_ptr<Space>>& spaces, UniqueFd restorer, Guard& guard) {
     // GHOST_LAZY_PACE_US: a pause between background steps, for tests that
     // need the process to run while much of its memory is still pending.
     const char* pace_env = std::getenv("GHOST_LAZY_PACE_US");
@@ -264,7 +269,11 @@ Result<void> page(std::vector<std::unique_ptr<Space>>& spaces, UniqueFd restorer
     for (;;) {
         // A space with nothing pending is let go: closing its userfaultfd
         // unregisters its mappings, and later faults there are ordinary.
-        std::erase_if(spaces, [](const auto& s) { return s->pending.empty(); });
+        std::erase_if(spaces, [&](const auto& s) {
+            if (s->pending.empty())
+                guard.drop(s->id);
+            return s->pending.empty();
+        });
         if (spaces.empty())
             return {};
         std::vector<pollfd> fds;
@@ -292,7 +301,7 @@ Result<void> page(std::vector<std::unique_ptr<Space>>& spaces, UniqueFd restorer
         int handled = 0;
         for (std::size_t i = 0; r > 0 && i < count; i++)
             if (fds[i].revents) {
-                auto n = serve(spaces, *spaces[i]);
+                auto n = serve(spaces, *spaces[i], guard);
                 if (!n)
                     return n.error();
                 if (*n < 0)
@@ -310,7 +319,10 @@ Result<void> page(std::vector<std::unique_ptr<Space>>& spaces, UniqueFd restorer
                 gone.push_back(sp.get());
         }
         std::erase_if(spaces, [&](const auto& s) {
-            return std::find(gone.begin(), gone.end(), s.get()) != gone.end();
+            const bool g = std::find(gone.begin(), gone.end(), s.get()) != gone.end();
+            if (g)
+                guard.drop(s->id);
+            return g;
         });
         if (handled > 0 || !gone.empty() || restorer)
             continue; // faults first; no push while the rebuild goes on
@@ -326,25 +338,6 @@ Result<void> page(std::vector<std::unique_ptr<Space>>& spaces, UniqueFd restorer
             if (*p == Put::Gone)
                 s->pending = Pending();
         }
-    }
-}
-
-// SIGKILL to pid and every descendant (the forks whose memory was served
-// from the same pages): once the pager is gone their missing pages would
-// read as zeros.
-void kill_tree(pid_t pid) {
-    ::kill(pid, SIGKILL);
-    auto tasks = list_numeric(fmt::format("/proc/{}/task", pid));
-    if (!tasks)
-        return;
-    for (const auto tid : *tasks) {
-        auto kids = read_text(fmt::format("/proc/{}/task/{}/children", pid, tid));
-        if (!kids)
-            continue;
-        const char* c = kids->c_str();
-        char* end = nullptr;
-        for (long k; (k = std::strtol(c, &end, 10)) > 0; c = end)
-            kill_tree(static_cast<pid_t>(k));
     }
 }
 
@@ -423,7 +416,9 @@ Result<pid_t> start_pager(int uffd, pid_t target, std::vector<Piece> pieces) {
     close_below(~0U, {uffd, done_rd.get()});
     // Once the pager is gone, the pages it had not put in would read as
     // zeros: it is named for what it is in ps, and the signals of a
-    // terminal or a polite stop do not end it (SIGKILL still does).
+    // terminal or a polite stop do not end it. SIGKILL still does; its
+    // guard (lazy_guard.hpp, forked below with the same name, credentials,
+    // ignored signals and non-dumpable memory) then kills the process.
     ::prctl(PR_SET_NAME, "ghost-pager", 0, 0, 0);
     // Its userfaultfd serves faults taken in system calls, which only a
     // privileged creator may have (vm.unprivileged_userfaultfd): the
@@ -433,20 +428,25 @@ Result<pid_t> start_pager(int uffd, pid_t target, std::vector<Piece> pieces) {
     ::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
     for (const int sig : {SIGHUP, SIGINT, SIGTERM, SIGQUIT, SIGPIPE, SIGUSR1, SIGUSR2})
         ::signal(sig, SIG_IGN);
+    const auto fail = [&](const Error& e) {
+        // The process would wait forever for a page: it cannot go on.
+        ::openlog("ghost-lazy-pager", LOG_PID, LOG_USER);
+        ::syslog(LOG_ERR, "lazy restart failed, the restored process is killed: %s",
+                 e.what().c_str());
+        kill_tree(target);
+        ::_exit(1);
+    };
+    auto guard = Guard::start(uffd, target, done_rd.get());
+    if (!guard)
+        fail(guard.error());
     std::vector<std::unique_ptr<Space>> spaces;
     spaces.push_back(std::make_unique<Space>());
     spaces.back()->uffd = UniqueFd(uffd);
     for (const auto& p : pieces)
         spaces.back()->pending.add(p.addr, p.addr + p.data.size(), p.data.data());
     pieces.clear();
-    if (auto r = page(spaces, std::move(done_rd)); !r) {
-        // The process would wait forever for a page: it cannot go on.
-        ::openlog("ghost-lazy-pager", LOG_PID, LOG_USER);
-        ::syslog(LOG_ERR, "lazy restart failed, the restored process is killed: %s",
-                 r.error().what().c_str());
-        kill_tree(target);
-        ::_exit(1);
-    }
+    if (auto r = page(spaces, std::move(done_rd), *guard); !r)
+        fail(r.error());
     ::_exit(0);
 }
 

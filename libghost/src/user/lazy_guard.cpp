@@ -1,0 +1,149 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+// The lazy pager's guard (lazy_guard.hpp).
+#include "user/lazy_guard.hpp"
+
+#include <poll.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <syslog.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <map>
+
+#include <fmt/format.h>
+
+#include "sys.hpp"
+#include "user/proc.hpp"
+
+namespace ghost::user::lazy {
+
+namespace {
+
+enum : std::uint32_t { kAdd = 1, kDrop = 2 };
+
+struct Msg {
+    std::uint32_t op;
+    std::uint32_t id;
+};
+
+// The guard's life: holds each space's userfaultfd until the pager drops
+// it; the end of the socket with any still held means the pager is gone.
+[[noreturn]] void guard(UniqueFd sock, UniqueFd first, pid_t target) {
+    ::prctl(PR_SET_NAME, "ghost-pgguard", 0, 0, 0);
+    std::map<std::uint32_t, UniqueFd> held;
+    held.emplace(0, std::move(first));
+    for (;;) {
+        Msg m{};
+        iovec iov{&m, sizeof(m)};
+        alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
+        msghdr h{};
+        h.msg_iov = &iov;
+        h.msg_iovlen = 1;
+        h.msg_control = control;
+        h.msg_controllen = sizeof(control);
+        const ssize_t n = ::recvmsg(sock.get(), &h, MSG_CMSG_CLOEXEC);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            break;
+        UniqueFd fd;
+        if (const cmsghdr* c = CMSG_FIRSTHDR(&h);
+            c && c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS) {
+            int got = -1;
+            std::memcpy(&got, CMSG_DATA(c), sizeof(got));
+            fd = UniqueFd(got);
+        }
+        if (m.op == kAdd && fd)
+            held[m.id] = std::move(fd);
+        if (m.op == kDrop) {
+            held.erase(m.id);
+            const char ok = 1;
+            (void)::send(sock.get(), &ok, 1, MSG_NOSIGNAL);
+        }
+    }
+    if (!held.empty()) {
+        ::openlog("ghost-lazy-pager", LOG_PID, LOG_USER);
+        ::syslog(LOG_ERR,
+                 "the pager of a lazy restart ended before process %d had all its memory: "
+                 "the process is killed (its missing pages would read as zeros)",
+                 static_cast<int>(target));
+        kill_tree(target);
+    }
+    ::_exit(0);
+}
+
+} // namespace
+
+void kill_tree(pid_t pid) {
+    ::kill(pid, SIGKILL);
+    auto tasks = list_numeric(fmt::format("/proc/{}/task", pid));
+    if (!tasks)
+        return;
+    for (const auto tid : *tasks) {
+        auto kids = read_text(fmt::format("/proc/{}/task/{}/children", pid, tid));
+        if (!kids)
+            continue;
+        const char* c = kids->c_str();
+        char* end = nullptr;
+        for (long k; (k = std::strtol(c, &end, 10)) > 0; c = end)
+            kill_tree(static_cast<pid_t>(k));
+    }
+}
+
+Result<Guard> Guard::start(int uffd, pid_t target, int also_close) {
+    int sv[2];
+    if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0)
+        return Error::from_errno(errno, fmt::format("socketpair: {}", errno_text(errno)));
+    UniqueFd mine(sv[0]), theirs(sv[1]);
+    const pid_t pid = ::fork();
+    if (pid < 0)
+        return Error::from_errno(errno,
+                                 fmt::format("fork (the pager's guard): {}", errno_text(errno)));
+    if (pid == 0) {
+        mine.reset();
+        if (also_close >= 0)
+            ::close(also_close);
+        guard(std::move(theirs), UniqueFd(uffd), target);
+    }
+    return Guard(std::move(mine));
+}
+
+void Guard::send(std::uint32_t op, std::uint32_t id, int fd) {
+    Msg m{op, id};
+    iovec iov{&m, sizeof(m)};
+    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
+    msghdr h{};
+    h.msg_iov = &iov;
+    h.msg_iovlen = 1;
+    if (fd >= 0) {
+        h.msg_control = control;
+        h.msg_controllen = sizeof(control);
+        cmsghdr* c = CMSG_FIRSTHDR(&h);
+        c->cmsg_level = SOL_SOCKET;
+        c->cmsg_type = SCM_RIGHTS;
+        c->cmsg_len = CMSG_LEN(sizeof(int));
+        std::memcpy(CMSG_DATA(c), &fd, sizeof(fd));
+    }
+    // A guard that is gone (killed) guards nothing more; the pager goes on.
+    while (::sendmsg(sock_.get(), &h, MSG_NOSIGNAL) < 0 && errno == EINTR) {
+    }
+}
+
+void Guard::add(std::uint32_t id, int uffd) {
+    send(kAdd, id, uffd);
+}
+
+void Guard::drop(std::uint32_t id) {
+    send(kDrop, id, -1);
+    // Its copy closed before the pager closes its own: otherwise a fault
+    // in between would wait on a userfaultfd nobody reads.
+    pollfd p{sock_.get(), POLLIN, 0};
+    char ok;
+    if (::poll(&p, 1, 1000) == 1)
+        (void)::recv(sock_.get(), &ok, 1, MSG_DONTWAIT);
+}
+
+} // namespace ghost::user::lazy
