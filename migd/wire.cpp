@@ -208,6 +208,15 @@ Error cut_short(const Channel& ch) {
 
 } // namespace
 
+void FrameSource::give(std::span<const std::byte> b) {
+    if (pipe_gone_)
+        return;
+    if (auto g = zerocopy::give(ch_, pipe_, b); !g) {
+        pipe_gone_ = true;
+        stalled_ = g.error().code.value() == ETIME;
+    }
+}
+
 Result<std::size_t> FrameSource::read(std::span<std::byte> buf) {
     if (ended_ || buf.empty())
         return std::size_t{0};
@@ -221,11 +230,8 @@ Result<std::size_t> FrameSource::read(std::span<std::byte> buf) {
         return cut_short(ch_);
     left_ -= static_cast<std::uint32_t>(*n);
     bytes_ += *n;
-    if (pipe_ >= 0 && !pipe_gone_)
-        if (auto g = zerocopy::give(ch_, pipe_, buf.first(*n)); !g) {
-            pipe_gone_ = true;
-            stalled_ = g.error().code.value() == ETIME;
-        }
+    if (pipe_ >= 0)
+        give(buf.first(*n));
     if (tee_)
         if (auto t = tee_(buf.first(*n)); !t)
             return t.error();
@@ -233,12 +239,13 @@ Result<std::size_t> FrameSource::read(std::span<std::byte> buf) {
 }
 
 Result<bool> FrameSource::skip(std::uint64_t n) {
-    const int sock = ch_.stream_fd();
     if (pipe_ < 0 || pipe_gone_ || ended_)
         return false;
-    if (sock < 0)
-        return pass_on(n);
-    std::vector<std::byte> scratch; // the stub gone: the rest is read and dropped
+    // On a socket plane the bytes go by splice(2); inside TLS (or once the
+    // stub is gone) they are read out of the records here and written on
+    // (or dropped), without the image reader's copy and checksum.
+    const int sock = ch_.stream_fd();
+    std::vector<std::byte> buf;
     while (n > 0) {
         auto d = next_data();
         if (!d)
@@ -249,7 +256,7 @@ Result<bool> FrameSource::skip(std::uint64_t n) {
                                                           ch_.peer()));
         const std::size_t want = static_cast<std::size_t>(std::min<std::uint64_t>(n, left_));
         Result<std::size_t> k = std::size_t{0};
-        if (!pipe_gone_) {
+        if (sock >= 0 && !pipe_gone_) {
             k = zerocopy::splice_into(ch_, sock, pipe_, want);
             const int e = k ? 0 : k.error().code.value();
             if (e == EPIPE || e == ETIME) {
@@ -258,8 +265,10 @@ Result<bool> FrameSource::skip(std::uint64_t n) {
                 continue;
             }
         } else {
-            scratch.resize(std::min<std::size_t>(want, 1 << 20));
-            k = ch_.stream_read(scratch);
+            buf.resize(std::min<std::size_t>(want, 256 << 10));
+            k = ch_.stream_read(buf);
+            if (k && *k > 0)
+                give(std::span(buf).first(*k));
         }
         if (!k)
             return k.error();
@@ -268,38 +277,6 @@ Result<bool> FrameSource::skip(std::uint64_t n) {
         left_ -= static_cast<std::uint32_t>(*k);
         bytes_ += *k;
         n -= *k;
-    }
-    return true;
-}
-
-// skip() on a TLS stream plane: the bytes are read out of the TLS records
-// and written to the stub's pipe as they come, one 256 KiB buffer at a
-// time, without the image reader's copy and checksum.
-Result<bool> FrameSource::pass_on(std::uint64_t n) {
-    std::vector<std::byte> buf(static_cast<std::size_t>(std::min<std::uint64_t>(n, 256 << 10)));
-    while (n > 0) {
-        auto d = next_data();
-        if (!d)
-            return d.error();
-        if (!*d)
-            return Error::from_errno(EBADMSG, fmt::format("the image from {} ends inside its "
-                                                          "page data",
-                                                          ch_.peer()));
-        const std::size_t want =
-            static_cast<std::size_t>(std::min<std::uint64_t>({n, left_, buf.size()}));
-        auto k = ch_.stream_read(std::span(buf).first(want));
-        if (!k)
-            return k.error();
-        if (*k == 0)
-            return cut_short(ch_);
-        left_ -= static_cast<std::uint32_t>(*k);
-        bytes_ += *k;
-        n -= *k;
-        if (!pipe_gone_)
-            if (auto g = zerocopy::give(ch_, pipe_, std::span(buf).first(*k)); !g) {
-                pipe_gone_ = true;
-                stalled_ = g.error().code.value() == ETIME;
-            }
     }
     return true;
 }

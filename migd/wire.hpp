@@ -76,7 +76,8 @@ class FrameSource final : public ghost::image::Source {
   private:
     // Until a DATA frame has bytes left: false at END.
     ghost::Result<bool> next_data();
-    ghost::Result<bool> pass_on(std::uint64_t n);
+    // Writes b to tee_pipe, until its reader is gone.
+    void give(std::span<const std::byte> b);
     Channel& ch_;
     Tee tee_;
     int pipe_ = -1;
