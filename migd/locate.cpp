@@ -133,10 +133,6 @@ std::string find_elsewhere(Daemon& d, const std::string& gid, const std::string&
     return {};
 }
 
-} // namespace
-
-namespace {
-
 // Where a request for gid goes from here (hops: how many hosts it passed):
 // nowhere when gid runs here (entry), else the host its entry points at or
 // the host that made it. A host that was sent a request for a gid it does
@@ -179,6 +175,27 @@ Hop next_hop(Daemon& d, const std::string& gid, int hops) {
     return h;
 }
 
+// The answer when a request ends on this host: gid runs here (acted on
+// now), or there is nowhere to send it. Nothing when it goes on to h.next.
+std::optional<json> ends_here(Daemon& d, const Hop& h, const std::string& op, const json& extra,
+                              int hops) {
+    if (h.here()) {
+        json r = act_here(d, *h.entry, op, extra);
+        r["hops"] = hops;
+        return r;
+    }
+    if (!h.error.is_null())
+        return h.error;
+    return std::nullopt;
+}
+
+// The error when h.next did not answer (why) and no other peer has gid.
+json unanswered(const std::string& gid, const Hop& h, const ghost::Error& why) {
+    return error_reply(fmt::format("{} was last seen on {}, which did not answer ({}), and no "
+                                   "other peer has it",
+                                   gid, h.next, why.what()));
+}
+
 // The request a host sends on for gid: the operation's own fields, one hop
 // more.
 json onward(const std::string& op, const std::string& gid, const json& extra, int hops) {
@@ -214,9 +231,7 @@ json settle(Daemon& d, const std::string& gid, const Hop& h, const json& ask, Re
     if (!r) {
         const std::string there = find_elsewhere(d, gid, h.next);
         if (there.empty())
-            return error_reply(fmt::format("{} was last seen on {}, which did not answer ({}), "
-                                           "and no other peer has it",
-                                           gid, h.next, r.error().what()));
+            return unanswered(gid, h, r.error());
         spdlog::info("{}: {} did not answer ({}); {} has it", gid, h.next, r.error().what(), there);
         r = d.ask(there, ask, reply_timeout);
         if (!r)
@@ -248,13 +263,8 @@ json carried(const json& req) {
 json Ops::route(Daemon& d, const std::string& op, const std::string& gid, const json& extra,
                 int hops) {
     const Hop h = next_hop(d, gid, hops);
-    if (h.here()) {
-        json r = act_here(d, *h.entry, op, extra);
-        r["hops"] = hops;
-        return r;
-    }
-    if (!h.error.is_null())
-        return h.error;
+    if (auto r = ends_here(d, h, op, extra, hops))
+        return *r;
     const json ask = onward(op, gid, extra, hops);
     // A forwarded move answers when the migration is over: as long as the
     // migration itself may take, not a short request's timeout.
@@ -273,8 +283,8 @@ json Ops::route(Daemon& d, const std::string& op, const std::string& gid, const 
 json Ops::lookup(Daemon& d, const std::string& op, const std::string& gid, json extra) {
     const Config& cfg = d.config();
     const Hop h = next_hop(d, gid, 0);
-    if (h.here() || !h.error.is_null())
-        return route(d, op, gid, extra, 0);
+    if (auto r = ends_here(d, h, op, extra, 0))
+        return *r;
     const std::string rid = d.answers_.new_id(cfg.host);
     extra["rid"] = rid;
     const json ask = onward(op, gid, extra, 0);
@@ -356,14 +366,8 @@ void Ops::peer_lookup(Daemon& d, Channel& ch, const json& req) {
                          to, t.error().what(), direct_wait(d.config()).count());
     };
     const Hop h = next_hop(d, gid, hops);
-    if (h.here()) {
-        json r = act_here(d, *h.entry, op, carried(req));
-        r["hops"] = hops;
-        reply(std::move(r));
-        return;
-    }
-    if (!h.error.is_null()) {
-        reply(h.error);
+    if (auto r = ends_here(d, h, op, carried(req), hops)) {
+        reply(std::move(*r));
         return;
     }
     json fwd = req;
@@ -372,9 +376,7 @@ void Ops::peer_lookup(Daemon& d, Channel& ch, const json& req) {
     if (auto t = d.tell(h.next, fwd); !t) {
         const std::string there = find_elsewhere(d, gid, h.next);
         if (there.empty() || !d.tell(there, fwd)) {
-            reply(error_reply(fmt::format("{} was last seen on {}, which did not answer ({}), "
-                                          "and no other peer has it",
-                                          gid, h.next, t.error().what())));
+            reply(unanswered(gid, h, t.error()));
             return;
         }
         spdlog::info("{}: {} did not answer ({}); {} has it", gid, h.next, t.error().what(), there);

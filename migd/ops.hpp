@@ -18,13 +18,13 @@
 namespace migd {
 
 json error_reply(const std::string& message);
+json error_reply(const ghost::Error& e);
 
 // A peer request that gets no reply on its connection: a lookup sent on
 // with "answer_to" past its first hop, or the "answer" to one.
 inline bool is_one_way(const json& req) {
     return req.is_object() && req.value("one_way", false);
 }
-json error_reply(const ghost::Error& e);
 
 // Checks that who may act on process pid (its owner, or root) and returns
 // what /proc says of it; errors name the process and the rule.
