@@ -266,14 +266,20 @@ Result<void> page(std::vector<std::unique_ptr<Space>>& spaces, UniqueFd restorer
     // need the process to run while much of its memory is still pending.
     const char* pace_env = std::getenv("GHOST_LAZY_PACE_US");
     const long pace_us = pace_env ? std::strtol(pace_env, nullptr, 10) : 0;
-    for (;;) {
-        // A space with nothing pending is let go: closing its userfaultfd
-        // unregisters its mappings, and later faults there are ordinary.
+    // Lets go of the spaces pred picks: the guard's copy of a userfaultfd
+    // closes first, then the pager's; the last close unregisters the
+    // mappings, and later faults there are ordinary.
+    const auto let_go = [&](auto pred) {
         std::erase_if(spaces, [&](const auto& s) {
-            if (s->pending.empty())
+            const bool go = pred(*s);
+            if (go)
                 guard.drop(s->id);
-            return s->pending.empty();
+            return go;
         });
+    };
+    for (;;) {
+        // A space with nothing pending is let go.
+        let_go([](const Space& s) { return s.pending.empty(); });
         if (spaces.empty())
             return {};
         std::vector<pollfd> fds;
@@ -318,12 +324,8 @@ Result<void> page(std::vector<std::unique_ptr<Space>>& spaces, UniqueFd restorer
             if (!*alive)
                 gone.push_back(sp.get());
         }
-        std::erase_if(spaces, [&](const auto& s) {
-            const bool g = std::find(gone.begin(), gone.end(), s.get()) != gone.end();
-            if (g)
-                guard.drop(s->id);
-            return g;
-        });
+        let_go(
+            [&](const Space& s) { return std::find(gone.begin(), gone.end(), &s) != gone.end(); });
         if (handled > 0 || !gone.empty() || restorer)
             continue; // faults first; no push while the rebuild goes on
         // Nothing waiting: one step of the background push, per space.
