@@ -74,6 +74,7 @@ Result<void> Daemon::start() {
         return r;
     recover();
     resolver_ = std::thread([this] { resolver_loop(); });
+    sweeper_ = std::thread([this] { sweeper_loop(); });
     return {};
 }
 
@@ -85,6 +86,8 @@ void Daemon::stop() {
     cv_.notify_all();
     if (resolver_.joinable())
         resolver_.join();
+    if (sweeper_.joinable())
+        sweeper_.join();
     pool_.clear();
 }
 
@@ -265,11 +268,6 @@ bool Daemon::resolve_one(const json& e) {
 // source what became of the original; a source past the commit point
 // delivers the commit. Every second, or at once when kicked.
 void Daemon::resolver_loop() {
-    // Ended processes are looked for at most every minute, and at least
-    // twice within forget_exited_s (once to see them gone, once to forget).
-    const auto sweep_every = std::chrono::milliseconds(
-        std::clamp<std::uint64_t>(cfg_.forget_exited_s * 500, 1000, 60000));
-    auto next_sweep = std::chrono::steady_clock::now();
     std::unique_lock lock(mu_);
     while (!stopping_) {
         cv_.wait_for(lock, std::chrono::seconds(1), [this] { return stopping_ || kick_; });
@@ -284,12 +282,6 @@ void Daemon::resolver_loop() {
                  (role == "source" && state == "committing")) &&
                 !busy(e.value("id", "")))
                 (void)resolve_one(e);
-        }
-        if (cfg_.forget_exited_s > 0 && std::chrono::steady_clock::now() >= next_sweep) {
-            next_sweep = std::chrono::steady_clock::now() + sweep_every;
-            const auto gone = [](const Location& l) { return !proc_alive(l.pid, l.starttime); };
-            for (const auto& gid : locations_.forget_exited(cfg_.forget_exited_s * 1000, gone))
-                spdlog::info("{}: ended here over {} s ago; forgotten", gid, cfg_.forget_exited_s);
         }
         lock.lock();
     }
@@ -375,6 +367,8 @@ void Daemon::dispatch_peer(Channel& c, const json& r) {
         Ops::peer_where(*this, *ch, *req);
     else if (op == "answer")
         Ops::peer_answer(*this, *ch, *req);
+    else if (op == "known")
+        Ops::peer_known(*this, *ch, *req);
     else if (!is_one_way(*req))
         (void)send_json(*ch, error_reply(fmt::format("unknown peer op \"{}\"", op)));
 }

@@ -135,6 +135,9 @@ class Daemon {
     void recover();
     void dispatch_peer(Channel& ch, const json& req);
     void resolver_loop();
+    // sweep.cpp: forgets ended processes and the entries that led to them.
+    void sweeper_loop();
+    void sweep();
     bool resolve_one(const json& entry);
 
     Config cfg_;
@@ -146,6 +149,7 @@ class Daemon {
     bool stopping_ = false;
     bool kick_ = false;
     std::thread resolver_;
+    std::thread sweeper_;
     std::mutex kids_mu_;
     std::vector<pid_t> kids_;
     std::deque<std::pair<pid_t, int>> exits_; // reaped: pid, wait status

@@ -232,10 +232,55 @@ Locations::forget_exited(std::uint64_t keep_ms, const std::function<bool(const L
     return erased;
 }
 
+std::map<std::string, std::vector<Locations::Asked>> Locations::moved_to_ask(std::uint64_t keep_ms,
+                                                                             std::size_t limit) {
+    const std::uint64_t now = now_ms();
+    const auto old = [&](std::uint64_t t) { return now - std::min(now, t) >= keep_ms; };
+    std::map<std::string, std::vector<Asked>> by_host;
+    std::size_t n = 0;
+    std::lock_guard lock(mu_);
+    for (const auto& [gid, l] : map_) {
+        if (n == limit)
+            break;
+        if (l.state != "moved" || !old(l.updated_ms))
+            continue;
+        auto [it, fresh] = asked_ms_.try_emplace(gid, now);
+        if (!fresh && !old(it->second))
+            continue;
+        it->second = now;
+        by_host[l.host].push_back({gid, l.updated_ms});
+        n++;
+    }
+    return by_host;
+}
+
+std::vector<std::string> Locations::forget_moved(const std::string& host,
+                                                 const std::vector<Asked>& asked) {
+    std::vector<std::string> erased;
+    std::lock_guard lock(mu_);
+    std::string lines;
+    for (const auto& a : asked) {
+        const auto it = map_.find(a.gid);
+        // Changed meanwhile: moved back here, or on to another host.
+        if (it == map_.end() || it->second.state != "moved" || it->second.host != host ||
+            it->second.updated_ms != a.updated_ms)
+            continue;
+        map_.erase(it);
+        hinted_.erase(a.gid);
+        asked_ms_.erase(a.gid);
+        erased.push_back(a.gid);
+        lines += line({{"erase", a.gid}});
+    }
+    if (!lines.empty())
+        (void)append_locked(lines);
+    return erased;
+}
+
 void Locations::erase(const std::string& gid) {
     std::lock_guard lock(mu_);
     map_.erase(gid);
     hinted_.erase(gid);
+    asked_ms_.erase(gid);
     (void)append_locked(line({{"erase", gid}}));
 }
 

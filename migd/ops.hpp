@@ -129,6 +129,8 @@ struct Ops {
     static void peer_where(Daemon& d, Channel& ch, const json& req);
     static void peer_lookup(Daemon& d, Channel& ch, const json& req);
     static void peer_answer(Daemon& d, Channel& ch, const json& req);
+    // sweep.cpp: which of the gids asked about this host has no entry for.
+    static void peer_known(Daemon& d, Channel& ch, const json& req);
     // where or kill asked by a local client: answered straight from the
     // host where the chain of forwarding entries ends ("answer_to").
     static json lookup(Daemon& d, const std::string& op, const std::string& gid, json extra);

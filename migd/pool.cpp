@@ -9,8 +9,8 @@
 namespace migd {
 
 bool keeps_connection(std::string_view op) {
-    static constexpr std::array<std::string_view, 8> kept = {"where",  "kill",  "list",   "resolve",
-                                                             "commit", "abort", "images", "answer"};
+    static constexpr std::array<std::string_view, 9> kept = {
+        "where", "kill", "list", "resolve", "commit", "abort", "images", "answer", "known"};
     return std::find(kept.begin(), kept.end(), op) != kept.end();
 }
 

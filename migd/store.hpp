@@ -133,6 +133,19 @@ class Locations {
     std::vector<std::string> forget_exited(std::uint64_t keep_ms,
                                            const std::function<bool(const Location&)>& gone);
     void erase(const std::string& gid);
+    // Forwarding entries ("moved") unchanged for keep_ms and not asked about
+    // within keep_ms, by the host each points at (at most limit in all): the
+    // ones to ask that host about. Each is marked asked (in memory only).
+    struct Asked {
+        std::string gid;
+        std::uint64_t updated_ms = 0;
+    };
+    std::map<std::string, std::vector<Asked>> moved_to_ask(std::uint64_t keep_ms,
+                                                           std::size_t limit);
+    // Erases those of asked that still point at host unchanged (host said it
+    // does not know them: the process ended there and was forgotten).
+    // Returns the gids erased.
+    std::vector<std::string> forget_moved(const std::string& host, const std::vector<Asked>& asked);
 
   private:
     ghost::Result<void> append_locked(const std::string& lines);
@@ -141,8 +154,9 @@ class Locations {
     std::string path_, log_path_, host_;
     std::uint64_t next_ = 1;
     std::map<std::string, Location> map_;
-    std::set<std::string> hinted_; // gids of hints not yet written
-    ghost::UniqueFd log_;          // locations.log, O_APPEND
+    std::set<std::string> hinted_;                  // gids of hints not yet written
+    std::map<std::string, std::uint64_t> asked_ms_; // moved_to_ask(): when
+    ghost::UniqueFd log_;                           // locations.log, O_APPEND
     std::size_t log_records_ = 0;
     mutable std::mutex mu_;
 };

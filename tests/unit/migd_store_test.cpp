@@ -194,6 +194,35 @@ TEST_F(MigdLocations, AnEndedProcessIsMarkedThenForgottenAndOthersAreKept) {
     });
 }
 
+// Forwarding entries are asked about by the host they point at, each at
+// most once per keep_ms; one is forgotten only if it still points there
+// unchanged, and the erase is in the log.
+TEST_F(MigdLocations, AForwardingEntryIsAskedAboutOnceAndForgottenOnlyIfUnchanged) {
+    Locations t;
+    ASSERT_TRUE(t.open(dir_, "h1"));
+    ASSERT_TRUE(t.set(at("h1-1", "moved", "h2", 100)));
+    ASSERT_TRUE(t.set(at("h1-2", "moved", "h2", 101)));
+    ASSERT_TRUE(t.set(at("h1-3", "moved", "h3", 102)));
+    ASSERT_TRUE(t.set(at("h1-4", "local", "h1", 103))); // runs here: never asked
+    EXPECT_TRUE(t.moved_to_ask(3600 * 1000, 100).empty()) << "changed within the hour";
+    auto asked = t.moved_to_ask(0, 100);
+    ASSERT_EQ(asked.size(), 2u);
+    ASSERT_EQ(asked["h2"].size(), 2u);
+    ASSERT_EQ(asked["h3"].size(), 1u);
+    EXPECT_EQ(t.moved_to_ask(0, 100).size(), 2u) << "keep_ms 0: asked again at once";
+    EXPECT_EQ(t.moved_to_ask(0, 1).begin()->second.size(), 1u) << "at most limit";
+    // h1-2 moved on meanwhile (a shortcut learnt): h2's "unknown" is stale.
+    t.hint(at("h1-2", "moved", "h3", 101));
+    EXPECT_EQ(t.forget_moved("h2", asked["h2"]), std::vector<std::string>{"h1-1"});
+    EXPECT_TRUE(t.forget_moved("h2", asked["h3"]).empty()) << "points at h3, not h2";
+    EXPECT_FALSE(t.get("h1-1"));
+    EXPECT_TRUE(t.get("h1-2") && t.get("h1-3") && t.get("h1-4"));
+    crash_after([](Locations& c) {
+        if (c.get("h1-1") || !c.get("h1-3"))
+            ::_exit(4);
+    });
+}
+
 TEST_F(MigdLocations, TheLogIsFoldedIntoASnapshotBeforeItOutgrowsTheTable) {
     std::size_t most = 0;
     {
