@@ -74,7 +74,7 @@ Result<void> Daemon::start() {
         return r;
     recover();
     resolver_ = std::thread([this] { resolver_loop(); });
-    sweeper_ = std::thread([this] { sweeper_loop(); });
+    sweeper_.emplace(sweep_period(), [this] { sweep(); });
     return {};
 }
 
@@ -86,8 +86,7 @@ void Daemon::stop() {
     cv_.notify_all();
     if (resolver_.joinable())
         resolver_.join();
-    if (sweeper_.joinable())
-        sweeper_.join();
+    sweeper_.reset();
     pool_.clear();
 }
 

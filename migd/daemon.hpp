@@ -27,6 +27,7 @@
 #include "ghost/image.hpp"
 #include "pool.hpp"
 #include "store.hpp"
+#include "ticker.hpp"
 
 namespace migd {
 
@@ -135,9 +136,10 @@ class Daemon {
     void recover();
     void dispatch_peer(Channel& ch, const json& req);
     void resolver_loop();
-    // sweep.cpp: forgets ended processes and the entries that led to them.
-    void sweeper_loop();
+    // sweep.cpp: forgets ended processes and the entries that led to them,
+    // every sweep_period() (zero: never) on the sweeper's thread.
     void sweep();
+    std::chrono::milliseconds sweep_period() const;
     bool resolve_one(const json& entry);
 
     Config cfg_;
@@ -149,7 +151,7 @@ class Daemon {
     bool stopping_ = false;
     bool kick_ = false;
     std::thread resolver_;
-    std::thread sweeper_;
+    std::optional<Ticker> sweeper_;
     std::mutex kids_mu_;
     std::vector<pid_t> kids_;
     std::deque<std::pair<pid_t, int>> exits_; // reaped: pid, wait status

@@ -71,18 +71,11 @@ void Daemon::sweep() {
 // within forget_exited_s (once to see them gone, once to forget). On a
 // thread of its own: asking a peer that is down must not hold up the
 // resolver's migrations.
-void Daemon::sweeper_loop() {
+std::chrono::milliseconds Daemon::sweep_period() const {
     if (cfg_.forget_exited_s == 0)
-        return;
-    const auto every = std::chrono::milliseconds(
+        return std::chrono::milliseconds(0);
+    return std::chrono::milliseconds(
         std::clamp<std::uint64_t>(cfg_.forget_exited_s * 500, 1000, 60000));
-    std::unique_lock lock(mu_);
-    while (!stopping_) {
-        lock.unlock();
-        sweep();
-        lock.lock();
-        cv_.wait_for(lock, every, [this] { return stopping_; });
-    }
 }
 
 } // namespace migd

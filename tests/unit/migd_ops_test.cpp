@@ -614,6 +614,28 @@ TEST(MigdOps, AProcessIsFoundOnAnotherPeerWhenItsOriginIsDown) {
     EXPECT_EQ(net.attempts("h1"), tried);
 }
 
+// Two processes moved for the tests of forgetting: a (to h2, then along
+// then) to be ended, b (to h2) to keep running. Empty gids if a move failed.
+struct EndAndKeep {
+    std::string gone_gid;
+    pid_t gone = -1;
+    std::string kept_gid;
+    pid_t kept = -1;
+};
+
+EndAndKeep one_to_end_one_to_keep(Net& net, Counter& a, std::initializer_list<const char*> then,
+                                  Counter& b) {
+    EndAndKeep k;
+    const json r = move_along(net, a, then);
+    EXPECT_TRUE(r.value("ok", false)) << r.dump();
+    const json s = move_to_h2(net, b);
+    EXPECT_TRUE(s.value("ok", false)) << s.dump();
+    if (!r.value("ok", false) || !s.value("ok", false))
+        return k;
+    k = {r["gid"], r["pid"], s["gid"], s["pid"]};
+    return k;
+}
+
 // A process that ended on the host it was moved to is "exited" there, then
 // forgotten forget_exited_s after: lookups through the hosts that still
 // point there say no host knows it (not a forwarding loop back to its
@@ -621,14 +643,8 @@ TEST(MigdOps, AProcessIsFoundOnAnotherPeerWhenItsOriginIsDown) {
 TEST(MigdOps, AnEndedProcessIsForgottenAfterForgetExitedAndLookupsSaySo) {
     Net net(3, [](migd::Config& c) { c.forget_exited_s = 1; });
     Counter a(net.root()), b(net.root());
-    json r = move_to_h2(net, a);
-    ASSERT_TRUE(r.value("ok", false)) << r.dump();
-    const std::string gone_gid = r["gid"];
-    const pid_t gone = r["pid"];
-    r = move_to_h2(net, b);
-    ASSERT_TRUE(r.value("ok", false)) << r.dump();
-    const std::string kept_gid = r["gid"];
-    const pid_t kept = r["pid"];
+    const auto [gone_gid, gone, kept_gid, kept] = one_to_end_one_to_keep(net, a, {}, b);
+    ASSERT_FALSE(gone_gid.empty());
     ASSERT_EQ(::kill(gone, SIGKILL), 0);
     EXPECT_TRUE(eventually([&] { return !alive(gone); }));
 
@@ -673,14 +689,8 @@ TEST(MigdOps, AnEndedProcessIsForgottenAfterForgetExitedAndLookupsSaySo) {
 TEST(MigdOps, ForwardingEntriesAreForgottenOnceTheirNextHostForgetsTheProcess) {
     Net net(3, [](migd::Config& c) { c.forget_exited_s = 1; });
     Counter a(net.root()), b(net.root());
-    json r = move_along(net, a, {"h3"});
-    ASSERT_TRUE(r.value("ok", false)) << r.dump();
-    const std::string gone_gid = r["gid"];
-    const pid_t gone = r["pid"];
-    r = move_to_h2(net, b);
-    ASSERT_TRUE(r.value("ok", false)) << r.dump();
-    const std::string kept_gid = r["gid"];
-    const pid_t kept = r["pid"];
+    const auto [gone_gid, gone, kept_gid, kept] = one_to_end_one_to_keep(net, a, {"h3"}, b);
+    ASSERT_FALSE(gone_gid.empty());
     const auto entry = [&](const char* host, const std::string& gid) {
         return net[host].locations_.get(gid);
     };
