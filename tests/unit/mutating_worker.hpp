@@ -66,6 +66,10 @@ std::uint64_t fnv(std::uint64_t h, const unsigned char* p, std::size_t n) {
 //   "remap": A moved (mremap) to another address; the report is the same
 //   "fork": a child forked now replies "report" (with its own pid) and
 //           exits; the worker waits for it
+//   "wipefork": A made MADV_WIPEONFORK, then a child forked replies "pid
+//           nonzero" (A's non-zero bytes in the child: 0 as the kernel
+//           gives it) and exits; the worker waits, then makes A
+//           MADV_KEEPONFORK again
 //   "race": "pid bad": for 300 ms a second thread drops pages 1000-1999
 //           of A (MADV_DONTNEED, 16 at a time) while the worker reads
 //           them; bad counts bytes read that were neither the page's nor
@@ -126,6 +130,17 @@ std::uint64_t fnv(std::uint64_t h, const unsigned char* p, std::size_t n) {
             }
             line = "report";
             forked = true;
+        } else if (line == "wipefork") {
+            ::madvise(a, kPages * kPage, MADV_WIPEONFORK);
+            const pid_t child = ::fork();
+            if (child > 0) {
+                ::waitpid(child, nullptr, 0);
+                ::madvise(a, kPages * kPage, MADV_KEEPONFORK);
+                line.clear();
+                continue;
+            }
+            line = "wiped";
+            forked = true;
         } else if (line == "mutate2") {
             for (std::size_t p = 20; p < 25; p++)
                 for (std::size_t i = 0; i < kPage; i++)
@@ -159,6 +174,11 @@ std::uint64_t fnv(std::uint64_t h, const unsigned char* p, std::size_t n) {
             ::madvise(a + 1000 * kPage, 1000 * kPage, MADV_DONTNEED);
             stage = 3;
             std::snprintf(msg, sizeof(msg), "%d %lu\n", ::getpid(), bad);
+        } else if (line == "wiped") {
+            unsigned long nonzero = 0;
+            for (std::size_t i = 0; i < kPages * kPage; i++)
+                nonzero += a[i] != 0;
+            std::snprintf(msg, sizeof(msg), "%d %lu\n", ::getpid(), nonzero);
         } else if (line == "check") {
             unsigned resident = 0;
             unsigned long nonzero = 0;

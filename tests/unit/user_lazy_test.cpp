@@ -170,6 +170,21 @@ TEST_F(Lazy, AForkAndAMovedMappingGetTheirPagesToo) {
     EXPECT_EQ(w.ask("report"), before);
 }
 
+// Pages still pending when the process makes them MADV_WIPEONFORK and
+// forks: the child gets zeros there, as the kernel gives a wiped mapping,
+// not the image's data (a generator's state kept so must never reach a
+// child); the parent keeps its memory.
+TEST_F(Lazy, AForkGetsZerosWhereItsParentMadePendingPagesWipeOnFork) {
+    Worker w;
+    pid_t pid = -1;
+    const std::string before = restart_lazily(w, &pid);
+    ASSERT_GT(pid, 0);
+    pid_t from = 0;
+    EXPECT_EQ(w.ask("wipefork", &from), "0\n") << "the child saw the image's data";
+    EXPECT_NE(from, pid);
+    EXPECT_EQ(w.ask("report"), before);
+}
+
 TEST_F(Lazy, OutlivesItsImageBeingOverwrittenAndReplaced) {
     Worker w;
     pid_t pid = -1;

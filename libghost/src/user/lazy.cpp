@@ -36,8 +36,10 @@ namespace {
 constexpr std::uint64_t kPage = 4096;
 constexpr std::uint64_t kFaultChunk = 64 * 1024; // put in around a touched page
 constexpr std::uint64_t kPushChunk = 1 << 20;    // put in per background step
+// The thread id of a fault tells whose address space a fork's is.
 constexpr std::uint64_t kEvents = UFFD_FEATURE_EVENT_FORK | UFFD_FEATURE_EVENT_REMAP |
-                                  UFFD_FEATURE_EVENT_REMOVE | UFFD_FEATURE_EVENT_UNMAP;
+                                  UFFD_FEATURE_EVENT_REMOVE | UFFD_FEATURE_EVENT_UNMAP |
+                                  UFFD_FEATURE_THREAD_ID;
 
 // What is still to go into one address space: [addr, end) from src.
 class Pending {
@@ -96,6 +98,8 @@ class Pending {
     std::map<std::uint64_t, Run> runs_;
 };
 
+using Range = std::pair<std::uint64_t, std::uint64_t>;
+
 struct Space {
     std::uint32_t id = 0; // the guard's name for it
     UniqueFd uffd;
@@ -103,7 +107,50 @@ struct Space {
     // Faults read while the process was changing its mappings (the copy
     // said EAGAIN): their threads wait until these are served.
     std::vector<std::uint64_t> retry;
+    // Whose it is (0 until a fault names a thread of a fork's), and the
+    // mappings a fork of it does not copy as it last knew them.
+    pid_t pid = 0;
+    std::vector<Range> not_copied;
 };
+
+// The mappings of pid that a fork does not copy (MADV_WIPEONFORK: empty in
+// the child; MADV_DONTFORK: absent), from its smaps.
+Result<std::vector<Range>> not_copied(pid_t pid) {
+    auto maps = read_maps(pid, true);
+    if (!maps)
+        return maps.error();
+    std::vector<Range> r;
+    for (const auto& m : *maps)
+        if (m.has_flag("wf") || m.has_flag("dc"))
+            r.emplace_back(m.start, m.end);
+    return r;
+}
+
+// A fork of s: it has what s has, so it lacks what s still lacks, except
+// where the fork copies nothing (wiped or left out), which it has empty.
+// What a fork copies is decided by the parent's flags as the fork was made:
+// the parent waits in fork() until the pager reads the event, so its smaps
+// read now tell them but for a flag it changed in the microseconds since.
+std::unique_ptr<Space> fork_of(Space& s, int ufd) {
+    static std::uint32_t next_id = 1;
+    auto child = std::make_unique<Space>();
+    child->id = next_id++;
+    child->uffd = UniqueFd(ufd);
+    child->pending = s.pending;
+    if (s.pid > 0)
+        if (auto nc = not_copied(s.pid))
+            s.not_copied = std::move(*nc);
+    for (const auto& [lo, hi] : s.not_copied)
+        child->pending.erase(lo, hi);
+    child->not_copied = s.not_copied;
+    return child;
+}
+
+// The process a thread belongs to, or 0.
+pid_t process_of(pid_t tid) {
+    auto st = read_status(tid);
+    return st ? static_cast<pid_t>(parse_u64(status_field(*st, "Tgid"))) : 0;
+}
 
 void wake(Space& s, std::uint64_t lo, std::uint64_t len) {
     uffdio_range r{lo, len};
@@ -221,6 +268,8 @@ Result<int> serve(std::vector<std::unique_ptr<Space>>& spaces, Space& s, Guard& 
         const uffd_msg& m = msgs[i];
         switch (m.event) {
         case UFFD_EVENT_PAGEFAULT: {
+            if (s.pid == 0)
+                s.pid = process_of(static_cast<pid_t>(m.arg.pagefault.feat.ptid));
             const std::uint64_t page = m.arg.pagefault.address & ~(kPage - 1);
             auto p = fault(s, page);
             if (!p)
@@ -232,13 +281,7 @@ Result<int> serve(std::vector<std::unique_ptr<Space>>& spaces, Space& s, Guard& 
             break;
         }
         case UFFD_EVENT_FORK: {
-            // The child has what the parent has; what the parent
-            // still lacks, the child lacks too.
-            static std::uint32_t next_id = 1;
-            auto child = std::make_unique<Space>();
-            child->id = next_id++;
-            child->uffd = UniqueFd(static_cast<int>(m.arg.fork.ufd));
-            child->pending = s.pending;
+            auto child = fork_of(s, static_cast<int>(m.arg.fork.ufd));
             guard.add(child->id, child->uffd.get());
             spaces.push_back(std::move(child));
             break;
@@ -444,6 +487,7 @@ Result<pid_t> start_pager(int uffd, pid_t target, std::vector<Piece> pieces) {
     std::vector<std::unique_ptr<Space>> spaces;
     spaces.push_back(std::make_unique<Space>());
     spaces.back()->uffd = UniqueFd(uffd);
+    spaces.back()->pid = target;
     for (const auto& p : pieces)
         spaces.back()->pending.add(p.addr, p.addr + p.data.size(), p.data.data());
     pieces.clear();
