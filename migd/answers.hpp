@@ -54,9 +54,8 @@ class Answers {
     // runs act unless rid was acted on; either way it returns the answer.
     template <class F> nlohmann::json once(const std::string& rid, F act) {
         std::lock_guard lock(done_mu_);
-        for (const auto& [id, answer] : done_)
-            if (id == rid)
-                return answer;
+        if (auto a = done_locked(rid))
+            return *a;
         nlohmann::json answer = act();
         done_.emplace_back(rid, answer);
         if (done_.size() > kept_done)
@@ -64,7 +63,21 @@ class Answers {
         return answer;
     }
 
+    // The answer kept for request rid, if it was acted on here: asked
+    // before anything else about a repeated request (the process its
+    // signal ended has exited since, which is not an error).
+    std::optional<nlohmann::json> done(const std::string& rid) {
+        std::lock_guard lock(done_mu_);
+        return done_locked(rid);
+    }
+
   private:
+    std::optional<nlohmann::json> done_locked(const std::string& rid) const {
+        for (const auto& [id, answer] : done_)
+            if (id == rid)
+                return answer;
+        return std::nullopt;
+    }
     static constexpr std::size_t kept_done = 1024;
     struct Slot {
         std::optional<nlohmann::json> answer;

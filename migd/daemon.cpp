@@ -78,6 +78,11 @@ Result<void> Daemon::start() {
     return {};
 }
 
+bool Daemon::stopping() {
+    std::lock_guard lock(mu_);
+    return stopping_;
+}
+
 void Daemon::stop() {
     {
         std::lock_guard lock(mu_);
@@ -276,11 +281,17 @@ void Daemon::resolver_loop() {
         lock.unlock();
         reap();
         for (const auto& e : journal_.all()) {
-            const std::string role = e.value("role", ""), state = e.value("state", "");
-            if (((role == "dest" && state == "ready") ||
-                 (role == "source" && state == "committing")) &&
-                !busy(e.value("id", "")))
-                (void)resolve_one(e);
+            // A peer's answer of the wrong type throws (nlohmann): that
+            // entry waits for the next round, and the daemon goes on.
+            try {
+                const std::string role = e.value("role", ""), state = e.value("state", "");
+                if (((role == "dest" && state == "ready") ||
+                     (role == "source" && state == "committing")) &&
+                    !busy(e.value("id", "")))
+                    (void)resolve_one(e);
+            } catch (const std::exception& ex) {
+                spdlog::error("resolving a journal entry: {}", ex.what());
+            }
         }
         lock.lock();
     }

@@ -140,6 +140,7 @@ class Daemon {
     // every sweep_period() (zero: never) on the sweeper's thread.
     void sweep();
     std::chrono::milliseconds sweep_period() const;
+    bool stopping();
     bool resolve_one(const json& entry);
 
     Config cfg_;

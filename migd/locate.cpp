@@ -72,6 +72,10 @@ json act_here(Daemon& d, const Location& l, const std::string& op, const json& e
             req["precopy"] = extra["precopy"];
         return Ops::local_move(d, req, who, {});
     }
+    const std::string rid = op == "kill" ? extra.value("rid", "") : std::string();
+    if (!rid.empty())
+        if (auto a = d.answers_.done(rid))
+            return *a; // the same kill again: its signal went out once
     json r = local_entry_json(d, l);
     r["ok"] = true;
     if (op != "kill")
@@ -92,7 +96,6 @@ json act_here(Daemon& d, const Location& l, const std::string& op, const json& e
         done["signal"] = sig;
         return done;
     };
-    const std::string rid = extra.value("rid", "");
     return rid.empty() ? signal() : d.answers_.once(rid, signal);
 }
 

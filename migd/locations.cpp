@@ -239,6 +239,11 @@ std::map<std::string, std::vector<Locations::Asked>> Locations::moved_to_ask(std
     std::map<std::string, std::vector<Asked>> by_host;
     std::size_t n = 0;
     std::lock_guard lock(mu_);
+    // Marks of entries that went (erased) or changed (no longer moved).
+    std::erase_if(asked_ms_, [&](const auto& a) {
+        const auto it = map_.find(a.first);
+        return it == map_.end() || it->second.state != "moved";
+    });
     for (const auto& [gid, l] : map_) {
         if (n == limit)
             break;

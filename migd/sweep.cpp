@@ -8,6 +8,8 @@
 // that ever passed through.
 #include <algorithm>
 #include <chrono>
+#include <map>
+#include <optional>
 #include <set>
 
 #include <spdlog/spdlog.h>
@@ -21,6 +23,28 @@ namespace {
 // Gids asked about in one sweep, in all: bounds a sweep's messages and the
 // time a table's lock is held to pick them.
 constexpr std::size_t kAskedPerSweep = 4096;
+
+// A peer's reply with "ok": true (of that type: value() would throw on
+// another).
+bool said_yes(const json& r) {
+    const auto ok = r.find("ok");
+    return ok != r.end() && ok->is_boolean() && ok->get<bool>();
+}
+
+// The gids the peers' tables have (any state), or nothing if a peer did
+// not answer: then no forwarding entry is forgotten this time.
+std::optional<std::set<std::string>> listed_by_peers(Daemon& d) {
+    std::set<std::string> listed;
+    for (const auto& p : d.config().peers) {
+        auto r = d.ask(p.name, {{"op", "list"}});
+        if (!r || !said_yes(*r) || !(*r)["processes"].is_array())
+            return std::nullopt;
+        for (const auto& e : (*r)["processes"])
+            if (e.is_object() && e.contains("gid") && e["gid"].is_string())
+                listed.insert(e["gid"].get<std::string>());
+    }
+    return listed;
+}
 
 } // namespace
 
@@ -48,19 +72,34 @@ void Daemon::sweep() {
     // Entries that forwarded to the same host, unchanged for as long: a
     // host that forgot the process does not know it any more. One that is
     // down or refuses ("unknown peer op" from an older migd) keeps them.
+    std::map<std::string, std::vector<Locations::Asked>> unknown;
     for (const auto& [host, asked] : locations_.moved_to_ask(keep_ms, kAskedPerSweep)) {
+        if (stopping())
+            return;
         json gids = json::array();
         for (const auto& a : asked)
             gids.push_back(a.gid);
         auto r = ask(host, {{"op", "known"}, {"gids", gids}});
-        if (!r || !r->value("ok", false))
+        if (!r || !said_yes(*r) || !(*r)["unknown"].is_array())
             continue;
-        const auto unknown = r->value("unknown", std::vector<std::string>{});
-        std::vector<Locations::Asked> forget;
+        std::set<std::string> said;
+        for (const auto& g : (*r)["unknown"])
+            if (g.is_string())
+                said.insert(g.get<std::string>());
         for (const auto& a : asked)
-            if (std::find(unknown.begin(), unknown.end(), a.gid) != unknown.end())
-                forget.push_back(a);
-        for (const auto& gid : locations_.forget_moved(host, forget))
+            if (said.contains(a.gid))
+                unknown[host].push_back(a);
+    }
+    if (unknown.empty() || stopping())
+        return;
+    // A host whose table was lost does not know a process that runs on
+    // past it: the entry is kept while any peer still has the gid.
+    const auto listed = listed_by_peers(*this);
+    if (!listed)
+        return;
+    for (auto& [host, asked] : unknown) {
+        std::erase_if(asked, [&](const Locations::Asked& a) { return listed->contains(a.gid); });
+        for (const auto& gid : locations_.forget_moved(host, asked))
             spdlog::info("{}: {} no longer knows it (it ended and was forgotten there); "
                          "forgotten here",
                          gid, host);

@@ -10,6 +10,8 @@
 #include <mutex>
 #include <thread>
 
+#include <spdlog/spdlog.h>
+
 namespace migd {
 
 class Ticker {
@@ -22,7 +24,13 @@ class Ticker {
             std::unique_lock lock(mu_);
             while (!stop_) {
                 lock.unlock();
-                fn();
+                // An exception must not end the daemon from a thread of
+                // its own (std::terminate): the next tick tries again.
+                try {
+                    fn();
+                } catch (const std::exception& e) {
+                    spdlog::error("a periodic task failed: {}", e.what());
+                }
                 lock.lock();
                 cv_.wait_for(lock, period, [this] { return stop_; });
             }

@@ -56,7 +56,7 @@ namespace {
 void usage(FILE* out) {
     fmt::print(
         out,
-        "Usage: ghost_bench_vs_criu [--sizes 16,64,256] [--repeat N]\n"
+        "Usage: ghost_bench_vs_criu [--sizes 16,64,256] [--repeat N] [--warmup N]\n"
         "                           [--tools ghostctl,user,user-lazy,stubs,ioctl,ioctl-mem,criu]\n"
         "                           [--dir DIR] [--json FILE]\n"
         "\n"
@@ -69,6 +69,10 @@ void usage(FILE* out) {
         "Needs root, ghost.ko and criu: run it in the test VM, e.g.\n"
         "  tests/vm/run --mem 3072 -- ghost_bench_vs_criu --repeat 3\n"
         "Images go to DIR (default /tmp/ghost-vs-criu; keep it on tmpfs).\n"
+        "--warmup N (default 1): N untimed checkpoint + restart rounds of every tool\n"
+        "at the smallest size before the measured ones, so that no tool's first run\n"
+        "pays alone for starting cold (page cache, and under TCG the translation of\n"
+        "code run for the first time); 0 measures from cold.\n"
         "For ghostctl, user and criu each run also checkpoints a fresh workload with\n"
         "--leave-running and reports how long it was held still (ghostctl's 'frozen'\n"
         "figure, CRIU's stats-dump frozen_time) against that checkpoint's time.\n"
@@ -86,6 +90,7 @@ void usage(FILE* out) {
 int main(int argc, char** argv) {
     std::vector<size_t> sizes{16, 64, 256};
     int repeat = 3;
+    int warmup = 1;
     std::vector<Tool> tools{Tool::Ghostctl, Tool::User,     Tool::Stubs,
                             Tool::Ioctl,    Tool::IoctlMem, Tool::Criu};
     fs::path base = "/tmp/ghost-vs-criu";
@@ -95,6 +100,8 @@ int main(int argc, char** argv) {
         const bool has_value = i + 1 < argc;
         if (a == "--repeat" && has_value) {
             repeat = std::max(1, atoi(argv[++i]));
+        } else if (a == "--warmup" && has_value) {
+            warmup = std::max(0, atoi(argv[++i]));
         } else if (a == "--sizes" && has_value) {
             sizes.clear();
             for (char* s = strtok(argv[++i], ","); s; s = strtok(nullptr, ","))
@@ -174,6 +181,20 @@ int main(int argc, char** argv) {
         return 1;
     }
 
+    const size_t smallest = *std::min_element(sizes.begin(), sizes.end());
+    for (int r = 0; r < warmup; r++)
+        for (Tool t : tools) {
+            Failure f;
+            auto s = run_once(t, smallest, pr, base, f);
+            if (!s) {
+                fmt::print(stderr, "ghost_bench_vs_criu: warm-up, {} MiB, {}: {}\n", smallest,
+                           tool_name(t), f.what);
+                return 1;
+            }
+            fmt::print(stderr, "{:>4} MiB {:<8} warm-up {}: total {:>6.0f} ms (not counted)\n",
+                       smallest, tool_name(t), r + 1, s->total_ms);
+        }
+
     Results res;
     for (size_t mib : sizes) {
         for (int r = 0; r < repeat; r++) {
@@ -199,7 +220,7 @@ int main(int argc, char** argv) {
         }
     }
 
-    print_tables(sizes, tools, repeat, res);
+    print_tables(sizes, tools, repeat, warmup, res);
     if (!json_out.empty() && !write_json(json_out, sizes, tools, res))
         return 1;
     print_startup_costs(pr, base);

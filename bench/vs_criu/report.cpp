@@ -50,12 +50,12 @@ Stat stat_of(std::vector<double> v) {
 }
 
 void print_tables(const std::vector<size_t>& sizes, const std::vector<Tool>& tools, int repeat,
-                  Results& res) {
+                  int warmup, Results& res) {
     utsname u{};
     uname(&u);
-    fmt::print("ghost vs CRIU, checkpoint + restart to tmpfs: {} runs each, kernel {}, {} CPUs, "
-               "{}\n\n",
-               repeat, u.release, sysconf(_SC_NPROCESSORS_ONLN), today());
+    fmt::print("ghost vs CRIU, checkpoint + restart to tmpfs: {} runs each after {} warm-up "
+               "round(s), kernel {}, {} CPUs, {}\n\n",
+               repeat, warmup, u.release, sysconf(_SC_NPROCESSORS_ONLN), today());
 
     const bool have_criu = std::count(tools.begin(), tools.end(), Tool::Criu) > 0;
     const Tool head = std::count(tools.begin(), tools.end(), Tool::Ghostctl) ? Tool::Ghostctl

@@ -126,7 +126,7 @@ using Results = std::map<std::pair<size_t, Tool>, Series>;
 
 // The tables of every size and tool, on stdout.
 void print_tables(const std::vector<size_t>& sizes, const std::vector<Tool>& tools, int repeat,
-                  Results& res);
+                  int warmup, Results& res);
 
 // One row per size and tool into FILE; false (said on stderr) when it fails.
 bool write_json(const fs::path& file, const std::vector<size_t>& sizes,

@@ -586,6 +586,24 @@ TEST(MigdOps, AKillWhoseAnswerIsLostIsNotDeliveredTwice) {
     ::kill(np, SIGKILL);
 }
 
+// The same lost answer for a signal that ends the process: when the asker
+// retries hop by hop, the process has exited, and the host where it ran
+// gives the answer it kept (the kill succeeded), not "has exited".
+TEST(MigdOps, AKillWhoseAnswerIsLostSucceedsAfterTheProcessItEndedIsGone) {
+    Net net(3);
+    Counter c(net.root());
+    const json r = move_along(net, c, {"h3"});
+    ASSERT_TRUE(r.value("ok", false)) << r.dump();
+    const std::string gid = r["gid"];
+    const pid_t np = r["pid"];
+    net.cut_link("h3", "h1");
+    const json k = net["h1"].local({{"op", "kill"}, {"gid", gid}, {"signal", SIGKILL}}, user, {});
+    EXPECT_TRUE(k.value("ok", false)) << k.dump();
+    EXPECT_EQ(k.value("host", ""), "h3") << k.dump();
+    EXPECT_EQ(k.value("signal", 0), SIGKILL) << k.dump();
+    EXPECT_TRUE(eventually([&] { return !alive(np); }));
+}
+
 // The host that made a gid is down while the process lives on elsewhere:
 // the other peers' tables find it (a job's old processes must still be
 // found and killed after its home host died).
