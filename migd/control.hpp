@@ -13,7 +13,7 @@
 namespace migd {
 
 struct Context {
-    std::string device;      // ghost.ko device node used for engine queries
+    std::string device;       // ghost.ko device node used for engine queries
     Daemon* daemon = nullptr; // the cluster operations (none: only ping, engine)
 };
 

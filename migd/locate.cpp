@@ -127,10 +127,12 @@ std::string find_elsewhere(Daemon& d, const std::string& gid, const std::string&
         if (p.name == silent)
             continue;
         auto r = d.ask(p.name, {{"op", "list"}});
-        if (!r || !r->value("ok", false))
+        if (!r || !said_yes(*r) || !(*r)["processes"].is_array())
             continue;
-        for (const auto& e : r->value("processes", json::array()))
-            if (e.value("gid", "") == gid && !e.contains("waiting_for"))
+        // A peer's list is checked field by field: a malformed one must
+        // not pass for the asker's own request being malformed.
+        for (const auto& e : (*r)["processes"])
+            if (e.is_object() && e.contains("gid") && e["gid"] == gid && !e.contains("waiting_for"))
                 return p.name;
     }
     return {};
@@ -154,11 +156,11 @@ Hop next_hop(Daemon& d, const std::string& gid, int hops) {
     if (h.here())
         return h;
     h.next = h.entry ? h.entry->host : origin_of(gid);
-    if (!h.entry && hops > 0) {
-        // Sent here by a host that took it to be here, and this host does
-        // not know it (it ended here and was forgotten, or this host's
-        // table was lost): its origin would only send it back. A peer where
-        // it runs says where it is; otherwise no host knows it.
+    if (!h.entry && (hops > 0 || h.next == cfg.host)) {
+        // Sent here by a host that took it to be here, or made here, and
+        // this host does not know it (it ended here and was forgotten, or
+        // this host's table was lost): its origin would only send it back.
+        // A peer where it runs says where it is; otherwise no host knows it.
         h.next = find_elsewhere(d, gid, "");
         if (h.next.empty()) {
             h.error = error_reply(
@@ -224,7 +226,7 @@ void learn(Daemon& d, const std::string& gid, const std::optional<Location>& ent
     l.uid = r.value("uid", 0u);
     l.comm = r.value("comm", "");
     if (!entry || entry->host != l.host || entry->pid != l.pid)
-        d.locations_.hint(l);
+        d.locations_.hint(l, entry);
 }
 
 // After asking h.next: when it did not answer, the peer that has gid
@@ -378,8 +380,13 @@ void Ops::peer_lookup(Daemon& d, Channel& ch, const json& req) {
     fwd["one_way"] = true;
     if (auto t = d.tell(h.next, fwd); !t) {
         const std::string there = find_elsewhere(d, gid, h.next);
-        if (there.empty() || !d.tell(there, fwd)) {
+        if (there.empty()) {
             reply(unanswered(gid, h, t.error()));
+            return;
+        }
+        if (auto t2 = d.tell(there, fwd); !t2) {
+            reply(error_reply(fmt::format("{} runs on {}, which did not answer: {}", gid, there,
+                                          t2.error().what())));
             return;
         }
         spdlog::info("{}: {} did not answer ({}); {} has it", gid, h.next, t.error().what(), there);

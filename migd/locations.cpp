@@ -157,8 +157,15 @@ Result<void> Locations::set(const Location& loc) {
     return append_locked(pending_hints_locked() + line({{"set", to_json(l)}}));
 }
 
-void Locations::hint(const Location& loc) {
+void Locations::hint(const Location& loc, const std::optional<Location>& seen) {
     std::lock_guard lock(mu_);
+    const auto it = map_.find(loc.gid);
+    if (it != map_.end() &&
+        (it->second.state == "local" || !seen || it->second.updated_ms != seen->updated_ms ||
+         it->second.host != seen->host))
+        return;
+    if (it == map_.end() && seen)
+        return; // erased meanwhile
     Location l = loc;
     l.updated_ms = now_ms();
     map_[l.gid] = l;

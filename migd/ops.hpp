@@ -20,6 +20,13 @@ namespace migd {
 json error_reply(const std::string& message);
 json error_reply(const ghost::Error& e);
 
+// A peer's reply with "ok": true, of that type (value("ok", false) throws
+// on another).
+inline bool said_yes(const json& r) {
+    const auto ok = r.find("ok");
+    return ok != r.end() && ok->is_boolean() && ok->get<bool>();
+}
+
 // A peer request that gets no reply on its connection: a lookup sent on
 // with "answer_to" past its first hop, or the "answer" to one.
 inline bool is_one_way(const json& req) {

@@ -118,7 +118,10 @@ class Locations {
     // A shortcut learnt from a lookup's answer: kept in memory and written
     // with the next set() (or at close), never waited for. Losing one loses
     // nothing: the entries set() wrote at each move still lead there.
-    void hint(const Location& loc);
+    // Only over the entry the lookup started from (seen; none: no entry):
+    // an entry changed meanwhile (a move here or on) is newer than the
+    // answer, and a local entry is never replaced by a shortcut.
+    void hint(const Location& loc, const std::optional<Location>& seen);
     std::optional<Location> get(const std::string& gid) const;
     std::vector<Location> all() const;
     // This host's own entries ("local"), without copying the others: a

@@ -24,13 +24,6 @@ namespace {
 // time a table's lock is held to pick them.
 constexpr std::size_t kAskedPerSweep = 4096;
 
-// A peer's reply with "ok": true (of that type: value() would throw on
-// another).
-bool said_yes(const json& r) {
-    const auto ok = r.find("ok");
-    return ok != r.end() && ok->is_boolean() && ok->get<bool>();
-}
-
 // The gids the peers' tables have (any state), or nothing if a peer did
 // not answer: then no forwarding entry is forgotten this time.
 std::optional<std::set<std::string>> listed_by_peers(Daemon& d) {

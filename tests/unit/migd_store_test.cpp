@@ -96,7 +96,7 @@ TEST_F(MigdLocations, WhatWasWrittenSurvivesACrashAndTheLogIsFoldedAtOpen) {
         ASSERT_TRUE(t.set(at("h1-1", "moved", "h2", 200))); // the later one counts
         ASSERT_TRUE(t.set(at("h3-7", "moved", "h3", 300)));
         t.erase("h3-7");
-        t.hint(at("h1-2", "moved", "h3", 301)); // never followed by a change
+        t.hint(at("h1-1", "moved", "h3", 301), t.get("h1-1")); // never followed by a change
     });
     ASSERT_TRUE(fs::exists(dir_ + "/locations.log"));
     EXPECT_EQ(log_lines(), 7u) << "the crash left its changes in the log";
@@ -108,14 +108,14 @@ TEST_F(MigdLocations, WhatWasWrittenSurvivesACrashAndTheLogIsFoldedAtOpen) {
     ASSERT_TRUE(one);
     EXPECT_EQ(one->state, "moved");
     EXPECT_EQ(one->host, "h2");
-    EXPECT_EQ(one->pid, 200);
+    EXPECT_EQ(one->pid, 200) << "a shortcut alone is not written: lost in the crash";
     EXPECT_EQ(one->starttime, 4242u);
     EXPECT_EQ(one->uid, 1000u);
     EXPECT_EQ(one->comm, "ghost-counter");
     EXPECT_GT(one->updated_ms, 0u);
     auto two = t.get("h1-2");
     ASSERT_TRUE(two);
-    EXPECT_EQ(two->state, "local") << "a shortcut alone is not written: lost in the crash";
+    EXPECT_EQ(two->state, "local");
     EXPECT_FALSE(t.get("h3-7")) << "erased";
     EXPECT_EQ(t.all().size(), 2u);
     ASSERT_EQ(t.local().size(), 1u) << "this host's own processes only";
@@ -128,7 +128,7 @@ TEST_F(MigdLocations, WhatWasWrittenSurvivesACrashAndTheLogIsFoldedAtOpen) {
 
 TEST_F(MigdLocations, AShortcutGoesWithTheNextChangeAndEverythingWithAClose) {
     crash_after([](Locations& t) {
-        t.hint(at("h2-5", "moved", "h4", 55));
+        t.hint(at("h2-5", "moved", "h4", 55), std::nullopt);
         ASSERT_TRUE(t.set(at("h1-9", "local", "h1", 99)));
     });
     {
@@ -137,7 +137,7 @@ TEST_F(MigdLocations, AShortcutGoesWithTheNextChangeAndEverythingWithAClose) {
         auto h = t.get("h2-5");
         ASSERT_TRUE(h) << "the shortcut was written with the change after it";
         EXPECT_EQ(h->host, "h4");
-        t.hint(at("h2-6", "moved", "h2", 66)); // written at close
+        t.hint(at("h2-6", "moved", "h2", 66), std::nullopt); // written at close
     }
     Locations t;
     ASSERT_TRUE(t.open(dir_, "h1"));
@@ -212,7 +212,7 @@ TEST_F(MigdLocations, AForwardingEntryIsAskedAboutOnceAndForgottenOnlyIfUnchange
     EXPECT_EQ(t.moved_to_ask(0, 100).size(), 2u) << "keep_ms 0: asked again at once";
     EXPECT_EQ(t.moved_to_ask(0, 1).begin()->second.size(), 1u) << "at most limit";
     // h1-2 moved on meanwhile (a shortcut learnt): h2's "unknown" is stale.
-    t.hint(at("h1-2", "moved", "h3", 101));
+    t.hint(at("h1-2", "moved", "h3", 101), t.get("h1-2"));
     EXPECT_EQ(t.forget_moved("h2", asked["h2"]), std::vector<std::string>{"h1-1"});
     EXPECT_TRUE(t.forget_moved("h2", asked["h3"]).empty()) << "points at h3, not h2";
     EXPECT_FALSE(t.get("h1-1"));
@@ -221,6 +221,29 @@ TEST_F(MigdLocations, AForwardingEntryIsAskedAboutOnceAndForgottenOnlyIfUnchange
         if (c.get("h1-1") || !c.get("h1-3"))
             ::_exit(4);
     });
+}
+
+// A lookup's answer is a shortcut only over the entry the lookup started
+// from: not over a local entry, nor one that changed or went meanwhile.
+TEST_F(MigdLocations, AShortcutNeverReplacesANewerOrLocalEntry) {
+    Locations t;
+    ASSERT_TRUE(t.open(dir_, "h1"));
+    ASSERT_TRUE(t.set(at("h1-1", "moved", "h2", 10)));
+    const auto seen = t.get("h1-1");
+    ASSERT_TRUE(t.set(at("h1-1", "local", "h1", 11))); // it came back meanwhile
+    t.hint(at("h1-1", "moved", "h3", 12), seen);
+    EXPECT_EQ(t.get("h1-1")->state, "local");
+    ASSERT_TRUE(t.set(at("h1-1", "moved", "h4", 13)));
+    t.hint(at("h1-1", "moved", "h3", 12), seen); // older than the entry now
+    EXPECT_EQ(t.get("h1-1")->host, "h4");
+    t.hint(at("h1-1", "moved", "h3", 12), t.get("h1-1"));
+    EXPECT_EQ(t.get("h1-1")->host, "h3") << "over the entry it started from";
+    const auto before = t.get("h1-1");
+    t.erase("h1-1");
+    t.hint(at("h1-1", "moved", "h5", 14), before);
+    EXPECT_FALSE(t.get("h1-1")) << "erased meanwhile";
+    t.hint(at("h1-9", "moved", "h5", 15), std::nullopt);
+    EXPECT_TRUE(t.get("h1-9")) << "no entry before, none now";
 }
 
 TEST_F(MigdLocations, TheLogIsFoldedIntoASnapshotBeforeItOutgrowsTheTable) {
