@@ -66,6 +66,8 @@ std::uint64_t fnv(std::uint64_t h, const unsigned char* p, std::size_t n) {
 //   "remap": A moved (mremap) to another address; the report is the same
 //   "fork": a child forked now replies "report" (with its own pid) and
 //           exits; the worker waits for it
+//   "split": A split into three mappings (pages 1000-1002 made
+//           MADV_DONTDUMP, which no page's contents notice), then "report"
 //   "wipefork": A made MADV_WIPEONFORK, then a child forked replies "pid
 //           nonzero" (A's non-zero bytes in the child: 0 as the kernel
 //           gives it) and exits; the worker waits, then makes A
@@ -130,6 +132,9 @@ std::uint64_t fnv(std::uint64_t h, const unsigned char* p, std::size_t n) {
             }
             line = "report";
             forked = true;
+        } else if (line == "split") {
+            ::madvise(a + 1000 * kPage, 3 * kPage, MADV_DONTDUMP);
+            line = "report";
         } else if (line == "wipefork") {
             ::madvise(a, kPages * kPage, MADV_WIPEONFORK);
             const pid_t child = ::fork();

@@ -170,6 +170,19 @@ TEST_F(Lazy, AForkAndAMovedMappingGetTheirPagesToo) {
     EXPECT_EQ(w.ask("report"), before);
 }
 
+// A mapping split while its pages are pending (a part given another flag):
+// the kernel copies within one mapping only, and a fault's 64 KiB or a
+// background step's 1 MiB that crosses the new boundary must still put
+// every page in, never leave zeros.
+TEST_F(Lazy, PagesOfAMappingSplitWhileTheyArePendingAllComeIn) {
+    Worker w;
+    pid_t pid = -1;
+    const std::string before = restart_lazily(w, &pid);
+    ASSERT_GT(pid, 0);
+    EXPECT_EQ(w.ask("split"), before) << "pages around the split read as zeros";
+    EXPECT_EQ(w.ask("report"), before);
+}
+
 // Pages still pending when the process makes them MADV_WIPEONFORK and
 // forks: the child gets zeros there, as the kernel gives a wiped mapping,
 // not the image's data (a generator's state kept so must never reach a

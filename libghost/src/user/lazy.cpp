@@ -7,6 +7,7 @@
 #include <poll.h>
 #include <sys/ioctl.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <syslog.h>
 #include <unistd.h>
@@ -36,10 +37,8 @@ namespace {
 constexpr std::uint64_t kPage = 4096;
 constexpr std::uint64_t kFaultChunk = 64 * 1024; // put in around a touched page
 constexpr std::uint64_t kPushChunk = 1 << 20;    // put in per background step
-// The thread id of a fault tells whose address space a fork's is.
 constexpr std::uint64_t kEvents = UFFD_FEATURE_EVENT_FORK | UFFD_FEATURE_EVENT_REMAP |
-                                  UFFD_FEATURE_EVENT_REMOVE | UFFD_FEATURE_EVENT_UNMAP |
-                                  UFFD_FEATURE_THREAD_ID;
+                                  UFFD_FEATURE_EVENT_REMOVE | UFFD_FEATURE_EVENT_UNMAP;
 
 // What is still to go into one address space: [addr, end) from src.
 class Pending {
@@ -107,8 +106,9 @@ struct Space {
     // Faults read while the process was changing its mappings (the copy
     // said EAGAIN): their threads wait until these are served.
     std::vector<std::uint64_t> retry;
-    // Whose it is (0 until a fault names a thread of a fork's), and the
-    // mappings a fork of it does not copy as it last knew them.
+    // Whose it is (the restored process's; 0 for a fork's, whose pid no
+    // event names), and the mappings a fork of it does not copy as the
+    // pager last knew them.
     pid_t pid = 0;
     std::vector<Range> not_copied;
 };
@@ -131,6 +131,7 @@ Result<std::vector<Range>> not_copied(pid_t pid) {
 // What a fork copies is decided by the parent's flags as the fork was made:
 // the parent waits in fork() until the pager reads the event, so its smaps
 // read now tell them but for a flag it changed in the microseconds since.
+// A fork's own forks go by the flags it had when it was made.
 std::unique_ptr<Space> fork_of(Space& s, int ufd) {
     static std::uint32_t next_id = 1;
     auto child = std::make_unique<Space>();
@@ -144,12 +145,6 @@ std::unique_ptr<Space> fork_of(Space& s, int ufd) {
         child->pending.erase(lo, hi);
     child->not_copied = s.not_copied;
     return child;
-}
-
-// The process a thread belongs to, or 0.
-pid_t process_of(pid_t tid) {
-    auto st = read_status(tid);
-    return st ? static_cast<pid_t>(parse_u64(status_field(*st, "Tgid"))) : 0;
 }
 
 void wake(Space& s, std::uint64_t lo, std::uint64_t len) {
@@ -189,7 +184,23 @@ Result<Put> put(Space& s, std::uint64_t lo, std::uint64_t hi, const std::byte* s
         }
         if (err == ESRCH)
             return Put::Gone;
-        if (err == ENOENT || err == EINVAL) { // no longer registered there: unmapped
+        if ((err == ENOENT || err == EINVAL) && hi - lo > kPage) {
+            // The range crosses from one mapping into another (the process
+            // split it: mprotect, mlock, madvise of a part), or a part is
+            // gone: the kernel takes a copy within one mapping only. One
+            // page, then the rest again.
+            auto one = put(s, lo, lo + kPage, src + (lo - start));
+            if (!one)
+                return one;
+            if (*one != Put::Done) {
+                how = *one;
+                hi = lo;
+                break;
+            }
+            lo += kPage;
+            continue;
+        }
+        if (err == ENOENT || err == EINVAL) { // this page is no longer ours: unmapped
             wake(s, lo, hi - lo);
             break;
         }
@@ -254,6 +265,13 @@ Result<bool> retry(Space& s) {
 // pages without pause must not keep the pager from the faults it has put
 // off); new address spaces (forks) are added to spaces. Returns how many
 // there were, or -1 when s's memory is gone.
+//
+// The events of a batch come after its faults, but have all taken effect
+// when read() returns (the thread that caused each was let go as it was
+// read): so they are handled first, in order, and the faults after them.
+// A fault served first could copy into pages the process dropped since
+// (MADV_DONTNEED: the image's data where it now has zeros), or leave a
+// fork made since without pages its parent then lacked.
 Result<int> serve(std::vector<std::unique_ptr<Space>>& spaces, Space& s, Guard& guard) {
     std::array<uffd_msg, 32> msgs;
     ssize_t n;
@@ -261,28 +279,21 @@ Result<int> serve(std::vector<std::unique_ptr<Space>>& spaces, Space& s, Guard& 
     }
     if (n < 0 && errno == EAGAIN)
         return 0;
-    if (n <= 0)
-        return -1;
+    if (n <= 0) {
+        // Not "gone": a fork's event that could not be read (no descriptor
+        // left for the child's userfaultfd) would leave both spaces
+        // without a pager.
+        const int err = n < 0 ? errno : EIO;
+        return Error::from_errno(err, fmt::format("reading the userfaultfd: {}", errno_text(err)));
+    }
     const std::size_t count = static_cast<std::size_t>(n) / sizeof(uffd_msg);
     for (std::size_t i = 0; i < count; i++) {
         const uffd_msg& m = msgs[i];
         switch (m.event) {
-        case UFFD_EVENT_PAGEFAULT: {
-            if (s.pid == 0)
-                s.pid = process_of(static_cast<pid_t>(m.arg.pagefault.feat.ptid));
-            const std::uint64_t page = m.arg.pagefault.address & ~(kPage - 1);
-            auto p = fault(s, page);
-            if (!p)
-                return p.error();
-            if (*p == Put::Gone)
-                return -1;
-            if (*p == Put::Again)
-                s.retry.push_back(page);
-            break;
-        }
         case UFFD_EVENT_FORK: {
             auto child = fork_of(s, static_cast<int>(m.arg.fork.ufd));
-            guard.add(child->id, child->uffd.get());
+            if (auto g = guard.add(child->id, child->uffd.get()); !g)
+                return g.error();
             spaces.push_back(std::move(child));
             break;
         }
@@ -297,6 +308,19 @@ Result<int> serve(std::vector<std::unique_ptr<Space>>& spaces, Space& s, Guard& 
             break;
         }
     }
+    for (std::size_t i = 0; i < count; i++) {
+        const uffd_msg& m = msgs[i];
+        if (m.event != UFFD_EVENT_PAGEFAULT)
+            continue;
+        const std::uint64_t page = m.arg.pagefault.address & ~(kPage - 1);
+        auto p = fault(s, page);
+        if (!p)
+            return p.error();
+        if (*p == Put::Gone)
+            return -1;
+        if (*p == Put::Again)
+            s.retry.push_back(page);
+    }
     return static_cast<int>(count);
 }
 
@@ -308,7 +332,8 @@ Result<void> page(std::vector<std::unique_ptr<Space>>& spaces, UniqueFd restorer
     // GHOST_LAZY_PACE_US: a pause between background steps, for tests that
     // need the process to run while much of its memory is still pending.
     const char* pace_env = std::getenv("GHOST_LAZY_PACE_US");
-    const long pace_us = pace_env ? std::strtol(pace_env, nullptr, 10) : 0;
+    const long pace_us =
+        std::clamp(pace_env ? std::strtol(pace_env, nullptr, 10) : 0L, 0L, 10L * 1000 * 1000);
     // Lets go of the spaces pred picks: the guard's copy of a userfaultfd
     // closes first, then the pager's; the last close unregisters the
     // mappings, and later faults there are ordinary.
@@ -481,6 +506,13 @@ Result<pid_t> start_pager(int uffd, pid_t target, std::vector<Piece> pieces) {
         kill_tree(target);
         ::_exit(1);
     };
+    // A descriptor for each fork's userfaultfd, in the pager and its
+    // guard: as many as the hard limit allows.
+    rlimit nofile{};
+    if (::getrlimit(RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_cur < nofile.rlim_max) {
+        nofile.rlim_cur = nofile.rlim_max;
+        ::setrlimit(RLIMIT_NOFILE, &nofile);
+    }
     auto guard = Guard::start(uffd, target, done_rd.get());
     if (!guard)
         fail(guard.error());

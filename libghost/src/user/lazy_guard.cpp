@@ -56,7 +56,17 @@ struct Msg {
             std::memcpy(&got, CMSG_DATA(c), sizeof(got));
             fd = UniqueFd(got);
         }
-        if (m.op == kAdd && fd)
+        if (m.op == kAdd && (!fd || (h.msg_flags & MSG_CTRUNC))) {
+            // A space it cannot hold is one it cannot guard: fail closed.
+            ::openlog("ghost-lazy-pager", LOG_PID, LOG_USER);
+            ::syslog(LOG_ERR,
+                     "the guard of a lazy restart could not take a fork's userfaultfd (no "
+                     "descriptor left?): process %d is killed",
+                     static_cast<int>(target));
+            kill_tree(target);
+            ::_exit(1);
+        }
+        if (m.op == kAdd)
             held[m.id] = std::move(fd);
         if (m.op == kDrop) {
             held.erase(m.id);
@@ -111,7 +121,7 @@ Result<Guard> Guard::start(int uffd, pid_t target, int also_close) {
     return Guard(std::move(mine));
 }
 
-void Guard::send(std::uint32_t op, std::uint32_t id, int fd) {
+int Guard::send(std::uint32_t op, std::uint32_t id, int fd) {
     Msg m{op, id};
     iovec iov{&m, sizeof(m)};
     alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
@@ -128,12 +138,21 @@ void Guard::send(std::uint32_t op, std::uint32_t id, int fd) {
         std::memcpy(CMSG_DATA(c), &fd, sizeof(fd));
     }
     // A guard that is gone (killed) guards nothing more; the pager goes on.
-    while (::sendmsg(sock_.get(), &h, MSG_NOSIGNAL) < 0 && errno == EINTR) {
+    for (;;) {
+        if (::sendmsg(sock_.get(), &h, MSG_NOSIGNAL) >= 0)
+            return 0;
+        if (errno == EPIPE || errno == ECONNRESET)
+            return 0;
+        if (errno != EINTR)
+            return errno;
     }
 }
 
-void Guard::add(std::uint32_t id, int uffd) {
-    send(kAdd, id, uffd);
+Result<void> Guard::add(std::uint32_t id, int uffd) {
+    if (const int err = send(kAdd, id, uffd); err != 0)
+        return Error::from_errno(
+            err, fmt::format("handing a fork's userfaultfd to the guard: {}", errno_text(err)));
+    return {};
 }
 
 void Guard::drop(std::uint32_t id) {

@@ -30,15 +30,18 @@ class Guard {
     // keeps uffd (target's address space, id 0) and closes also_close
     // (-1: none), which must not be held beyond the pager.
     static Result<Guard> start(int uffd, pid_t target, int also_close);
-    // The userfaultfd of a new address space (a fork of the process).
-    void add(std::uint32_t id, int uffd);
+    // The userfaultfd of a new address space (a fork of the process). An
+    // error when it could not be sent (a guard that is gone is not one: the
+    // pager goes on unguarded). A guard that cannot take it (no descriptor
+    // left) kills the process tree, as if the pager had ended.
+    Result<void> add(std::uint32_t id, int uffd);
     // The space is complete or gone: the guard closes its copy, and
     // answers once it has (the pager then closes its own).
     void drop(std::uint32_t id);
 
   private:
     explicit Guard(UniqueFd sock) : sock_(std::move(sock)) {}
-    void send(std::uint32_t op, std::uint32_t id, int fd);
+    int send(std::uint32_t op, std::uint32_t id, int fd); // 0 or errno
     UniqueFd sock_;
 };
 
