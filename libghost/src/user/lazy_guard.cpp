@@ -9,6 +9,7 @@
 #include <syslog.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <map>
@@ -70,8 +71,7 @@ struct Msg {
             held[m.id] = std::move(fd);
         if (m.op == kDrop) {
             held.erase(m.id);
-            const char ok = 1;
-            (void)::send(sock.get(), &ok, 1, MSG_NOSIGNAL);
+            (void)::send(sock.get(), &m.id, sizeof(m.id), MSG_NOSIGNAL);
         }
     }
     if (!held.empty()) {
@@ -156,13 +156,22 @@ Result<void> Guard::add(std::uint32_t id, int uffd) {
 }
 
 void Guard::drop(std::uint32_t id) {
-    send(kDrop, id, -1);
+    if (send(kDrop, id, -1) != 0)
+        return;
     // Its copy closed before the pager closes its own: otherwise a fault
-    // in between would wait on a userfaultfd nobody reads.
-    pollfd p{sock_.get(), POLLIN, 0};
-    char ok;
-    if (::poll(&p, 1, 1000) == 1)
-        (void)::recv(sock_.get(), &ok, 1, MSG_DONTWAIT);
+    // in between would wait on a userfaultfd nobody reads. The answer names
+    // the space: one that came late for an earlier drop is skipped.
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(1);
+    for (;;) {
+        const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+            until - std::chrono::steady_clock::now());
+        pollfd p{sock_.get(), POLLIN, 0};
+        if (left.count() <= 0 || ::poll(&p, 1, static_cast<int>(left.count())) != 1)
+            return;
+        std::uint32_t done = 0;
+        if (::recv(sock_.get(), &done, sizeof(done), MSG_DONTWAIT) != sizeof(done) || done == id)
+            return;
+    }
 }
 
 } // namespace ghost::user::lazy
