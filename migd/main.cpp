@@ -2,6 +2,8 @@
 // migd: the per-host ghost daemon. Serves its local control socket (ghostctl,
 // runtimes) and, when migd.toml names TLS files, listens for peer migds
 // (mutual TLS 1.3). See migd(8).
+#include <sys/resource.h>
+
 #include <signal.h>
 
 #include <cstdio>
@@ -102,6 +104,16 @@ int main(int argc, char** argv) {
     } catch (const CLI::ParseError& e) {
         fmt::print(stderr, "migd: {}\nRun 'migd --help' for usage.\n", e.what());
         return 2;
+    }
+
+    // A thread and descriptors per connection, a pidfd per process it
+    // kills, a file per journal read: out of descriptors, a journal entry
+    // cannot be read, and that must not be what decides a migration. The
+    // soft limit goes to the hard one (the processes migd restores get
+    // their images' own limits).
+    if (rlimit n{}; ::getrlimit(RLIMIT_NOFILE, &n) == 0 && n.rlim_cur < n.rlim_max) {
+        n.rlim_cur = n.rlim_max;
+        ::setrlimit(RLIMIT_NOFILE, &n);
     }
 
     if (config_path.empty() && std::filesystem::exists(default_config))

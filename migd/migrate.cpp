@@ -259,10 +259,17 @@ json Ops::local_move(Daemon& d, const json& req, const Client& who, const Emit& 
             return Error::from_errno(
                 ack.error().code.value(),
                 fmt::format("{} did not confirm the import: {}", to, ack.error().what()));
-        if (!ack->value("ok", false))
+        // Read field by field: this runs on the exporter's thread, where a
+        // field of another type must not throw.
+        if (!said_yes(*ack)) {
+            const auto why = ack->find("error");
             return Error::from_errno(EIO, fmt::format("{} refused the image: {}", to,
-                                                      ack->value("error", "no reason given")));
-        dest_pid = ack->value("pid", 0);
+                                                      why != ack->end() && why->is_string()
+                                                          ? why->get<std::string>()
+                                                          : std::string("no reason given")));
+        }
+        const auto p = ack->find("pid");
+        dest_pid = p != ack->end() && p->is_number_integer() ? p->get<pid_t>() : 0;
         entry["state"] = "committing";
         entry["dest_pid"] = dest_pid;
         if (auto j = d.journal_.put(entry); !j)
@@ -336,8 +343,15 @@ void Ops::peer_import(Daemon& d, Channel& ch, const json& req) {
     const std::string id = req.value("id", "");
     const std::string kind = req.value("kind", "");
     const uid_t uid = req.value("uid", 0u);
-    if (id.empty() || (kind != "migrate" && kind != "dup" && kind != "restart")) {
+    if (!Journal::valid_id(id) || (kind != "migrate" && kind != "dup" && kind != "restart")) {
         (void)send_json(ch, error_reply("malformed import request"));
+        return;
+    }
+    // A peer names its own migrations (HOST.TIME.N): it cannot reach
+    // another's journal entry through the id.
+    if (!id.starts_with(ch.peer() + ".") || d.journal_.get(id)) {
+        (void)send_json(
+            ch, error_reply(fmt::format("migration id {} is not {}'s to start", id, ch.peer())));
         return;
     }
     if (auto u = check_incoming_uid(d.config(), uid); !u) {
@@ -371,11 +385,15 @@ void Ops::peer_import(Daemon& d, Channel& ch, const json& req) {
             (void)d.journal_.put(entry);
         },
         asked_precopy(req) == true);
-    if (im && im->image.creds && im->image.creds->uid != uid) {
+    // An image without credentials would run as the restore stub does
+    // (root, under migd): it runs as the announced user or not at all.
+    if (im && (!im->image.creds || im->image.creds->uid != uid)) {
+        d.adopt(im->pid); // reaped by the resolver once killed
         (void)kill_process(im->pid, im->starttime);
-        im = Error::from_errno(EPERM, fmt::format("the image runs as uid {}, not uid {} as "
-                                                  "announced",
-                                                  im->image.creds->uid, uid));
+        im = im->image.creds ? Error::from_errno(EPERM, fmt::format("the image runs as uid {}, not "
+                                                                    "uid {} as announced",
+                                                                    im->image.creds->uid, uid))
+                             : Error::from_errno(EPERM, "the image has no credentials section");
     }
     if (!im) {
         d.journal_.remove(id);
@@ -413,10 +431,20 @@ void Ops::peer_import(Daemon& d, Channel& ch, const json& req) {
 }
 
 void Ops::peer_resolve(Daemon& d, Channel& ch, const json& req) {
-    auto e = d.journal_.get(req.value("id", ""));
+    auto e = d.journal_.lookup(req.value("id", ""));
+    if (!e) {
+        // Not "no record": the destination must go on waiting, not kill.
+        (void)send_json(ch, error_reply(e.error()));
+        return;
+    }
     std::string state = "aborted"; // no record: the source gave the migration up
-    if (e && e->value("role", "") == "source")
-        state = e->value("state", "") == "committing" ? "committed" : "pending";
+    if (*e && (*e)->value("role", "") == "source") {
+        if ((*e)->value("peer", "") != ch.peer()) {
+            (void)send_json(ch, error_reply("not this migration's destination"));
+            return;
+        }
+        state = (*e)->value("state", "") == "committing" ? "committed" : "pending";
+    }
     (void)send_json(ch, {{"ok", true}, {"state", state}});
 }
 
@@ -427,6 +455,10 @@ void Ops::peer_commit(Daemon& d, Channel& ch, const json& req) {
         return;
     }
     auto e = d.journal_.get(req.value("id", ""));
+    if (e && e->value("peer", "") != ch.peer()) {
+        (void)send_json(ch, error_reply("not this migration's source"));
+        return;
+    }
     std::optional<std::chrono::steady_clock::time_point> let_go;
     if (e && e->value("role", "") == "dest" && e->value("state", "") == "ready")
         let_go = finish_dest(d, *e, req.value("op", "") == "commit");

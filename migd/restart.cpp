@@ -74,13 +74,17 @@ Result<json> restart_here(Daemon& d, const std::string& server, const std::strin
         return im.error();
     // It runs as its recorded owner or not at all, whatever the stored
     // bytes or a clear stream say (the owner was checked above).
-    if (im->image.creds && im->image.creds->uid != owner) {
+    d.adopt(im->pid);
+    if (!im->image.creds || im->image.creds->uid != owner) {
         (void)kill_process(im->pid, im->starttime);
+        if (!im->image.creds)
+            return Error::from_errno(EPERM, fmt::format("image {} has no credentials section "
+                                                        "(it would run as root): refused",
+                                                        id));
         return Error::from_errno(EPERM, fmt::format("image {} runs as uid {}, not as its "
                                                     "recorded owner, uid {}: refused",
                                                     id, im->image.creds->uid, owner));
     }
-    d.adopt(im->pid);
     ::kill(im->pid, SIGCONT);
     Location l;
     l.gid = d.locations_.new_gid();

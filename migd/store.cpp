@@ -6,6 +6,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -184,9 +186,19 @@ std::optional<json> latest_state(const std::string& text) {
 // rename, fsync of the directory); each later one is a line appended and
 // made durable with fdatasync: one flush instead of three, on the commit's
 // path (a source's "committing", a destination's "ready").
+bool Journal::valid_id(std::string_view id) {
+    return !id.empty() && id.size() <= 200 && id.front() != '.' &&
+           std::all_of(id.begin(), id.end(), [](char c) {
+               return std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' ||
+                      c == '-';
+           });
+}
+
 Result<void> Journal::put(const json& entry) {
     std::lock_guard lock(mu_);
     const std::string id = entry.at("id").get<std::string>();
+    if (!valid_id(id))
+        return Error::from_errno(EINVAL, fmt::format("not a journal entry id: \"{}\"", id));
     const std::string path = fmt::format("{}/{}.json", dir_, id);
     const std::string text = entry.dump() + "\n";
     UniqueFd fd(::open(path.c_str(), O_RDWR | O_APPEND | O_CLOEXEC));
@@ -199,6 +211,8 @@ Result<void> Journal::put(const json& entry) {
 }
 
 void Journal::remove(const std::string& id) {
+    if (!valid_id(id))
+        return;
     std::lock_guard lock(mu_);
     ::unlink(fmt::format("{}/{}.json", dir_, id).c_str());
     UniqueFd d(::open(dir_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
@@ -207,11 +221,34 @@ void Journal::remove(const std::string& id) {
 }
 
 std::optional<json> Journal::get(const std::string& id) const {
+    auto e = lookup(id);
+    return e ? *e : std::nullopt;
+}
+
+Result<std::optional<json>> Journal::lookup(const std::string& id) const {
+    if (!valid_id(id))
+        return std::optional<json>();
     std::lock_guard lock(mu_);
-    auto text = read_file(fmt::format("{}/{}.json", dir_, id));
-    if (!text)
-        return std::nullopt;
-    return latest_state(*text);
+    const std::string path = fmt::format("{}/{}.json", dir_, id);
+    UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+    if (!fd) {
+        if (errno == ENOENT)
+            return std::optional<json>();
+        return sys_error(fmt::format("cannot read {}", path));
+    }
+    std::string text;
+    char buf[4096];
+    for (;;) {
+        const ssize_t n = ::read(fd.get(), buf, sizeof(buf));
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0)
+            return sys_error(fmt::format("cannot read {}", path));
+        if (n == 0)
+            break;
+        text.append(buf, static_cast<std::size_t>(n));
+    }
+    return latest_state(text);
 }
 
 std::vector<json> Journal::all() const {

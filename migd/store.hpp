@@ -77,8 +77,15 @@ class Journal {
     ghost::Result<void> open(const std::string& state_dir);
     ghost::Result<void> put(const json& entry); // by entry["id"]
     void remove(const std::string& id);
+    // The entry, or nothing when there is none (or it cannot be read).
     std::optional<json> get(const std::string& id) const;
+    // The entry or nothing when there is none; an error when it cannot be
+    // read (no descriptor left, an I/O error): not the same answer.
+    ghost::Result<std::optional<json>> lookup(const std::string& id) const;
     std::vector<json> all() const;
+    // An id names a file in the state directory: letters, digits, '.',
+    // '_' and '-', not starting with '.', at most 200 characters.
+    static bool valid_id(std::string_view id);
 
   private:
     std::string dir_;
