@@ -759,6 +759,54 @@ TEST(MigdOps, LookupsReuseAKeptConnectionAndReconnectAfterAHangUp) {
     ::kill(np, SIGKILL);
 }
 
+// A peer names only its own migrations, and only a migration's own peer
+// learns or decides its outcome: another host of the cluster can neither
+// reach a journal entry through an id nor commit, abort or resolve one.
+TEST(MigdOps, APeerReachesOnlyItsOwnMigrations) {
+    Net net(3);
+    const json imp = {{"op", "import"}, {"kind", "migrate"}, {"uid", nobody}};
+    json bad = imp;
+    bad["id"] = "../locations";
+    auto r = net["h3"].ask("h2", bad);
+    ASSERT_TRUE(r) << r.error().what();
+    EXPECT_NE(r->value("error", "").find("malformed import request"), std::string::npos)
+        << r->dump();
+    json other = imp;
+    other["id"] = "h1.1.1"; // h1's, sent by h3
+    r = net["h3"].ask("h2", other);
+    ASSERT_TRUE(r) << r.error().what();
+    EXPECT_NE(r->value("error", "").find("is not h3's to start"), std::string::npos) << r->dump();
+    EXPECT_FALSE(net["h2"].journal_.get("h1.1.1")) << "nothing journaled";
+
+    // h1 moving a process to h2, past its commit point (busy: h1's
+    // resolver leaves it alone).
+    migd::Daemon::Busy mine(net["h1"], "h1.5.5");
+    ASSERT_TRUE(net["h1"].journal_.put({{"id", "h1.5.5"},
+                                        {"role", "source"},
+                                        {"state", "committing"},
+                                        {"peer", "h2"},
+                                        {"pid", 0}}));
+    r = net["h3"].ask("h1", {{"op", "resolve"}, {"id", "h1.5.5"}});
+    ASSERT_TRUE(r) << r.error().what();
+    EXPECT_FALSE(r->value("ok", true)) << "h3 learnt another pair's outcome: " << r->dump();
+    r = net["h2"].ask("h1", {{"op", "resolve"}, {"id", "h1.5.5"}});
+    ASSERT_TRUE(r) << r.error().what();
+    EXPECT_EQ(r->value("state", ""), "committed") << r->dump();
+    // h2 holding h1's copy, ready: h3's commit or abort is refused. (h1
+    // still sending: h2's resolver, should it ask, hears "pending".)
+    ASSERT_TRUE(net["h1"].journal_.put(
+        {{"id", "h1.6.6"}, {"role", "source"}, {"state", "sending"}, {"peer", "h2"}}));
+    ASSERT_TRUE(net["h2"].journal_.put(
+        {{"id", "h1.6.6"}, {"role", "dest"}, {"state", "ready"}, {"peer", "h1"}, {"pid", 0}}));
+    r = net["h3"].ask("h2", {{"op", "abort"}, {"id", "h1.6.6"}});
+    ASSERT_TRUE(r) << r.error().what();
+    EXPECT_FALSE(r->value("ok", true)) << r->dump();
+    EXPECT_TRUE(net["h2"].journal_.get("h1.6.6")) << "h3 decided h1's migration";
+    net["h1"].journal_.remove("h1.5.5");
+    net["h1"].journal_.remove("h1.6.6");
+    net["h2"].journal_.remove("h1.6.6");
+}
+
 TEST(MigdOps, RefusalsLeaveTheOriginalRunning) {
     Net net(2);
     Counter c(net.root());

@@ -278,6 +278,27 @@ class MigdJournal : public StateDir {
     migd::Journal j_;
 };
 
+// An id names a file in the state directory: nothing else is taken. An
+// entry that cannot be read is an error, not "no record".
+TEST_F(MigdJournal, IdsThatAreNotPlainNamesAreRefusedAndAnUnreadableEntryIsAnError) {
+    for (const char* bad : {"", "../locations", "a/b", ".hidden", "h1 1", "h1.1\n"}) {
+        EXPECT_FALSE(j_.put({{"id", bad}, {"state", "receiving"}})) << bad;
+        EXPECT_FALSE(j_.get(bad)) << bad;
+        auto l = j_.lookup(bad);
+        ASSERT_TRUE(l) << bad;
+        EXPECT_FALSE(*l) << bad;
+    }
+    EXPECT_TRUE(migd::Journal::valid_id("h1.1795920940608.12"));
+    EXPECT_TRUE(migd::Journal::valid_id("store-1795920940608-3"));
+    EXPECT_FALSE(migd::Journal::valid_id(std::string(201, 'a')));
+    auto none = j_.lookup("h1.9.9");
+    ASSERT_TRUE(none);
+    EXPECT_FALSE(*none);
+    fs::create_directories(file("h1.9.8")); // there, but not readable as a file
+    auto broken = j_.lookup("h1.9.8");
+    EXPECT_FALSE(broken) << "an entry that cannot be read passed for none";
+}
+
 TEST_F(MigdJournal, EachStateIsALineAndTheLastWholeOneCounts) {
     migd::json e = {{"id", "h1.1.1"}, {"role", "source"}, {"state", "sending"}, {"pid", 42}};
     ASSERT_TRUE(j_.put(e));
