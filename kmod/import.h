@@ -95,6 +95,7 @@ int ghost_stage(struct ghost_stream *s, bool direct,
 void ghost_staged_free(struct ghost_staged *st);
 const struct staged_vma *ghost_staged_vma(const struct ghost_staged *st,
 					  u32 flag);
+int ghost_check_rlimits(const struct ghost_staged *st, char *reason);
 
 /* creds.c */
 struct ghost_import;
@@ -109,6 +110,7 @@ bool ghost_creds_switched(const struct ghost_staged *st);
 void ghost_creds_free(struct ghost_staged *st);
 /* vma_attrs.c */
 int ghost_check_vma_attrs(const struct ghost_staged *st, char *reason);
+int ghost_check_vma_addrs(const struct ghost_staged *st, char *reason);
 unsigned long ghost_vm_mmap(struct file *file, const struct ghost_vma *v,
 			    unsigned long flags);
 

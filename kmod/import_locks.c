@@ -118,11 +118,19 @@ int ghost_stage_lock(struct ghost_staged *st, const struct ghost_lock *l,
 		return ghost_bad(reason,
 				 "a lock names file id %llu, which the image does not reopen by path",
 				 l->file_id);
+	/*
+	 * As fcntl() and flock() would take it: a POSIX or OFD lock needs the
+	 * file open for its type, flock() open for reading or writing; neither
+	 * takes one on an O_PATH file, which needs no access to the file.
+	 */
 	need = l->type == GHOST_LOCK_WRLCK ? FMODE_WRITE : FMODE_READ;
-	if (l->kind != GHOST_LOCK_FLOCK && !(sf->file->f_mode & need))
+	if (l->kind == GHOST_LOCK_FLOCK)
+		need = FMODE_READ | FMODE_WRITE;
+	if ((sf->file->f_mode & FMODE_PATH) || !(sf->file->f_mode & need))
 		return ghost_bad(reason, "the %s lock of fd %d needs the file open for %s",
 				 ghost_lock_kind_name(l->kind), sf->f.fd,
-				 need == FMODE_WRITE ? "writing" : "reading");
+				 need == FMODE_WRITE ? "writing" :
+				 need == FMODE_READ ? "reading" : "reading or writing");
 
 	err = ghost_array_reserve((void **)&st->locks, &st->locks_cap,
 				  st->nr_locks, st->nr_locks + 1,

@@ -537,6 +537,27 @@ static int stage_fs(struct ghost_stream *s, struct ghost_staged *st,
 	return err;
 }
 
+/*
+ * An image never raises privileges: no hard limit above the caller's. Checked
+ * when the image is staged and again by the call that imports it, which may
+ * come from another user (a root restorer that prepared, then switched to the
+ * image's user) or after the caller lowered its own limits.
+ */
+int ghost_check_rlimits(const struct ghost_staged *st, char *reason)
+{
+	int i;
+
+	for (i = 0; i < GHOST_NRLIMITS; i++) {
+		if (st->rlim.rlim[i].max > current->signal->rlim[i].rlim_max &&
+		    !capable(CAP_SYS_RESOURCE)) {
+			ghost_reason(reason, "the image raises hard limit %d above the caller's",
+				     i);
+			return -EPERM;
+		}
+	}
+	return 0;
+}
+
 static int stage_rlimits(struct ghost_stream *s, struct ghost_staged *st,
 			 char *reason)
 {
@@ -550,17 +571,10 @@ static int stage_rlimits(struct ghost_stream *s, struct ghost_staged *st,
 
 		if (cur > max)
 			return ghost_bad(reason, "limit %d: soft limit above hard limit", i);
-		/* An image never raises privileges: no higher hard limit. */
-		if (max > current->signal->rlim[i].rlim_max &&
-		    !capable(CAP_SYS_RESOURCE)) {
-			ghost_reason(reason, "the image raises hard limit %d above the caller's",
-				     i);
-			return -EPERM;
-		}
 		if (i == RLIMIT_NOFILE && max > GHOST_MAX_FD)
 			return ghost_bad(reason, "the file limit in the image is too large");
 	}
-	return 0;
+	return ghost_check_rlimits(st, reason);
 }
 
 /* ---- memory --------------------------------------------------------------- */

@@ -98,6 +98,34 @@ int ghost_check_vma_attrs(const struct ghost_staged *st, char *reason)
 	return -EPERM;
 }
 
+/*
+ * Where the caller may map: below vm.mmap_min_addr only with CAP_SYS_RAWIO,
+ * and as its security module allows (security_mmap_addr(), reached through
+ * get_unmapped_area() with MAP_FIXED, which changes nothing). vm_mmap() would
+ * refuse such a mapping after the point of no return.
+ */
+int ghost_check_vma_addrs(const struct ghost_staged *st, char *reason)
+{
+	unsigned int i;
+
+	for (i = 0; i < st->nr_vmas; i++) {
+		const struct ghost_vma *v = &st->vmas[i].v;
+		unsigned long addr;
+
+		if (v->flags & (GHOST_VMA_VDSO | GHOST_VMA_VVAR))
+			continue;	/* the kernel's own, checked by ghost_check_vdso() */
+		addr = get_unmapped_area(NULL, v->start, v->end - v->start, 0,
+					 MAP_FIXED);
+		if (IS_ERR_VALUE(addr)) {
+			ghost_reason(reason,
+				     "the mapping at %#llx may not be made here (error %ld: below vm.mmap_min_addr?)",
+				     v->start, (long)addr);
+			return (int)(long)addr;
+		}
+	}
+	return 0;
+}
+
 /* vm_mmap() of one image VMA with its attributes; see the top of the file. */
 unsigned long ghost_vm_mmap(struct file *file, const struct ghost_vma *v,
 			    unsigned long flags)
