@@ -142,9 +142,7 @@ static int check_caller(const struct ghost_staged *st, char *reason)
 		ghost_reason(reason, "the importing process uses a GS selector");
 		return -EBUSY;
 	}
-	err = ghost_check_rlimits(st, reason);	/* this caller's, now */
-	if (!err)
-		err = ghost_check_vma_addrs(st, reason);
+	err = ghost_check_vma_addrs(st, reason);
 	if (err)
 		return err;
 	return ghost_check_vma_attrs(st, reason);	/* its limit now */

@@ -95,7 +95,6 @@ int ghost_stage(struct ghost_stream *s, bool direct,
 void ghost_staged_free(struct ghost_staged *st);
 const struct staged_vma *ghost_staged_vma(const struct ghost_staged *st,
 					  u32 flag);
-int ghost_check_rlimits(const struct ghost_staged *st, char *reason);
 
 /* creds.c */
 struct ghost_import;

@@ -538,12 +538,12 @@ static int stage_fs(struct ghost_stream *s, struct ghost_staged *st,
 }
 
 /*
- * An image never raises privileges: no hard limit above the caller's. Checked
- * when the image is staged and again by the call that imports it, which may
- * come from another user (a root restorer that prepared, then switched to the
- * image's user) or after the caller lowered its own limits.
+ * An image never raises privileges: no hard limit above the caller's, unless
+ * it has CAP_SYS_RESOURCE. Checked when the image is staged, by the caller
+ * that reads it: a root restorer that prepares an image and then becomes its
+ * user gives it the limits root allowed (creds_test.c, limit_above_the_callers).
  */
-int ghost_check_rlimits(const struct ghost_staged *st, char *reason)
+static int check_rlimits(const struct ghost_staged *st, char *reason)
 {
 	int i;
 
@@ -574,7 +574,7 @@ static int stage_rlimits(struct ghost_stream *s, struct ghost_staged *st,
 		if (i == RLIMIT_NOFILE && max > GHOST_MAX_FD)
 			return ghost_bad(reason, "the file limit in the image is too large");
 	}
-	return ghost_check_rlimits(st, reason);
+	return check_rlimits(st, reason);
 }
 
 /* ---- memory --------------------------------------------------------------- */

@@ -10,6 +10,7 @@
  * code naming the first check that failed.
  */
 #include <dirent.h>
+#include <grp.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
@@ -238,6 +239,16 @@ static void work_sleeper(int fd)
 
 	ready(fd, "R", 1);
 	_exit(nanosleep(&req, NULL) ? 40 : 0);
+}
+
+/* The same, as nobody (uid and gid 65534, no capabilities), dumpable. */
+static void work_sleeper_nobody(int fd)
+{
+	if (setgroups(0, NULL) || setresgid(65534, 65534, 65534) ||
+	    setresuid(65534, 65534, 65534))
+		_exit(43);
+	prctl(PR_SET_DUMPABLE, 1);
+	work_sleeper(fd);
 }
 
 /*
@@ -742,6 +753,61 @@ TEST(bad_images_are_rejected_and_the_caller_lives)
 	}
 	free(good);
 	free(bad);
+}
+
+/*
+ * An image with a mapping its user may not make where the image has it (its
+ * first one moved down to address 0, below vm.mmap_min_addr, for a user
+ * without CAP_SYS_RAWIO), checksum recomputed: refused before the point of no
+ * return, the caller alive and told why, not killed when vm_mmap() fails
+ * after it.
+ */
+TEST(a_mapping_the_user_may_not_make_is_refused_with_the_caller_alive)
+{
+	struct image_sec secs[1024];
+	struct ghost_export e;
+	struct ghost_vma *vma;
+	size_t len;
+	char c, *img;
+	int g, n, v, status;
+	pid_t pid = spawn(work_sleeper_nobody, &c, 1), imp;
+
+	ASSERT_LT(0, pid);
+	g = ghost_new_mem();
+	ASSERT_EQ(0, ghost_do_export(g, pid, GHOST_EXPORT_KILL, &e)) TH_LOG("%s", e.reason);
+	waitpid(pid, NULL, 0);
+	img = ghost_read_image(g, &len);
+	close(g);
+	ASSERT_NE(NULL, img);
+	n = image_walk(img, len, secs, ARRAY_SIZE(secs));
+	ASSERT_LT(0, n) TH_LOG("image_walk: %d", n);
+	ASSERT_GE((int)ARRAY_SIZE(secs), n);
+	v = image_find(secs, n, GHOST_SEC_VMA, 0);
+	ASSERT_LE(0, v);
+	vma = (struct ghost_vma *)secs[v].payload;
+	ASSERT_LT(0x10000ULL, vma->start);
+	vma->start = 0;
+	image_set_sum(img, secs[n - 1].off, (struct ghost_end *)secs[n - 1].payload);
+
+	g = ghost_new_mem();
+	ASSERT_EQ((ssize_t)len, write(g, img, len));
+	imp = fork();
+	if (imp == 0) {
+		struct ghost_import im;
+
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		drop_shared_anon();
+		ghost_restore_self(g, &im);	/* as root, then as the image's user */
+		fprintf(stderr, "import refused: %s (%s)\n", strerror(errno), im.reason);
+		_exit(strstr(im.reason, "may not be made here") ? 0 : 1);
+	}
+	ASSERT_EQ(imp, waitpid(imp, &status, 0));
+	EXPECT_TRUE(WIFEXITED(status))
+		TH_LOG("the importer was killed (status %#x): refused after the point of no return",
+		       status);
+	EXPECT_EQ(0, WEXITSTATUS(status));
+	close(g);
+	free(img);
 }
 
 /*
