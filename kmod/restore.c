@@ -187,17 +187,6 @@ static int restore_mm(struct ghost_staged *st)
 
 /* ---- descriptors ---------------------------------------------------------- */
 
-static const struct staged_file *image_fd(const struct ghost_staged *st,
-					  unsigned int fd)
-{
-	unsigned int i;
-
-	for (i = 0; i < st->nr_files; i++)
-		if (st->files[i].f.fd == fd)
-			return &st->files[i];
-	return NULL;
-}
-
 /*
  * Every descriptor that is not inherited is closed; then the image's are
  * installed in ascending order. get_unused_fd_flags() hands out the lowest
@@ -211,11 +200,15 @@ static int restore_files(struct ghost_staged *st, struct file *self)
 	rcu_read_lock();
 	max = files_fdtable(current->files)->max_fds;
 	rcu_read_unlock();
-	for (fd = 0; fd < max; fd++) {
-		const struct staged_file *sf = image_fd(st, fd);
-
-		if (!sf || sf->f.kind != GHOST_FILE_INHERIT)
+	/* st->files is in ascending fd order (stage_file() checks it). */
+	for (fd = 0, i = 0; fd < max; fd++) {
+		while (i < st->nr_files && st->files[i].f.fd < fd)
+			i++;
+		if (i == st->nr_files || st->files[i].f.fd != fd ||
+		    st->files[i].f.kind != GHOST_FILE_INHERIT)
 			close_fd(fd);
+		if (!(fd % 1024))
+			cond_resched();	/* up to GHOST_MAX_FD of them */
 	}
 
 	for (i = 0; i < st->nr_files && !err; i++) {
@@ -238,6 +231,7 @@ static int restore_files(struct ghost_staged *st, struct file *self)
 		}
 		fd_install(n, sf->file);
 		sf->file = NULL;
+		cond_resched();
 	}
 
 	/*
@@ -254,6 +248,8 @@ static int restore_files(struct ghost_staged *st, struct file *self)
 			close_fd(fd);
 		if (f)
 			fput(f);
+		if (!(fd % 1024))
+			cond_resched();
 	}
 	return err;
 }

@@ -99,21 +99,29 @@ int ghost_check_vma_attrs(const struct ghost_staged *st, char *reason)
 }
 
 /*
- * Where the caller may map: below vm.mmap_min_addr only with CAP_SYS_RAWIO,
- * and as its security module allows (security_mmap_addr(), reached through
- * get_unmapped_area() with MAP_FIXED, which changes nothing). vm_mmap() would
- * refuse such a mapping after the point of no return.
+ * What vm_mmap() would refuse after the point of no return, asked before it,
+ * under the caller's limits (the image's are set after its memory is made):
+ * where the caller may map (below vm.mmap_min_addr only with CAP_SYS_RAWIO,
+ * and as its security module allows: security_mmap_addr(), reached through
+ * get_unmapped_area() with MAP_FIXED, which changes nothing), and the address
+ * space and data limits may_expand_vm() applies to the new mm as a whole.
  */
 int ghost_check_vma_addrs(const struct ghost_staged *st, char *reason)
 {
+	unsigned long total = 0, data = 0;
 	unsigned int i;
 
 	for (i = 0; i < st->nr_vmas; i++) {
 		const struct ghost_vma *v = &st->vmas[i].v;
-		unsigned long addr;
+		unsigned long addr, pages = (v->end - v->start) >> PAGE_SHIFT;
 
+		total += pages;
 		if (v->flags & (GHOST_VMA_VDSO | GHOST_VMA_VVAR))
 			continue;	/* the kernel's own, checked by ghost_check_vdso() */
+		/* is_data_mapping(): private, writable, not a stack */
+		if ((v->prot & PROT_WRITE) &&
+		    !(v->flags & (GHOST_VMA_SHARED | GHOST_VMA_GROWSDOWN)))
+			data += pages;
 		addr = get_unmapped_area(NULL, v->start, v->end - v->start, 0,
 					 MAP_FIXED);
 		if (IS_ERR_VALUE(addr)) {
@@ -122,6 +130,21 @@ int ghost_check_vma_addrs(const struct ghost_staged *st, char *reason)
 				     v->start, (long)addr);
 			return (int)(long)addr;
 		}
+	}
+	if (total > rlimit(RLIMIT_AS) >> PAGE_SHIFT) {
+		ghost_reason(reason,
+			     "the image maps %lu KiB, above the caller's RLIMIT_AS (%lu KiB)",
+			     total << (PAGE_SHIFT - 10), rlimit(RLIMIT_AS) >> 10);
+		return -ENOMEM;
+	}
+	/* may_expand_vm()'s exception for valgrind: a soft limit of 0 */
+	if (data > rlimit(RLIMIT_DATA) >> PAGE_SHIFT &&
+	    !(rlimit(RLIMIT_DATA) == 0 &&
+	      data <= rlimit_max(RLIMIT_DATA) >> PAGE_SHIFT)) {
+		ghost_reason(reason,
+			     "the image has %lu KiB of private writable memory, above the caller's RLIMIT_DATA (%lu KiB)",
+			     data << (PAGE_SHIFT - 10), rlimit(RLIMIT_DATA) >> 10);
+		return -ENOMEM;
 	}
 	return 0;
 }

@@ -811,6 +811,72 @@ TEST(a_mapping_the_user_may_not_make_is_refused_with_the_caller_alive)
 }
 
 /*
+ * An image whose memory does not fit the importer's RLIMIT_AS (its stack
+ * grown 1 GiB down into the gap below it, checksum recomputed; the importer
+ * limited to 512 MiB): refused before the point of no return with the caller
+ * alive, not killed when vm_mmap() fails after it.
+ */
+TEST(memory_above_the_callers_address_space_limit_is_refused_with_the_caller_alive)
+{
+	const __u64 grow = 1ULL << 30;
+	struct image_sec secs[1024];
+	struct ghost_export e;
+	struct ghost_vma *stack = NULL, *below = NULL;
+	size_t len;
+	char c, *img;
+	int g, n, status;
+	pid_t pid = spawn(work_sleeper, &c, 1), imp;
+
+	ASSERT_LT(0, pid);
+	g = ghost_new_mem();
+	ASSERT_EQ(0, ghost_do_export(g, pid, GHOST_EXPORT_KILL, &e)) TH_LOG("%s", e.reason);
+	waitpid(pid, NULL, 0);
+	img = ghost_read_image(g, &len);
+	close(g);
+	ASSERT_NE(NULL, img);
+	n = image_walk(img, len, secs, ARRAY_SIZE(secs));
+	ASSERT_LT(0, n) TH_LOG("image_walk: %d", n);
+	ASSERT_GE((int)ARRAY_SIZE(secs), n);
+	for (int v = image_find(secs, n, GHOST_SEC_VMA, 0); v >= 0 && !stack;
+	     v = image_find(secs, n, GHOST_SEC_VMA, v + 1)) {
+		struct ghost_vma *vma = (struct ghost_vma *)secs[v].payload;
+
+		if (vma->flags & GHOST_VMA_GROWSDOWN)
+			stack = vma;
+		else
+			below = vma;
+	}
+	ASSERT_NE(NULL, stack);
+	ASSERT_NE(NULL, below);
+	ASSERT_LE(below->end + grow, stack->start) TH_LOG("no 1 GiB gap below the stack");
+	stack->start -= grow;
+	image_set_sum(img, secs[n - 1].off, (struct ghost_end *)secs[n - 1].payload);
+
+	g = ghost_new_mem();
+	ASSERT_EQ((ssize_t)len, write(g, img, len));
+	imp = fork();
+	if (imp == 0) {
+		struct rlimit as = { 512ULL << 20, RLIM_INFINITY };
+		struct ghost_import im;
+
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		drop_shared_anon();
+		if (setrlimit(RLIMIT_AS, &as))
+			_exit(2);
+		ghost_restore_self(g, &im);
+		fprintf(stderr, "import refused: %s (%s)\n", strerror(errno), im.reason);
+		_exit(strstr(im.reason, "RLIMIT_AS") ? 0 : 1);
+	}
+	ASSERT_EQ(imp, waitpid(imp, &status, 0));
+	EXPECT_TRUE(WIFEXITED(status))
+		TH_LOG("the importer was killed (status %#x): refused after the point of no return",
+		       status);
+	EXPECT_EQ(0, WEXITSTATUS(status));
+	close(g);
+	free(img);
+}
+
+/*
  * Mutated images with a *valid* checksum (recomputed after the mutation), so
  * that they get past the crc and reach every check of the reader. Each is
  * imported by a fresh child: it must be rejected with the child alive, or be
