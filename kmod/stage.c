@@ -903,8 +903,13 @@ static int stage_file(struct ghost_stream *s, struct ghost_staged *st,
 	}
 
 	st->fd_end = (u64)f->fd + 1;
-	file = filp_open(path, f->flags & ~(O_CREAT | O_EXCL | O_TRUNC |
-					   O_NOCTTY | O_CLOEXEC), 0);
+	/*
+	 * O_NOCTTY whatever the image says: reopening a terminal must not make
+	 * it the importer's controlling terminal (the session is restored as
+	 * the image has it, not by the side effect of an open).
+	 */
+	file = filp_open(path, (f->flags & ~(O_CREAT | O_EXCL | O_TRUNC |
+					    O_CLOEXEC)) | O_NOCTTY, 0);
 	if (IS_ERR(file)) {
 		ghost_reason(reason, "cannot reopen %s as fd %d (error %ld)",
 			     path, f->fd, PTR_ERR(file));

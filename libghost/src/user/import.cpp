@@ -170,7 +170,9 @@ Result<void> open_everything(Plan& p) {
         }
         if (r.kind != GHOST_FILE_PATH)
             continue;
-        const int flags = static_cast<int>(r.flags) & ~(O_CREAT | O_EXCL | O_TRUNC | O_NOCTTY);
+        // O_NOCTTY always: reopening a terminal must not make it the
+        // caller's controlling terminal (open(2) keeps no such flag).
+        const int flags = (static_cast<int>(r.flags) & ~(O_CREAT | O_EXCL | O_TRUNC)) | O_NOCTTY;
         auto fd = keep_high(p, ::open(f.path.c_str(), flags | O_CLOEXEC),
                             fmt::format("cannot reopen {} as fd {}", f.path, r.fd));
         if (!fd)
