@@ -66,6 +66,11 @@ std::uint64_t fnv(std::uint64_t h, const unsigned char* p, std::size_t n) {
 //   "remap": A moved (mremap) to another address; the report is the same
 //   "fork": a child forked now replies "report" (with its own pid) and
 //           exits; the worker waits for it
+//   "fmap": a file of 4 pages of 0x11 mapped privately (F), its first
+//           page written with 0x22 (the process's own copy); "fdrop" drops
+//           that page (MADV_DONTNEED: it reads the file again) without
+//           reading it ("pid dropped"); "fpeek": "pid BYTE" (F's first
+//           byte, in hex)
 //   "split": A split into three mappings (pages 1000-1002 made
 //           MADV_DONTDUMP, which no page's contents notice), then "report"
 //   "wipefork": A made MADV_WIPEONFORK, then a child forked replies "pid
@@ -88,6 +93,7 @@ std::uint64_t fnv(std::uint64_t h, const unsigned char* p, std::size_t n) {
     unsigned char* b = map(kSmall);
     std::memset(b, 0x5b, kSmall * kPage);
     unsigned char* c = nullptr;
+    unsigned char* f = nullptr; // "fmap"
     int stage = 0;
     bool forked = false; // a "fork" command's child, which replies and exits
     std::string line;
@@ -132,6 +138,21 @@ std::uint64_t fnv(std::uint64_t h, const unsigned char* p, std::size_t n) {
             }
             line = "report";
             forked = true;
+        } else if (line == "fmap") {
+            const std::string path = "/tmp/ghost-worker-file-" + std::to_string(::getpid());
+            const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+            unsigned char page[kPage];
+            std::memset(page, 0x11, kPage);
+            for (int i = 0; i < 4; i++)
+                if (::write(fd, page, kPage) != static_cast<ssize_t>(kPage))
+                    ::_exit(4);
+            f = static_cast<unsigned char*>(
+                ::mmap(nullptr, 4 * kPage, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0));
+            ::close(fd);
+            std::memset(f, 0x22, kPage);
+            line = "fpeek";
+        } else if (line == "fdrop" && f) {
+            ::madvise(f, kPage, MADV_DONTNEED); // and not read: "dropped"
         } else if (line == "split") {
             ::madvise(a + 1000 * kPage, 3 * kPage, MADV_DONTDUMP);
             line = "report";
@@ -179,6 +200,10 @@ std::uint64_t fnv(std::uint64_t h, const unsigned char* p, std::size_t n) {
             ::madvise(a + 1000 * kPage, 1000 * kPage, MADV_DONTNEED);
             stage = 3;
             std::snprintf(msg, sizeof(msg), "%d %lu\n", ::getpid(), bad);
+        } else if (line == "fdrop") {
+            std::snprintf(msg, sizeof(msg), "%d dropped\n", ::getpid());
+        } else if (line == "fpeek") {
+            std::snprintf(msg, sizeof(msg), "%d %02x\n", ::getpid(), f ? f[0] : 0);
         } else if (line == "wiped") {
             unsigned long nonzero = 0;
             for (std::size_t i = 0; i < kPages * kPage; i++)

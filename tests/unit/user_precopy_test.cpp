@@ -117,6 +117,27 @@ TEST_F(Precopy, LaterImagesHoldOnlyWrittenPagesAndTheSequenceRestoresExactly) {
     EXPECT_NE(w.ask("mutate1"), r2);
 }
 
+// A page of a private file mapping that the process wrote (its own copy),
+// carried by a round, then dropped (it reads the file again) before the
+// last image: the copy reads the file there, not the dropped copy from the
+// earlier image.
+TEST_F(Precopy, ADroppedCopyOfAFilePageReadsTheFileAgain) {
+    Worker w;
+    ASSERT_EQ(w.ask("fmap"), "22\n");
+    ghost::Precopy pc;
+    auto first = round(w.pid(), pc, false);
+    ASSERT_TRUE(first) << first.error().what();
+    ASSERT_EQ(w.ask("fdrop"), "dropped\n"); // not read again before the last image
+    auto last = round(w.pid(), pc, true);
+    ASSERT_TRUE(last) << last.error().what();
+    const pid_t old = w.pid();
+    w.killed();
+    auto restored = w.restart(engine_, path_, true);
+    ASSERT_TRUE(restored) << restored.error().what();
+    EXPECT_EQ(w.ask("fpeek"), "11\n") << "the dropped copy came back from the first image";
+    std::filesystem::remove("/tmp/ghost-worker-file-" + std::to_string(old));
+}
+
 // A round that is not the last reads the process as it runs: what the
 // process does between the capture and the read (pages rewritten and
 // dropped, a region unmapped, another mapped) neither fails the round nor

@@ -30,9 +30,11 @@ constexpr unsigned kUserModeOnly = 1; // UFFD_USER_MODE_ONLY
 constexpr std::uint64_t kPage = 4096;
 
 // UFFDIO_API with asynchronous write-protection; the error names what the
-// kernel lacks. Not UFFD_FEATURE_WP_UNPOPULATED: with it a page dropped
-// (MADV_DONTNEED) while protected leaves a marker that /proc/PID/pagemap
-// shows as swapped, and the export would carry it as a page of zeros.
+// kernel lacks. The kernel turns UFFD_FEATURE_WP_UNPOPULATED on with it
+// whatever is asked: in a file mapping, a protected page that is zapped
+// (MADV_DONTNEED, a truncation) leaves a marker that PAGEMAP_SCAN reports
+// as swapped and not written, so only anonymous mappings are tracked
+// (trackable()).
 Result<void> enable_async_wp(int uffd) {
     uffdio_api api{};
     api.api = UFFD_API;
@@ -64,10 +66,15 @@ Result<void> scan_range(int pagemap, std::uint64_t start, std::uint64_t end, Ran
                         });
 }
 
-// Mappings whose pages an image carries: private ones, not the kernel's.
+// Mappings whose written pages are tracked: private anonymous ones (the
+// heap and stack included), not the kernel's. A private file mapping's
+// written pages (its own copies, usually few) are carried by every image:
+// a zapped one would otherwise read as "not written, still there" and come
+// back from an earlier image where the process now reads the file.
 bool trackable(const MapEntry& m) {
-    return !m.shared() && m.name != "[vdso]" && m.name != "[vvar]" && m.name != "[vvar_vclock]" &&
-           m.name != "[vsyscall]";
+    return !m.shared() && m.inode == 0 && m.name != "[vdso]" && m.name != "[vvar]" &&
+           m.name != "[vvar_vclock]" && m.name != "[vsyscall]" &&
+           (m.name.empty() || m.name.front() == '[');
 }
 
 } // namespace
