@@ -385,16 +385,14 @@ void Ops::peer_import(Daemon& d, Channel& ch, const json& req) {
             (void)d.journal_.put(entry);
         },
         asked_precopy(req) == true);
-    // An image without credentials would run as the restore stub does
-    // (root, under migd): it runs as the announced user or not at all.
-    if (im && (!im->image.creds || im->image.creds->uid != uid)) {
-        d.adopt(im->pid); // reaped by the resolver once killed
-        (void)kill_process(im->pid, im->starttime);
-        im = im->image.creds ? Error::from_errno(EPERM, fmt::format("the image runs as uid {}, not "
-                                                                    "uid {} as announced",
-                                                                    im->image.creds->uid, uid))
-                             : Error::from_errno(EPERM, "the image has no credentials section");
-    }
+    // It runs as the announced user and nothing more, or not at all (an
+    // image without credentials would run as the restore stub: root).
+    if (im)
+        if (auto c = check_image_creds(im->image, uid); !c) {
+            d.adopt(im->pid); // reaped by the resolver once killed
+            (void)kill_process(im->pid, im->starttime);
+            im = c.error();
+        }
     if (!im) {
         d.journal_.remove(id);
         spdlog::warn("{} {} from {}: import refused: {}", kind, id, ch.peer(), im.error().what());

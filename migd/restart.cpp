@@ -75,15 +75,10 @@ Result<json> restart_here(Daemon& d, const std::string& server, const std::strin
     // It runs as its recorded owner or not at all, whatever the stored
     // bytes or a clear stream say (the owner was checked above).
     d.adopt(im->pid);
-    if (!im->image.creds || im->image.creds->uid != owner) {
+    if (auto c = check_image_creds(im->image, owner); !c) {
         (void)kill_process(im->pid, im->starttime);
-        if (!im->image.creds)
-            return Error::from_errno(EPERM, fmt::format("image {} has no credentials section "
-                                                        "(it would run as root): refused",
-                                                        id));
-        return Error::from_errno(EPERM, fmt::format("image {} runs as uid {}, not as its "
-                                                    "recorded owner, uid {}: refused",
-                                                    id, im->image.creds->uid, owner));
+        return Error::from_errno(c.error().code.value(), fmt::format("image {} (owner uid {}): {}",
+                                                                     id, owner, c.error().what()));
     }
     ::kill(im->pid, SIGCONT);
     Location l;

@@ -139,10 +139,28 @@ std::optional<ProcInfo> proc_info(pid_t pid) {
         return std::nullopt;
     auto status = read_file(fmt::format("/proc/{}/status", pid));
     p.uid = st.st_uid;
+    p.proc_owner = st.st_uid;
+    // The four ids of a "Uid:" or "Gid:" line; all the same.
+    const auto ids_of = [&](const char* key, unsigned long& first) {
+        const auto at = status->find(key);
+        if (at == std::string::npos)
+            return false;
+        std::istringstream in(status->substr(at + std::strlen(key), 64));
+        unsigned long v[4];
+        if (!(in >> v[0] >> v[1] >> v[2] >> v[3]))
+            return false;
+        first = v[0];
+        return v[1] == v[0] && v[2] == v[0] && v[3] == v[0];
+    };
     if (status) {
-        const auto at = status->find("\nUid:");
-        if (at != std::string::npos)
-            p.uid = static_cast<uid_t>(std::strtoul(status->c_str() + at + 5, nullptr, 10));
+        unsigned long uid = 0, gid = 0;
+        const bool uids = ids_of("\nUid:", uid), gids = ids_of("\nGid:", gid);
+        p.uid = static_cast<uid_t>(uid);
+        p.plain_ids = uids && gids;
+        const auto cap = status->find("\nCapPrm:");
+        p.cap_permitted = cap == std::string::npos
+                              ? ~0ULL
+                              : std::strtoull(status->c_str() + cap + 8, nullptr, 16);
     }
     return p;
 }

@@ -64,6 +64,14 @@ std::optional<ProcStat> proc_stat(pid_t pid);
 // The same and its owner (/proc/PID/status): what a check of rights needs.
 struct ProcInfo : ProcStat {
     uid_t uid = 0; // real uid
+    // What a user's right to act on it needs besides: its real, effective,
+    // saved and filesystem uids all one and the same for its gids, no
+    // permitted capability, and dumpable (the kernel then gives /proc/PID
+    // to its euid; root otherwise). A set-user-id or file-capability
+    // program is none of these.
+    bool plain_ids = false;
+    std::uint64_t cap_permitted = 0;
+    uid_t proc_owner = 0;
 };
 std::optional<ProcInfo> proc_info(pid_t pid);
 // The same process (pid and start time) still exists and is not a zombie.

@@ -59,6 +59,15 @@ Result<ProcInfo> owned_process(pid_t pid, const Client& who) {
                                                     "may move, duplicate or checkpoint only "
                                                     "their own processes",
                                                     pid, p->comm, p->uid));
+    // Only what the user could trace: migd's own ptrace would otherwise act
+    // for them on a process the kernel keeps from them.
+    if (who.uid != 0 && (!p->plain_ids || p->cap_permitted != 0 || p->proc_owner != who.uid))
+        return Error::from_errno(
+            EPERM, fmt::format("process {} ({}) runs with ids or capabilities other than uid "
+                               "{}'s own (a set-user-id, set-group-id or file-capability "
+                               "program, or one that is not dumpable): only root may move, "
+                               "duplicate or checkpoint it",
+                               pid, p->comm, who.uid));
     return *p;
 }
 
@@ -108,6 +117,27 @@ Result<void> kill_process(pid_t pid, std::uint64_t starttime) {
     if (r == 0)
         return Error::from_errno(ETIMEDOUT,
                                  fmt::format("process {} did not die within 10 s of SIGKILL", pid));
+    return {};
+}
+
+Result<void> check_image_creds(const ghost::image::Image& img, uid_t uid) {
+    if (!img.creds)
+        return Error::from_errno(EPERM, "the image has no credentials section (it would run "
+                                        "as the restore stub does, root): refused");
+    const ghost_creds& c = *img.creds;
+    if (c.uid != uid || c.euid != uid || c.suid != uid || c.fsuid != uid)
+        return Error::from_errno(EPERM, fmt::format("the image runs as uids {}/{}/{}/{} (real, "
+                                                    "effective, saved, filesystem), not all uid "
+                                                    "{}: refused",
+                                                    c.uid, c.euid, c.suid, c.fsuid, uid));
+    if (c.gid != c.egid || c.gid != c.sgid || c.gid != c.fsgid)
+        return Error::from_errno(EPERM, fmt::format("the image runs with gids {}/{}/{}/{}: a "
+                                                    "set-group-id process is refused",
+                                                    c.gid, c.egid, c.sgid, c.fsgid));
+    if (uid != 0 && (c.cap_permitted | c.cap_effective | c.cap_ambient) != 0)
+        return Error::from_errno(EPERM, fmt::format("the image of uid {} has capabilities "
+                                                    "(permitted {:#x}): refused",
+                                                    uid, c.cap_permitted));
     return {};
 }
 
