@@ -877,7 +877,10 @@ static int stage_file(struct ghost_stream *s, struct ghost_staged *st,
 	    (st->nr_files > 1 && f->fd <= st->files[st->nr_files - 2].f.fd) ||
 	    (f->fd_flags & ~FD_CLOEXEC) ||
 	    (f->kind != GHOST_FILE_PATH && f->kind != GHOST_FILE_INHERIT &&
-	     f->kind != GHOST_FILE_DUP)) {
+	     f->kind != GHOST_FILE_DUP) ||
+	    /* only a pipe or a terminal is inherited (ghost_policy.h) */
+	    (f->kind == GHOST_FILE_INHERIT && !S_ISFIFO(f->mode) &&
+	     !S_ISCHR(f->mode))) {
 		kfree(path);
 		return ghost_bad(reason, "the file section of fd %d is malformed", f->fd);
 	}
