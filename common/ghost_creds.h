@@ -94,8 +94,10 @@ static inline bool ghost_creds_same_groups(const __u32 *a, __u32 na, const __u32
 
 	if (na != nb)
 		return false;
+	/* both ways: a list with a group twice is not another's set */
 	for (i = 0; i < na; i++)
-		if (!ghost_creds_group_in(a[i], b, nb))
+		if (!ghost_creds_group_in(a[i], b, nb) ||
+		    !ghost_creds_group_in(b[i], a, na))
 			return false;
 	return true;
 }
