@@ -319,6 +319,7 @@ Result<Imported> import_from(Daemon& d, Channel& ch, bool stopped,
     std::thread restorer([&] {
         ghost::RestartOptions o;
         o.stopped = stopped;
+        o.stub = d.config().restore_stub; // [engine] restore_stub ("": libghost's)
         o.spawned = [&](pid_t p) {
             stub = p;
             if (spawned)
