@@ -30,6 +30,7 @@ namespace fs = std::filesystem;
 
 constexpr std::uint64_t kPage = 4096;
 constexpr std::uint64_t kPmSoftDirty = 1ULL << 55;
+constexpr std::uint64_t kPmExclusive = 1ULL << 56; // PM_MMAP_EXCLUSIVE
 
 // Where the records live; empty when there is no place for them.
 std::string state_dir() {
@@ -186,7 +187,12 @@ ghost_parent Parent::record() const {
 bool Parent::inherits(std::uint64_t e, std::uint64_t addr) const {
     if (mode_ == DirtyMode::Tracked)
         return tracked_.contains(addr) && !written_.contains(addr) && pages_.contains(addr);
-    return mode_ == DirtyMode::SoftDirty && !(e & kPmSoftDirty) && chain_->has(addr);
+    // Not soft-dirty is not enough: the shared zero page (a page dropped
+    // and then only read) and a page KSM merged have no soft-dirty bit
+    // whatever they hold. Only a page mapped here alone is inherited; any
+    // other is carried again (bytes, never a wrong page).
+    return mode_ == DirtyMode::SoftDirty && !(e & kPmSoftDirty) && (e & kPmExclusive) &&
+           chain_->has(addr);
 }
 
 std::uint64_t Parent::stretch(std::uint64_t addr, std::uint64_t end, bool& inherited) const {
