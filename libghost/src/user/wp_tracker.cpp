@@ -170,6 +170,34 @@ Result<void> WpTracker::supported() {
                  !scan_range(pm.get(), addr, addr + kPage, second) || !first.contains(addr) ||
                  !second.contains(addr))
             r = Error::from_errno(EOPNOTSUPP, "PAGEMAP_SCAN does not report a written page");
+        // The page, protected again by that scan, moved by mremap: the
+        // scan must report it where it went (a tracker registers the new
+        // mapping at its next scan and takes what is not reported for
+        // unchanged). Kernels before 6.12.11 and 6.13 kept the protection
+        // across mremap (CVE-2025-21696): the moved page would pass for
+        // unwritten, and an earlier image's page at that address would
+        // take its place.
+        void* q =
+            r ? ::mmap(nullptr, kPage, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0)
+              : MAP_FAILED;
+        if (q != MAP_FAILED) {
+            void* to = ::mremap(p, kPage, kPage, MREMAP_MAYMOVE | MREMAP_FIXED, q);
+            Ranges third;
+            uffdio_register moved{};
+            moved.range = {reinterpret_cast<std::uintptr_t>(q), kPage};
+            moved.mode = UFFDIO_REGISTER_MODE_WP;
+            if (to == MAP_FAILED) {
+                r = Error::from_errno(errno, fmt::format("mremap: {}", errno_text(errno)));
+                ::munmap(q, kPage);
+            } else if (p = to;
+                       ::ioctl(uffd.get(), UFFDIO_REGISTER, &moved) != 0 ||
+                       !scan_range(pm.get(), moved.range.start, moved.range.start + kPage, third) ||
+                       !third.contains(moved.range.start))
+                r = Error::from_errno(EOPNOTSUPP,
+                                      "this kernel keeps a page's write-protection across "
+                                      "mremap (fixed in Linux 6.12.11 and 6.13: "
+                                      "CVE-2025-21696): pre-copy would miss a moved page");
+        }
         ::munmap(p, kPage);
         return r;
     }();
