@@ -756,87 +756,116 @@ TEST(bad_images_are_rejected_and_the_caller_lives)
 }
 
 /*
- * An image with a mapping its user may not make where the image has it (its
- * first one moved down to address 0, below vm.mmap_min_addr, for a user
- * without CAP_SYS_RAWIO), checksum recomputed: refused before the point of no
- * return, the caller alive and told why, not killed when vm_mmap() fails
- * after it.
+ * The image of a fresh process running @work, exported (killing it), with
+ * its sections in @secs; NULL if any step failed. The caller frees it.
  */
-TEST(a_mapping_the_user_may_not_make_is_refused_with_the_caller_alive)
+static char *export_walked(void (*work)(int), size_t *len, struct image_sec *secs,
+			   int max, int *n)
 {
-	struct image_sec secs[1024];
 	struct ghost_export e;
-	struct ghost_vma *vma;
-	size_t len;
 	char c, *img;
-	int g, n, v, status;
-	pid_t pid = spawn(work_sleeper_nobody, &c, 1), imp;
+	pid_t pid = spawn(work, &c, 1);
+	int g = ghost_new_mem();
 
-	ASSERT_LT(0, pid);
-	g = ghost_new_mem();
-	ASSERT_EQ(0, ghost_do_export(g, pid, GHOST_EXPORT_KILL, &e)) TH_LOG("%s", e.reason);
+	if (pid <= 0 || g < 0 || ghost_do_export(g, pid, GHOST_EXPORT_KILL, &e)) {
+		fprintf(stderr, "export failed: %s\n", e.reason);
+		return NULL;
+	}
 	waitpid(pid, NULL, 0);
-	img = ghost_read_image(g, &len);
+	img = ghost_read_image(g, len);
 	close(g);
-	ASSERT_NE(NULL, img);
-	n = image_walk(img, len, secs, ARRAY_SIZE(secs));
-	ASSERT_LT(0, n) TH_LOG("image_walk: %d", n);
-	ASSERT_GE((int)ARRAY_SIZE(secs), n);
-	v = image_find(secs, n, GHOST_SEC_VMA, 0);
-	ASSERT_LE(0, v);
-	vma = (struct ghost_vma *)secs[v].payload;
-	ASSERT_LT(0x10000ULL, vma->start);
-	vma->start = 0;
-	image_set_sum(img, secs[n - 1].off, (struct ghost_end *)secs[n - 1].payload);
+	*n = img ? image_walk(img, *len, secs, max) : -1;
+	if (*n <= 0 || *n > max) {
+		free(img);
+		return NULL;
+	}
+	return img;
+}
 
+/*
+ * @img (checksum made valid again after a change) restored by a fresh child
+ * through ghost_restore_self(), root then the image's user, after @limit
+ * (if any): 0 when the child was refused with @words in the reason and
+ * lived, 1 when refused otherwise, -1 when it was killed (refused only
+ * after the point of no return, or not at all).
+ */
+static int refused_alive(char *img, size_t len, const struct image_sec *end,
+			 int (*limit)(void), const char *words)
+{
+	int g, status;
+	pid_t imp;
+
+	image_set_sum(img, end->off, (struct ghost_end *)end->payload);
 	g = ghost_new_mem();
-	ASSERT_EQ((ssize_t)len, write(g, img, len));
+	if (g < 0 || write(g, img, len) != (ssize_t)len)
+		return 1;
 	imp = fork();
 	if (imp == 0) {
 		struct ghost_import im;
 
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
 		drop_shared_anon();
-		ghost_restore_self(g, &im);	/* as root, then as the image's user */
+		if (limit && limit())
+			_exit(2);
+		ghost_restore_self(g, &im);
 		fprintf(stderr, "import refused: %s (%s)\n", strerror(errno), im.reason);
-		_exit(strstr(im.reason, "may not be made here") ? 0 : 1);
+		_exit(strstr(im.reason, words) ? 0 : 1);
 	}
-	ASSERT_EQ(imp, waitpid(imp, &status, 0));
-	EXPECT_TRUE(WIFEXITED(status))
-		TH_LOG("the importer was killed (status %#x): refused after the point of no return",
-		       status);
-	EXPECT_EQ(0, WEXITSTATUS(status));
 	close(g);
+	if (imp < 0 || waitpid(imp, &status, 0) != imp)
+		return 1;
+	if (!WIFEXITED(status))
+		return -1;
+	return WEXITSTATUS(status) ? 1 : 0;
+}
+
+/*
+ * An image with a mapping its user may not make where the image has it (its
+ * first one moved down to address 0, below vm.mmap_min_addr, for a user
+ * without CAP_SYS_RAWIO): refused before the point of no return, the caller
+ * alive and told why, not killed when vm_mmap() fails after it.
+ */
+TEST(a_mapping_the_user_may_not_make_is_refused_with_the_caller_alive)
+{
+	struct image_sec secs[1024];
+	struct ghost_vma *vma;
+	size_t len;
+	int n, v;
+	char *img = export_walked(work_sleeper_nobody, &len, secs, ARRAY_SIZE(secs), &n);
+
+	ASSERT_NE(NULL, img);
+	v = image_find(secs, n, GHOST_SEC_VMA, 0);
+	ASSERT_LE(0, v);
+	vma = (struct ghost_vma *)secs[v].payload;
+	ASSERT_LT(0x10000ULL, vma->start);
+	vma->start = 0;
+	EXPECT_EQ(0, refused_alive(img, len, &secs[n - 1], NULL, "may not be made here"))
+		TH_LOG("-1: the importer was killed, refused after the point of no return");
 	free(img);
+}
+
+static int limit_as_512m(void)
+{
+	struct rlimit as = { 512ULL << 20, RLIM_INFINITY };
+
+	return setrlimit(RLIMIT_AS, &as);
 }
 
 /*
  * An image whose memory does not fit the importer's RLIMIT_AS (its stack
- * grown 1 GiB down into the gap below it, checksum recomputed; the importer
- * limited to 512 MiB): refused before the point of no return with the caller
- * alive, not killed when vm_mmap() fails after it.
+ * grown 1 GiB down into the gap below it; the importer limited to 512 MiB):
+ * refused before the point of no return with the caller alive.
  */
 TEST(memory_above_the_callers_address_space_limit_is_refused_with_the_caller_alive)
 {
 	const __u64 grow = 1ULL << 30;
 	struct image_sec secs[1024];
-	struct ghost_export e;
 	struct ghost_vma *stack = NULL, *below = NULL;
 	size_t len;
-	char c, *img;
-	int g, n, status;
-	pid_t pid = spawn(work_sleeper, &c, 1), imp;
+	int n;
+	char *img = export_walked(work_sleeper, &len, secs, ARRAY_SIZE(secs), &n);
 
-	ASSERT_LT(0, pid);
-	g = ghost_new_mem();
-	ASSERT_EQ(0, ghost_do_export(g, pid, GHOST_EXPORT_KILL, &e)) TH_LOG("%s", e.reason);
-	waitpid(pid, NULL, 0);
-	img = ghost_read_image(g, &len);
-	close(g);
 	ASSERT_NE(NULL, img);
-	n = image_walk(img, len, secs, ARRAY_SIZE(secs));
-	ASSERT_LT(0, n) TH_LOG("image_walk: %d", n);
-	ASSERT_GE((int)ARRAY_SIZE(secs), n);
 	for (int v = image_find(secs, n, GHOST_SEC_VMA, 0); v >= 0 && !stack;
 	     v = image_find(secs, n, GHOST_SEC_VMA, v + 1)) {
 		struct ghost_vma *vma = (struct ghost_vma *)secs[v].payload;
@@ -850,29 +879,8 @@ TEST(memory_above_the_callers_address_space_limit_is_refused_with_the_caller_ali
 	ASSERT_NE(NULL, below);
 	ASSERT_LE(below->end + grow, stack->start) TH_LOG("no 1 GiB gap below the stack");
 	stack->start -= grow;
-	image_set_sum(img, secs[n - 1].off, (struct ghost_end *)secs[n - 1].payload);
-
-	g = ghost_new_mem();
-	ASSERT_EQ((ssize_t)len, write(g, img, len));
-	imp = fork();
-	if (imp == 0) {
-		struct rlimit as = { 512ULL << 20, RLIM_INFINITY };
-		struct ghost_import im;
-
-		prctl(PR_SET_PDEATHSIG, SIGKILL);
-		drop_shared_anon();
-		if (setrlimit(RLIMIT_AS, &as))
-			_exit(2);
-		ghost_restore_self(g, &im);
-		fprintf(stderr, "import refused: %s (%s)\n", strerror(errno), im.reason);
-		_exit(strstr(im.reason, "RLIMIT_AS") ? 0 : 1);
-	}
-	ASSERT_EQ(imp, waitpid(imp, &status, 0));
-	EXPECT_TRUE(WIFEXITED(status))
-		TH_LOG("the importer was killed (status %#x): refused after the point of no return",
-		       status);
-	EXPECT_EQ(0, WEXITSTATUS(status));
-	close(g);
+	EXPECT_EQ(0, refused_alive(img, len, &secs[n - 1], limit_as_512m, "RLIMIT_AS"))
+		TH_LOG("-1: the importer was killed, refused after the point of no return");
 	free(img);
 }
 
