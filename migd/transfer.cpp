@@ -448,8 +448,15 @@ Result<Imported> import_from(Daemon& d, Channel& ch, bool stopped,
                                                           f.rec.fd, f.path)));
     Imported im;
     im.pid = *restored;
+    // The copy is known by pid and start time from here on (journal,
+    // commit, kill): without its start time it could be neither let go nor
+    // told from another process, so it is refused now, while it is ours.
     auto info = proc_stat(im.pid);
-    im.starttime = info ? info->starttime : 0;
+    if (!info || info->starttime == 0)
+        return fail(Error::from_errno(EIO, fmt::format("cannot read the start time of the "
+                                                       "restored copy (pid {})",
+                                                       im.pid)));
+    im.starttime = info->starttime;
     im.bytes = bytes;
     im.image = std::move(*img);
     return im;

@@ -356,9 +356,24 @@ Result<pid_t> run_stub(StubLaunch& l, std::uint64_t total, const ProgressFn& pro
     return child;
 }
 
+// An executable file, and for a privileged caller (root runs it, and it
+// restores images that came from elsewhere) one only root can have put
+// there: owned by root, writable by nobody else, in a directory likewise.
+// A build tree's stub found by an installed root program would otherwise
+// run whatever its owner built.
 bool executable(const std::string& p) {
     struct stat st;
-    return ::stat(p.c_str(), &st) == 0 && S_ISREG(st.st_mode) && ::access(p.c_str(), X_OK) == 0;
+    if (::stat(p.c_str(), &st) != 0 || !S_ISREG(st.st_mode) || ::access(p.c_str(), X_OK) != 0)
+        return false;
+    if (::geteuid() != 0)
+        return true;
+    const auto root_only = [](const struct stat& s) {
+        return s.st_uid == 0 && !(s.st_mode & (S_IWGRP | S_IWOTH));
+    };
+    struct stat dir;
+    const std::string parent = fs::path(p).parent_path().string();
+    return root_only(st) && ::stat(parent.empty() ? "." : parent.c_str(), &dir) == 0 &&
+           (root_only(dir) || (dir.st_uid == 0 && (dir.st_mode & S_ISVTX)));
 }
 
 // The directory of the libghost this code runs in (of the program, where
@@ -380,19 +395,23 @@ Result<std::string> restore_stub_path(std::string_view override) {
         tried.push_back(p);
         return executable(p);
     };
+    const std::string_view rule =
+        ::geteuid() == 0 ? " (run by root, it must be root's and writable by nobody else, in a "
+                           "directory likewise)"
+                         : "";
     if (!override.empty()) {
         if (pick(std::string(override)))
             return std::string(override);
         return Error::from_errno(ENOENT, fmt::format("the restore stub {} is not an executable "
-                                                     "file",
-                                                     override));
+                                                     "file{}",
+                                                     override, rule));
     }
     if (const char* env = std::getenv("GHOST_RESTORE_STUB"); env && *env) {
         if (pick(env))
             return std::string(env);
         return Error::from_errno(ENOENT, fmt::format("GHOST_RESTORE_STUB={} is not an executable "
-                                                     "file",
-                                                     env));
+                                                     "file{}",
+                                                     env, rule));
     }
     std::vector<std::string> candidates;
     const std::string lib = library_dir();
