@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 
 #include <fmt/format.h>
@@ -206,6 +207,7 @@ Result<std::size_t> splice_into(const Channel& ch, int sock, int pipe, std::size
         return r.error();
     ghost::NoSigpipe quiet;
     for (;;) {
+        const auto t0 = std::chrono::steady_clock::now();
         const ssize_t k = ::splice(sock, nullptr, pipe, nullptr, n, SPLICE_F_MOVE);
         if (k >= 0)
             return static_cast<std::size_t>(k);
@@ -214,9 +216,12 @@ Result<std::size_t> splice_into(const Channel& ch, int sock, int pipe, std::size
         if (errno == EPIPE)
             return stub_gone();
         if (errno == EAGAIN) {
-            // The pipe is full, or the socket's receive timeout ran out.
-            pollfd p{pipe, POLLOUT, 0};
-            if (::poll(&p, 1, 0) == 1 && (p.revents & POLLOUT)) {
+            // The pipe was full, or the socket's receive timeout ran out.
+            // Whether the pipe has room now does not tell which: the stub
+            // may have read since. A timeout takes the timeout's length; a
+            // full pipe answers at once.
+            const auto waited = std::chrono::steady_clock::now() - t0;
+            if (ch.timeout().count() > 0 && waited >= ch.timeout() / 2) {
                 errno = EAGAIN;
                 return io_error(ch, "receiving the image");
             }
