@@ -105,10 +105,6 @@ ghost::Result<void> check_incoming_uid(const Config& cfg, uid_t uid);
 // every uid that one, one gid, no capability unless uid is root. Else an
 // error naming what differs (checked before the copy may run).
 ghost::Result<void> check_image_creds(const ghost::image::Image& img, uid_t uid);
-// The restored image runs as uid and nothing more: credentials present,
-// every uid that one, one gid, no capability unless uid is root. Else an
-// error naming what differs (checked before the copy may run).
-ghost::Result<void> check_image_creds(const ghost::image::Image& img, uid_t uid);
 
 struct Ops {
     // migrate.cpp

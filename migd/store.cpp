@@ -12,7 +12,6 @@
 #include <chrono>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <sstream>
 
 #include <fmt/format.h>
@@ -67,13 +66,30 @@ std::uint64_t now_ms() {
                                           .count());
 }
 
+Result<std::optional<std::string>> read_file_if_any(const std::string& path) {
+    UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+    if (!fd) {
+        if (errno == ENOENT)
+            return std::optional<std::string>();
+        return sys_error(fmt::format("cannot read {}", path));
+    }
+    std::string text;
+    char buf[4096];
+    for (;;) {
+        const ssize_t n = ::read(fd.get(), buf, sizeof(buf));
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0)
+            return sys_error(fmt::format("cannot read {}", path));
+        if (n == 0)
+            return std::optional<std::string>(std::move(text));
+        text.append(buf, static_cast<std::size_t>(n));
+    }
+}
+
 std::optional<std::string> read_file(const std::string& path) {
-    std::ifstream f(path);
-    if (!f)
-        return std::nullopt;
-    std::stringstream ss;
-    ss << f.rdbuf();
-    return ss.str();
+    auto text = read_file_if_any(path);
+    return text ? std::move(*text) : std::nullopt;
 }
 
 Result<void> write_file_atomic(const std::string& path, std::string_view data, int mode) {
@@ -153,7 +169,7 @@ std::optional<ProcInfo> proc_info(pid_t pid) {
         return v[1] == v[0] && v[2] == v[0] && v[3] == v[0];
     };
     if (status) {
-        unsigned long uid = 0, gid = 0;
+        unsigned long uid = st.st_uid, gid = 0;
         const bool uids = ids_of("\nUid:", uid), gids = ids_of("\nGid:", gid);
         p.uid = static_cast<uid_t>(uid);
         p.plain_ids = uids && gids;
@@ -247,26 +263,12 @@ Result<std::optional<json>> Journal::lookup(const std::string& id) const {
     if (!valid_id(id))
         return std::optional<json>();
     std::lock_guard lock(mu_);
-    const std::string path = fmt::format("{}/{}.json", dir_, id);
-    UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-    if (!fd) {
-        if (errno == ENOENT)
-            return std::optional<json>();
-        return sys_error(fmt::format("cannot read {}", path));
-    }
-    std::string text;
-    char buf[4096];
-    for (;;) {
-        const ssize_t n = ::read(fd.get(), buf, sizeof(buf));
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0)
-            return sys_error(fmt::format("cannot read {}", path));
-        if (n == 0)
-            break;
-        text.append(buf, static_cast<std::size_t>(n));
-    }
-    return latest_state(text);
+    auto text = read_file_if_any(fmt::format("{}/{}.json", dir_, id));
+    if (!text)
+        return text.error();
+    if (!*text)
+        return std::optional<json>();
+    return latest_state(**text);
 }
 
 std::vector<json> Journal::all() const {

@@ -46,6 +46,9 @@ ghost::Result<void> write_file_atomic(const std::string& path, std::string_view 
 ghost::Result<void> make_dir(const std::string& path);
 
 // A whole (small) file, or nothing when it cannot be read.
+// A whole file; nothing when there is none; an error when it cannot be
+// read (read_file(): nothing then too).
+ghost::Result<std::optional<std::string>> read_file_if_any(const std::string& path);
 std::optional<std::string> read_file(const std::string& path);
 
 // Wall-clock milliseconds since the epoch.
