@@ -537,27 +537,6 @@ static int stage_fs(struct ghost_stream *s, struct ghost_staged *st,
 	return err;
 }
 
-/*
- * An image never raises privileges: no hard limit above the caller's, unless
- * it has CAP_SYS_RESOURCE. Checked when the image is staged, by the caller
- * that reads it: a root restorer that prepares an image and then becomes its
- * user gives it the limits root allowed (creds_test.c, limit_above_the_callers).
- */
-static int check_rlimits(const struct ghost_staged *st, char *reason)
-{
-	int i;
-
-	for (i = 0; i < GHOST_NRLIMITS; i++) {
-		if (st->rlim.rlim[i].max > current->signal->rlim[i].rlim_max &&
-		    !capable(CAP_SYS_RESOURCE)) {
-			ghost_reason(reason, "the image raises hard limit %d above the caller's",
-				     i);
-			return -EPERM;
-		}
-	}
-	return 0;
-}
-
 static int stage_rlimits(struct ghost_stream *s, struct ghost_staged *st,
 			 char *reason)
 {
@@ -571,10 +550,17 @@ static int stage_rlimits(struct ghost_stream *s, struct ghost_staged *st,
 
 		if (cur > max)
 			return ghost_bad(reason, "limit %d: soft limit above hard limit", i);
+		/* An image never raises privileges: no higher hard limit. */
+		if (max > current->signal->rlim[i].rlim_max &&
+		    !capable(CAP_SYS_RESOURCE)) {
+			ghost_reason(reason, "the image raises hard limit %d above the caller's",
+				     i);
+			return -EPERM;
+		}
 		if (i == RLIMIT_NOFILE && max > GHOST_MAX_FD)
 			return ghost_bad(reason, "the file limit in the image is too large");
 	}
-	return check_rlimits(st, reason);
+	return 0;
 }
 
 /* ---- memory --------------------------------------------------------------- */
@@ -878,9 +864,7 @@ static int stage_file(struct ghost_stream *s, struct ghost_staged *st,
 	    (f->fd_flags & ~FD_CLOEXEC) ||
 	    (f->kind != GHOST_FILE_PATH && f->kind != GHOST_FILE_INHERIT &&
 	     f->kind != GHOST_FILE_DUP) ||
-	    /* only a pipe or a terminal is inherited (ghost_policy.h) */
-	    (f->kind == GHOST_FILE_INHERIT && !S_ISFIFO(f->mode) &&
-	     !S_ISCHR(f->mode))) {
+	    (f->kind == GHOST_FILE_INHERIT && !ghost_file_inheritable(f->mode))) {
 		kfree(path);
 		return ghost_bad(reason, "the file section of fd %d is malformed", f->fd);
 	}
