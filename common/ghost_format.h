@@ -8,6 +8,11 @@
 #ifndef GHOST_FORMAT_H
 #define GHOST_FORMAT_H
 
+#ifdef __KERNEL__
+#include <linux/stat.h>
+#else
+#include <sys/stat.h>
+#endif
 #include <linux/types.h>
 #include <linux/ghost.h>
 
@@ -64,6 +69,16 @@ static inline __u32 ghost_record_min_size(__u32 type, __u32 version)
 	__u32 v1 = ghost_record_size(type, 1);
 
 	return v1 || version == 1 ? v1 : ghost_record_size(type, version);
+}
+
+/*
+ * Whether a FILE record of kind INHERIT may have @mode: a pipe or a terminal
+ * (ghost_policy.h decides which files are inherited). Any other would hand
+ * the image whatever the restorer has open at that number.
+ */
+static inline int ghost_file_inheritable(__u32 mode)
+{
+	return S_ISFIFO(mode) || S_ISCHR(mode);
 }
 
 #endif /* GHOST_FORMAT_H */

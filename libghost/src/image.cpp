@@ -1008,9 +1008,7 @@ class Reader {
             return what(fmt::format("has unknown descriptor flags {:#x}", r.fd_flags));
         if (r.kind != GHOST_FILE_PATH && r.kind != GHOST_FILE_INHERIT && r.kind != GHOST_FILE_DUP)
             return what(fmt::format("has unknown kind {}", r.kind));
-        // Only a pipe or a terminal is inherited (ghost_policy.h): any other
-        // would hand the image whatever the restorer has open there.
-        if (r.kind == GHOST_FILE_INHERIT && !S_ISFIFO(r.mode) && !S_ISCHR(r.mode))
+        if (r.kind == GHOST_FILE_INHERIT && !ghost_file_inheritable(r.mode))
             return what(
                 fmt::format("is inherited but is not a pipe or a terminal (mode {:#o})", r.mode));
         if (!(img_.header.features & GHOST_IMAGE_FEAT_FILE_ID)) {

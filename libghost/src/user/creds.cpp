@@ -86,6 +86,8 @@ Result<void> assume_image_creds(const image::Image& img) {
     if (const int err = ghost_creds_may_assume(&want, img.groups.data(), &me, my_groups.data(),
                                                reason, sizeof(reason)))
         return Error::from_errno(-err, reason);
+    if (ghost_creds_own_session(&want, reason, sizeof(reason)) != 0)
+        return Error::from_errno(errno, reason);
     if (ghost_creds_same(&want, img.groups.data(), &me, my_groups.data()))
         return {};
     // The restorer sets the image's limits with prlimit once the caller

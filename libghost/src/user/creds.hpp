@@ -25,8 +25,9 @@ Result<void> fill_creds(pid_t pid, std::string_view status, std::uint32_t secure
 // credentials the caller may not assume (the shared rule), else raises
 // the caller's hard limits to the image's where they are higher (the
 // restorer sets the limits later, without the privilege the caller may
-// lose), and switches the caller to the image's credentials. Nothing for
-// an image without credentials.
+// lose), and switches the caller to the image's credentials, first giving
+// it a session of its own when root restores another user's process
+// (ghost_creds_own_session()). Nothing for an image without credentials.
 Result<void> assume_image_creds(const image::Image& img);
 
 } // namespace ghost::user

@@ -227,16 +227,8 @@ Error restore(const image::Image& img, std::vector<PageData> pages, bool stopped
             return u.error();
         uffd = std::move(*u);
     }
-    // Root bringing back another user's process gives it a session of its
-    // own: in root's it would share root's controlling terminal (open
-    // /dev/tty, TIOCSTI into the shell that ran the restart) and could
-    // signal the session's other processes.
-    if (img.creds && ::geteuid() == 0 && img.creds->uid != 0 && ::getsid(0) != ::getpid() &&
-        ::setsid() < 0)
-        return Error::from_errno(errno, fmt::format("root restores uid {}'s process in a session "
-                                                    "of its own, and setsid() failed: {}",
-                                                    img.creds->uid, errno_text(errno)));
-    // The image's files are opened as the image's credentials (creds.cpp).
+    // The image's files are opened as the image's credentials (creds.cpp),
+    // in a session of its own when root restores another user's process.
     if (auto r = assume_image_creds(img); !r)
         return r.error();
     Plan p;

@@ -104,6 +104,29 @@ static inline int ghost_creds_have_groups(const __u32 *groups, __u32 n)
 }
 
 /*
+ * Root about to become another user's process (@c) gives it a session of its
+ * own: in root's it would share root's controlling terminal (open /dev/tty,
+ * TIOCSTI into the shell that ran the restart) and could signal the
+ * session's other processes. Called before the image's session and group
+ * are set up (a group leader cannot start a session). Returns 0, or -1 with
+ * errno set and @reason (@len bytes) saying why.
+ */
+static inline int ghost_creds_own_session(const struct ghost_creds *c, char *reason, size_t len)
+{
+	if (geteuid() != 0 || c->uid == 0 || getsid(0) == getpid() || setsid() >= 0)
+		return 0;
+	{
+		int err = errno;
+
+		snprintf(reason, len,
+			 "root restores uid %u's process in a session of its own, and setsid() failed (%s): start the restore outside a process group leader",
+			 c->uid, strerror(err));
+		errno = err;
+	}
+	return -1;
+}
+
+/*
  * Switches this process to @c with supplementary groups @groups. Returns 0,
  * or -1 with errno set and @reason (@len bytes) naming the step; the
  * process is then partly switched.

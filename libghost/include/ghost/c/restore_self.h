@@ -134,19 +134,8 @@ static inline int ghost_restore_self_flags(int g, struct ghost_import *im,
 	im->creds_size = creds_max;
 	if (ioctl(g, GHOST_IOC_IMPORT, im))
 		goto fail;
-	/*
-	 * Root bringing back another user's process gives it a session of its
-	 * own: in root's, it would share root's controlling terminal (open
-	 * /dev/tty, TIOCSTI into the shell that ran the restart) and could
-	 * signal the session's other processes.
-	 */
-	if (im->creds_len && geteuid() == 0 && creds->uid != 0 &&
-	    getsid(0) != getpid() && setsid() < 0) {
-		snprintf(im->reason, sizeof(im->reason),
-			 "root restores uid %u's process in a session of its own, and setsid() failed (%s): start the restore outside a process group leader",
-			 creds->uid, strerror(errno));
+	if (im->creds_len && ghost_creds_own_session(creds, im->reason, sizeof(im->reason)))
 		goto fail;
-	}
 	if (ghost_become_image(im))
 		goto fail;
 	if (im->vdso_start && im->vdso_start != getauxval(AT_SYSINFO_EHDR) &&
