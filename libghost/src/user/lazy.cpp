@@ -500,10 +500,8 @@ Result<pid_t> start_pager(int uffd, pid_t target, std::vector<Piece> pieces) {
         ::signal(sig, SIG_IGN);
     const auto fail = [&](const Error& e) {
         // The process would wait forever for a page: it cannot go on.
-        ::openlog("ghost-lazy-pager", LOG_PID, LOG_USER);
-        ::syslog(LOG_ERR, "lazy restart failed, the restored process is killed: %s",
-                 e.what().c_str());
-        kill_tree(target);
+        kill_tree_saying(target,
+                         "lazy restart failed, the restored process is killed: " + e.what());
         ::_exit(1);
     };
     // A descriptor for each fork's userfaultfd, in the pager and its

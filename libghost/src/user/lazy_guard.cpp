@@ -59,12 +59,10 @@ struct Msg {
         }
         if (m.op == kAdd && (!fd || (h.msg_flags & MSG_CTRUNC))) {
             // A space it cannot hold is one it cannot guard: fail closed.
-            ::openlog("ghost-lazy-pager", LOG_PID, LOG_USER);
-            ::syslog(LOG_ERR,
-                     "the guard of a lazy restart could not take a fork's userfaultfd (no "
-                     "descriptor left?): process %d is killed",
-                     static_cast<int>(target));
-            kill_tree(target);
+            kill_tree_saying(target, fmt::format("the guard of a lazy restart could not take "
+                                                 "a fork's userfaultfd (no descriptor left?): "
+                                                 "process {} is killed",
+                                                 target));
             ::_exit(1);
         }
         if (m.op == kAdd)
@@ -75,12 +73,10 @@ struct Msg {
         }
     }
     if (!held.empty()) {
-        ::openlog("ghost-lazy-pager", LOG_PID, LOG_USER);
-        ::syslog(LOG_ERR,
-                 "the pager of a lazy restart ended before process %d had all its memory: "
-                 "the process is killed (its missing pages would read as zeros)",
-                 static_cast<int>(target));
-        kill_tree(target);
+        kill_tree_saying(target, fmt::format("the pager of a lazy restart ended before process "
+                                             "{} had all its memory: the process is killed "
+                                             "(its missing pages would read as zeros)",
+                                             target));
     }
     ::_exit(0);
 }
@@ -101,6 +97,12 @@ void kill_tree(pid_t pid) {
         for (long k; (k = std::strtol(c, &end, 10)) > 0; c = end)
             kill_tree(static_cast<pid_t>(k));
     }
+}
+
+void kill_tree_saying(pid_t pid, const std::string& why) {
+    ::openlog("ghost-lazy-pager", LOG_PID, LOG_USER);
+    ::syslog(LOG_ERR, "%s", why.c_str());
+    kill_tree(pid);
 }
 
 Result<Guard> Guard::start(int uffd, pid_t target, int also_close) {

@@ -14,6 +14,7 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <string>
 
 #include "ghost/fd.hpp"
 #include "ghost/result.hpp"
@@ -23,6 +24,10 @@ namespace ghost::user::lazy {
 // SIGKILL to pid and every descendant (the forks whose memory was served
 // from the same pages).
 void kill_tree(pid_t pid);
+
+// kill_tree(pid), first saying why in the system log (as ghost-lazy-pager):
+// a lazy restart that cannot finish kills its process, never in silence.
+void kill_tree_saying(pid_t pid, const std::string& why);
 
 class Guard {
   public:
