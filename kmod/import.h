@@ -73,6 +73,9 @@ struct ghost_staged {
 	struct staged_file *files;
 	u64 fd_end;			/* highest installed fd + 1, 0 if none */
 	u64 last_file_id;		/* of the last file record that was not a DUP */
+	unsigned int nr_by_id;		/* @files that are not DUPs, by file id */
+	size_t by_id_cap;
+	unsigned int *by_id;
 	unsigned int nr_locks;
 	size_t locks_cap;
 	struct staged_lock *locks;
@@ -95,6 +98,8 @@ int ghost_stage(struct ghost_stream *s, bool direct,
 void ghost_staged_free(struct ghost_staged *st);
 const struct staged_vma *ghost_staged_vma(const struct ghost_staged *st,
 					  u32 flag);
+const struct staged_file *ghost_staged_file(const struct ghost_staged *st,
+					    u64 file_id);
 
 /* creds.c */
 struct ghost_import;

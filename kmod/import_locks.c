@@ -101,19 +101,15 @@ int ghost_stage_lock(struct ghost_staged *st, const struct ghost_lock *l,
 		     char *reason)
 {
 	const char *why = ghost_lock_malformed(l);
-	const struct staged_file *sf = NULL;
+	const struct staged_file *sf;
 	struct staged_lock *sl;
 	fmode_t need;
-	unsigned int i;
 	int err;
 
 	if (why)
 		return ghost_bad(reason, "the lock section of file id %llu %s",
 				 l->file_id, why);
-	for (i = 0; i < st->nr_files && !sf; i++)
-		if (st->files[i].f.file_id == l->file_id &&
-		    st->files[i].f.kind != GHOST_FILE_DUP)
-			sf = &st->files[i];
+	sf = ghost_staged_file(st, l->file_id);
 	if (!sf || sf->f.kind != GHOST_FILE_PATH || !sf->file)
 		return ghost_bad(reason,
 				 "a lock names file id %llu, which the image does not reopen by path",
@@ -134,7 +130,7 @@ int ghost_stage_lock(struct ghost_staged *st, const struct ghost_lock *l,
 
 	err = ghost_array_reserve((void **)&st->locks, &st->locks_cap,
 				  st->nr_locks, st->nr_locks + 1,
-				  sizeof(*st->locks), GFP_KERNEL);
+				  sizeof(*st->locks), GFP_KERNEL_ACCOUNT);
 	if (err)
 		return err;
 	sl = &st->locks[st->nr_locks++];

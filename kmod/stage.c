@@ -20,7 +20,9 @@
 #include <linux/mount.h>
 #include <linux/namei.h>
 #include <linux/resource.h>
+#include <linux/sched.h>
 #include <linux/sched/mm.h>
+#include <linux/sched/signal.h>
 #include <linux/signal_types.h>
 #include <linux/slab.h>
 #include <asm/fpu/api.h>
@@ -67,6 +69,18 @@ struct sec {
 	u32 rec;		/* record bytes: the rest of the payload is its tail */
 };
 
+/*
+ * A point to yield and to stop, at each section and each batch of pages: an
+ * image may hold millions of sections, or one a terabyte long, and a read
+ * from a file never looks for a fatal signal (one from a pipe or a socket
+ * does only when it has to wait). A killed importer dies here.
+ */
+static int go_on(void)
+{
+	cond_resched();
+	return fatal_signal_pending(current) ? -EINTR : 0;
+}
+
 /* Bytes nobody looks at: a skipped section's payload and padding. */
 static int skip_bytes(struct ghost_stream *s, u64 len, char *reason)
 {
@@ -74,7 +88,10 @@ static int skip_bytes(struct ghost_stream *s, u64 len, char *reason)
 
 	while (len) {
 		size_t n = min_t(u64, len, sizeof(buf));
-		int err = read_exact(s, buf, n, reason);
+		int err = go_on();
+
+		if (!err)
+			err = read_exact(s, buf, n, reason);
 
 		if (err)
 			return err;
@@ -98,7 +115,9 @@ static int next_section(struct ghost_stream *s, const struct ghost_staged *st,
 	for (;;) {
 		sec->at = s->off;
 		sec->sum = ghost_stream_sum(s);
-		err = read_exact(s, &sec->h, sizeof(sec->h), reason);
+		err = go_on();
+		if (!err)
+			err = read_exact(s, &sec->h, sizeof(sec->h), reason);
 		if (err)
 			return err;
 		if ((sec->h.flags & ~GHOST_SECTION_FLAGS) ||
@@ -351,7 +370,7 @@ static int stage_creds(struct ghost_stream *s, struct ghost_staged *st,
 	if (c.ngroups > GHOST_NGROUPS_MAX)
 		return ghost_bad(reason, "the credentials section is malformed");
 	glen = c.ngroups * sizeof(u32);
-	all = kvmalloc(sizeof(c) + glen, GFP_KERNEL);
+	all = kvmalloc(sizeof(c) + glen, GFP_KERNEL_ACCOUNT);
 	if (!all)
 		return -ENOMEM;
 	*all = c;
@@ -587,7 +606,7 @@ static int stage_mm(struct ghost_stream *s, struct ghost_staged *st,
 	    !user_addr(m->start_stack) || !user_addr(m->end_code) ||
 	    !user_addr(m->end_data) || m->auxv[m->auxv_words - 2] != AT_NULL)
 		return ghost_bad(reason, "the memory layout section is malformed");
-	st->vmas = kvcalloc(m->nr_vmas, sizeof(*st->vmas), GFP_KERNEL);
+	st->vmas = kvcalloc(m->nr_vmas, sizeof(*st->vmas), GFP_KERNEL_ACCOUNT);
 	return st->vmas ? 0 : -ENOMEM;
 }
 
@@ -604,7 +623,8 @@ static int stage_run(struct ghost_stream *s, const struct ghost_staged *st,
 	int err;
 
 	err = ghost_array_reserve((void **)&sv->runs, &sv->runs_cap, sv->nr_runs,
-				  sv->nr_runs + 1, sizeof(*sv->runs), GFP_KERNEL);
+				  sv->nr_runs + 1, sizeof(*sv->runs),
+				  GFP_KERNEL_ACCOUNT);
 	if (err)
 		return err;
 	run = &sv->runs[sv->nr_runs++];
@@ -622,15 +642,19 @@ static int stage_run(struct ghost_stream *s, const struct ghost_staged *st,
 
 		/* At most a batch ahead of the data that came. */
 		n = min_t(u64, p->nr_pages - i, GHOST_PAGE_BATCH);
-		err = ghost_array_reserve((void **)&run->pages, &run->pages_cap,
-					  i, i + n, sizeof(*run->pages),
-					  GFP_KERNEL);
+		err = go_on();
+		if (!err)
+			err = ghost_array_reserve((void **)&run->pages,
+						  &run->pages_cap, i, i + n,
+						  sizeof(*run->pages),
+						  GFP_KERNEL_ACCOUNT);
 		if (!err)
 			err = ghost_array_reserve((void **)&run->lent,
 						  &run->lent_cap,
 						  BITS_TO_LONGS(i),
 						  BITS_TO_LONGS(i + n),
-						  sizeof(*run->lent), GFP_KERNEL);
+						  sizeof(*run->lent),
+						  GFP_KERNEL_ACCOUNT);
 		if (err)
 			return err;
 		/* A memory ghost lends its own pages: no copy. */
@@ -802,6 +826,45 @@ static int stage_vma(struct ghost_stream *s, struct ghost_staged *st,
 /* ---- files and the end ------------------------------------------------- */
 
 /*
+ * Files are found by binary search, not by a walk per DUP or LOCK record
+ * (an image may have a million descriptors): the FILE records come in
+ * ascending fd order, and those that are not DUPs in ascending file id
+ * order (@st->by_id lists them; in images without file ids every id is 0).
+ */
+static u64 file_key(const struct ghost_staged *st, unsigned int i, bool by_id)
+{
+	return by_id ? st->files[st->by_id[i]].f.file_id : (u64)st->files[i].f.fd;
+}
+
+/* The first of @n entries whose key is at least @key (keys ascending). */
+static unsigned int first_at_least(const struct ghost_staged *st,
+				   unsigned int n, u64 key, bool by_id)
+{
+	unsigned int lo = 0, hi = n;
+
+	while (lo < hi) {
+		unsigned int mid = lo + (hi - lo) / 2;
+
+		if (file_key(st, mid, by_id) < key)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+/* The first staged file (not a DUP) with @file_id, or NULL. */
+const struct staged_file *ghost_staged_file(const struct ghost_staged *st,
+					    u64 file_id)
+{
+	unsigned int i = first_at_least(st, st->nr_by_id, file_id, true);
+
+	if (i == st->nr_by_id || file_key(st, i, true) != file_id)
+		return NULL;
+	return &st->files[st->by_id[i]];
+}
+
+/*
  * A descriptor sharing the open file of an earlier one: the same struct
  * file is installed at both numbers. An inherited one is the importer's.
  * The earlier one has the same file id, or in images without file ids the
@@ -810,17 +873,18 @@ static int stage_vma(struct ghost_stream *s, struct ghost_staged *st,
 static int stage_dup(struct ghost_staged *st, struct staged_file *sf,
 		     char *reason)
 {
-	bool by_id = st->hdr.features & GHOST_IMAGE_FEAT_FILE_ID;
 	const struct ghost_file *f = &sf->f;
-	unsigned int i;
+	const struct staged_file *t = NULL;
+	unsigned int before = st->nr_files - 1, i;
 
-	for (i = 0; i + 1 < st->nr_files; i++) {
-		const struct staged_file *t = &st->files[i];
-
-		if (by_id ? t->f.file_id != f->file_id : (u64)t->f.fd != f->pos)
-			continue;
-		if (t->f.mode != f->mode)
-			break;
+	if (st->hdr.features & GHOST_IMAGE_FEAT_FILE_ID) {
+		t = ghost_staged_file(st, f->file_id);
+	} else {
+		i = first_at_least(st, before, f->pos, false);
+		if (i < before && file_key(st, i, false) == f->pos)
+			t = &st->files[i];
+	}
+	if (t && t->f.mode == f->mode) {
 		sf->file = t->file ? get_file(t->file) : fget(t->f.fd);
 		return sf->file ? 0 : -EBADF;
 	}
@@ -839,7 +903,11 @@ static int stage_file(struct ghost_stream *s, struct ghost_staged *st,
 
 	err = ghost_array_reserve((void **)&st->files, &st->files_cap,
 				  st->nr_files, st->nr_files + 1,
-				  sizeof(*st->files), GFP_KERNEL);
+				  sizeof(*st->files), GFP_KERNEL_ACCOUNT);
+	if (!err)
+		err = ghost_array_reserve((void **)&st->by_id, &st->by_id_cap,
+					  st->nr_by_id, st->nr_by_id + 1,
+					  sizeof(*st->by_id), GFP_KERNEL_ACCOUNT);
 	if (err)
 		return err;
 	sf = &st->files[st->nr_files];
@@ -857,8 +925,10 @@ static int stage_file(struct ghost_stream *s, struct ghost_staged *st,
 		kfree(path);
 		return ghost_bad(reason, "the file id of fd %d is invalid", f->fd);
 	}
-	if (f->kind != GHOST_FILE_DUP)
+	if (f->kind != GHOST_FILE_DUP) {
 		st->last_file_id = f->file_id;
+		st->by_id[st->nr_by_id++] = st->nr_files - 1;
+	}
 	if (f->fd < 0 || f->fd >= GHOST_MAX_FD ||
 	    (st->nr_files > 1 && f->fd <= st->files[st->nr_files - 2].f.fd) ||
 	    (f->fd_flags & ~FD_CLOEXEC) ||
@@ -1069,6 +1139,7 @@ void ghost_staged_free(struct ghost_staged *st)
 		if (st->files[i].file)
 			fput(st->files[i].file);
 	kvfree(st->files);
+	kvfree(st->by_id);
 	ghost_staged_locks_free(st);
 	if (st->cwd.dentry)
 		path_put(&st->cwd);

@@ -885,6 +885,61 @@ TEST(memory_above_the_callers_address_space_limit_is_refused_with_the_caller_ali
 }
 
 /*
+ * A killed importer dies wherever its image keeps it: here in a skippable
+ * section a terabyte long, read from a sparse memfd (holes read as zeros
+ * straight from the page cache, so the import never waits; a read that
+ * waits, from a pipe or a socket, was always interrupted by the signal).
+ * Should it live on, the file is cut short, which ends the import.
+ */
+TEST(a_killed_importer_dies_inside_an_endless_image)
+{
+	const __u64 tera = 1ULL << 40;
+	struct image_sec secs[1024];
+	struct ghost_section skip = {
+		.type = 0x7fffff00, .flags = GHOST_SECTION_SKIPPABLE, .size = tera,
+	};
+	int n, fd, g, status = 0, i;
+	size_t len;
+	pid_t imp;
+	char *img = export_walked(work_idle, &len, secs, ARRAY_SIZE(secs), &n);
+
+	ASSERT_NE(NULL, img);
+	fd = memfd_create("endless-image", MFD_CLOEXEC);
+	ASSERT_LE(0, fd);
+	/* The header, then the section where the first one was. */
+	ASSERT_EQ((ssize_t)secs[0].off, write(fd, img, secs[0].off));
+	ASSERT_EQ((ssize_t)sizeof(skip), write(fd, &skip, sizeof(skip)));
+	ASSERT_EQ(0, ftruncate(fd, secs[0].off + sizeof(skip) + tera));
+	ASSERT_EQ(0, lseek(fd, 0, SEEK_SET));
+	g = ghost_new();
+	ASSERT_LE(0, g);
+	ASSERT_EQ(0, ghost_plug(g, GHOST_RES_FILE, fd));
+	imp = fork();
+	ASSERT_LE(0, imp);
+	if (imp == 0) {
+		struct ghost_import im;
+
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		ghost_prepare_import(g, &im);
+		_exit(3);	/* the import ended: it never should here */
+	}
+	close(g);
+	usleep(300000);		/* well inside the terabyte */
+	ASSERT_EQ(0, kill(imp, SIGKILL));
+	for (i = 0; i < 200 && waitpid(imp, &status, WNOHANG) == 0; i++)
+		usleep(50000);
+	if (i == 200) {
+		ASSERT_EQ(0, ftruncate(fd, secs[0].off + sizeof(skip)));
+		ASSERT_EQ(imp, waitpid(imp, &status, 0));
+	}
+	EXPECT_LT(i, 200) TH_LOG("the killed importer lived on for 10 s");
+	EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL)
+		TH_LOG("status %#x: the import ended before the signal", status);
+	close(fd);
+	free(img);
+}
+
+/*
  * Mutated images with a *valid* checksum (recomputed after the mutation), so
  * that they get past the crc and reach every check of the reader. Each is
  * imported by a fresh child: it must be rejected with the child alive, or be
