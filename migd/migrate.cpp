@@ -442,6 +442,19 @@ void Ops::peer_resolve(Daemon& d, Channel& ch, const json& req) {
             return;
         }
         state = (*e)->value("state", "") == "committing" ? "committed" : "pending";
+        // "committed" lets the copy run: only once the original is dead. Its
+        // export may still be killing it (the export's thread holds the id),
+        // or a kill may have failed: the destination asks again later.
+        if (state == "committed" && d.busy(req.value("id", "")))
+            state = "pending";
+        if (state == "committed" && (*e)->value("kind", "") == "migrate") {
+            if (auto k = kill_process((*e)->value("pid", 0),
+                                      (*e)->value("starttime", std::uint64_t{0}));
+                !k) {
+                spdlog::warn("resolve {}: {}", req.value("id", ""), k.error().what());
+                state = "pending";
+            }
+        }
     }
     (void)send_json(ch, {{"ok", true}, {"state", state}});
 }

@@ -15,6 +15,7 @@
 #include <sstream>
 
 #include <fmt/format.h>
+#include <spdlog/spdlog.h>
 
 #include "ghost/fd.hpp"
 
@@ -235,6 +236,10 @@ Result<void> Journal::put(const json& entry) {
         return Error::from_errno(EINVAL, fmt::format("not a journal entry id: \"{}\"", id));
     const std::string path = fmt::format("{}/{}.json", dir_, id);
     const std::string text = entry.dump() + "\n";
+    if (stuck_.contains(id))
+        return Error::from_errno(EEXIST, fmt::format("journal entry {} was finished but its file "
+                                                     "could not be removed",
+                                                     path));
     UniqueFd fd(::open(path.c_str(), O_RDWR | O_APPEND | O_CLOEXEC));
     if (!fd) {
         if (errno != ENOENT)
@@ -248,10 +253,30 @@ void Journal::remove(const std::string& id) {
     if (!valid_id(id))
         return;
     std::lock_guard lock(mu_);
-    ::unlink(fmt::format("{}/{}.json", dir_, id).c_str());
+    const std::string path = fmt::format("{}/{}.json", dir_, id);
+    if (::unlink(path.c_str()) != 0 && errno != ENOENT) {
+        // Forgotten by this migd all the same (removed() is asked again and
+        // tries the unlink again); a restarted one would see it.
+        stuck_.insert(id);
+        spdlog::error("cannot remove finished journal entry {}: {}; migd ignores it from now on, "
+                      "but remove it by hand before migd restarts",
+                      path, std::strerror(errno));
+    }
     UniqueFd d(::open(dir_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-    if (d)
-        ::fsync(d.get());
+    if (!d || ::fsync(d.get()) != 0)
+        spdlog::warn("cannot flush the removal of journal entry {}: {}", path,
+                     std::strerror(errno));
+}
+
+bool Journal::removed(const std::string& id) const {
+    if (!stuck_.contains(id))
+        return false;
+    const std::string path = fmt::format("{}/{}.json", dir_, id);
+    if (::unlink(path.c_str()) == 0 || errno == ENOENT) {
+        stuck_.erase(id);
+        spdlog::info("finished journal entry {} removed at last", path);
+    }
+    return true;
 }
 
 std::optional<json> Journal::get(const std::string& id) const {
@@ -263,6 +288,8 @@ Result<std::optional<json>> Journal::lookup(const std::string& id) const {
     if (!valid_id(id))
         return std::optional<json>();
     std::lock_guard lock(mu_);
+    if (removed(id))
+        return std::optional<json>();
     auto text = read_file_if_any(fmt::format("{}/{}.json", dir_, id));
     if (!text)
         return text.error();
@@ -276,7 +303,7 @@ std::vector<json> Journal::all() const {
     std::vector<json> out;
     std::error_code ec;
     for (const auto& e : std::filesystem::directory_iterator(dir_, ec)) {
-        if (e.path().extension() != ".json")
+        if (e.path().extension() != ".json" || removed(e.path().stem().string()))
             continue;
         auto text = read_file(e.path().string());
         if (!text)

@@ -99,8 +99,14 @@ class Journal {
     static bool valid_id(std::string_view id);
 
   private:
+    // Whether id was removed though its file would not go (under mu_): a
+    // finished entry must not be acted on again (a destination's entry
+    // resolved against a source that has forgotten it would kill the copy).
+    bool removed(const std::string& id) const;
+
     std::string dir_;
     mutable std::mutex mu_;
+    mutable std::set<std::string> stuck_; // removed, file still there
 };
 
 // Where each migrated or duplicated process (by gid) lives, as this host

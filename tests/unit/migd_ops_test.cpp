@@ -785,9 +785,7 @@ TEST(MigdOps, APeerReachesOnlyItsOwnMigrations) {
     EXPECT_NE(r->value("error", "").find("is not h3's to start"), std::string::npos) << r->dump();
     EXPECT_FALSE(net["h2"].journal_.get("h1.1.1")) << "nothing journaled";
 
-    // h1 moving a process to h2, past its commit point (busy: h1's
-    // resolver leaves it alone).
-    migd::Daemon::Busy mine(net["h1"], "h1.5.5");
+    // h1 moving a process to h2, past its commit point (its original gone).
     ASSERT_TRUE(net["h1"].journal_.put({{"id", "h1.5.5"},
                                         {"role", "source"},
                                         {"state", "committing"},
@@ -812,6 +810,50 @@ TEST(MigdOps, APeerReachesOnlyItsOwnMigrations) {
     net["h1"].journal_.remove("h1.5.5");
     net["h1"].journal_.remove("h1.6.6");
     net["h2"].journal_.remove("h1.6.6");
+}
+
+// Past the commit point the destination's resolver hears "committed", which
+// lets its copy run, only once the original is dead: not while the export
+// (which kills it) still holds the migration, and not before the source has
+// killed it itself. A duplicate's original is left alone.
+TEST(MigdOps, TheDestinationHearsCommittedOnlyOnceTheOriginalIsDead) {
+    Net net(2);
+    const pid_t orig = ::fork();
+    ASSERT_GE(orig, 0);
+    if (orig == 0) {
+        for (;;)
+            ::pause();
+    }
+    ASSERT_EQ(::kill(orig, SIGSTOP), 0); // held, as an exported original is
+    const auto info = migd::proc_info(orig);
+    ASSERT_TRUE(info.has_value());
+    const auto resolve = [&](const char* id) {
+        auto r = net["h2"].ask("h1", {{"op", "resolve"}, {"id", id}});
+        return r ? r->value("state", "") : r.error().what();
+    };
+    json e = {{"id", "h1.7.7"},       {"role", "source"},     {"kind", "dup"},
+              {"state", "committing"}, {"peer", "h2"},        {"pid", orig},
+              {"starttime", info->starttime}};
+    ASSERT_TRUE(net["h1"].journal_.put(e));
+    EXPECT_EQ(resolve("h1.7.7"), "committed");
+    EXPECT_TRUE(alive(orig)) << "a duplicate's original was killed";
+    net["h1"].journal_.remove("h1.7.7");
+
+    e["id"] = "h1.8.8";
+    e["kind"] = "migrate";
+    ASSERT_TRUE(net["h1"].journal_.put(e));
+    {
+        migd::Daemon::Busy exporting(net["h1"], "h1.8.8");
+        EXPECT_EQ(resolve("h1.8.8"), "pending") << "committed while the export still ran";
+        EXPECT_TRUE(alive(orig));
+    }
+    EXPECT_EQ(resolve("h1.8.8"), "committed");
+    int st = 0;
+    EXPECT_EQ(::waitpid(orig, &st, WNOHANG), orig) << "committed before the original died";
+    EXPECT_TRUE(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL) << st;
+    net["h1"].journal_.remove("h1.8.8");
+    ::kill(orig, SIGKILL);
+    (void)::waitpid(orig, nullptr, 0);
 }
 
 // A process of the user's that runs with more than the user's own ids (a

@@ -334,6 +334,27 @@ TEST_F(MigdJournal, ATornLastLineLeavesTheStateBeforeItAndTheNextStateStartsALin
     EXPECT_EQ(j_.all()[0].value("state", ""), "ready");
 }
 
+// A finished entry whose file will not go (here a directory in its place,
+// which unlink() refuses even to root) is forgotten by this migd all the
+// same: a resolver must not act on it again. Once the file is gone the id
+// is free again.
+TEST_F(MigdJournal, AFinishedEntryWhoseFileWillNotGoIsForgottenAllTheSame) {
+    fs::create_directories(file("h1.2.2"));
+    EXPECT_FALSE(j_.lookup("h1.2.2")) << "the stand-in should be unreadable before the removal";
+    j_.remove("h1.2.2");
+    auto l = j_.lookup("h1.2.2");
+    ASSERT_TRUE(l) << "a removed entry is an error";
+    EXPECT_FALSE(*l) << "a removed entry is still there";
+    EXPECT_FALSE(j_.put({{"id", "h1.2.2"}, {"state", "ready"}})) << "a removed entry came back";
+    EXPECT_TRUE(j_.all().empty());
+    fs::remove(file("h1.2.2"));
+    l = j_.lookup("h1.2.2");
+    ASSERT_TRUE(l);
+    EXPECT_FALSE(*l);
+    EXPECT_TRUE(j_.put({{"id", "h1.2.2"}, {"state", "ready"}}));
+    EXPECT_EQ(j_.get("h1.2.2").value_or(migd::json{}).value("state", ""), "ready");
+}
+
 TEST_F(MigdJournal, AnOlderMigdsWholeFileEntryIsReadAndGoesOn) {
     const migd::json old = {{"id", "y"},
                             {"role", "dest"},
