@@ -448,8 +448,8 @@ void Ops::peer_resolve(Daemon& d, Channel& ch, const json& req) {
         if (state == "committed" && d.busy(req.value("id", "")))
             state = "pending";
         if (state == "committed" && (*e)->value("kind", "") == "migrate") {
-            if (auto k = kill_process((*e)->value("pid", 0),
-                                      (*e)->value("starttime", std::uint64_t{0}));
+            if (auto k =
+                    kill_process((*e)->value("pid", 0), (*e)->value("starttime", std::uint64_t{0}));
                 !k) {
                 spdlog::warn("resolve {}: {}", req.value("id", ""), k.error().what());
                 state = "pending";

@@ -831,8 +831,12 @@ TEST(MigdOps, TheDestinationHearsCommittedOnlyOnceTheOriginalIsDead) {
         auto r = net["h2"].ask("h1", {{"op", "resolve"}, {"id", id}});
         return r ? r->value("state", "") : r.error().what();
     };
-    json e = {{"id", "h1.7.7"},       {"role", "source"},     {"kind", "dup"},
-              {"state", "committing"}, {"peer", "h2"},        {"pid", orig},
+    json e = {{"id", "h1.7.7"},
+              {"role", "source"},
+              {"kind", "dup"},
+              {"state", "committing"},
+              {"peer", "h2"},
+              {"pid", orig},
               {"starttime", info->starttime}};
     ASSERT_TRUE(net["h1"].journal_.put(e));
     EXPECT_EQ(resolve("h1.7.7"), "committed");
