@@ -336,6 +336,14 @@ long ghost_export(struct ghost *g, struct ghost_export *e)
 		goto out_release;
 	}
 	err = check_unchanged(task, mm, tcred, e->reason);
+	/*
+	 * Checked again now that it cannot change: a thread or a child it
+	 * made between the first check and parking would otherwise be left
+	 * out of the image without a word (and a thread would write to the
+	 * memory while it is read).
+	 */
+	if (!err)
+		err = ghost_check_target(task, NULL, e->reason);
 	if (err)
 		goto out_release;
 
