@@ -81,4 +81,24 @@ static inline int ghost_file_inheritable(__u32 mode)
 	return S_ISFIFO(mode) || S_ISCHR(mode);
 }
 
+/*
+ * Whether the pages an image carries for a private file mapping lie within
+ * the file as it is now: @end_page is the file page after the last carried
+ * one (the mapping's offset in pages plus the pages up to the end of its
+ * last run), @size the file's bytes. A page past the end of a file faults
+ * with SIGBUS, for a private copy as well, so no restore could place it:
+ * both engines refuse such an image before their point of no return. (A
+ * process keeps pages it copied before its file was cut short; its image
+ * restores again once the file is as long as it was.)
+ */
+static inline int ghost_pages_within_file(__u64 end_page, __u64 size,
+					  __u64 page_size)
+{
+	return end_page <= size / page_size + (size % page_size != 0);
+}
+
+/* Arguments: the mapping's start, the file's size, the end, the path (last: long). */
+#define GHOST_FILE_SHORT_REASON \
+	"the file mapped at %#llx is %llu bytes now, the image has its pages to byte %llu (grow it back): %s"
+
 #endif /* GHOST_FORMAT_H */

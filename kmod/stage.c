@@ -754,6 +754,22 @@ static int check_mappable(struct file *f, const struct ghost_vma *v,
 	return 0;
 }
 
+/* The pages carried for a private file mapping are still in the file. */
+static int check_file_length(const struct staged_vma *sv, const char *path,
+			     char *reason)
+{
+	const struct staged_run *last = &sv->runs[sv->nr_runs - 1];
+	u64 end_page = sv->v.pgoff +
+		       ((last->addr - sv->v.start) >> PAGE_SHIFT) + last->nr_pages;
+	u64 size = i_size_read(file_inode(sv->file));
+
+	if (ghost_pages_within_file(end_page, size, PAGE_SIZE))
+		return 0;
+	ghost_reason(reason, GHOST_FILE_SHORT_REASON, sv->v.start, size,
+		     end_page << PAGE_SHIFT, path);
+	return -ESTALE;
+}
+
 static int stage_vma(struct ghost_stream *s, struct ghost_staged *st,
 		     unsigned int idx, char *reason)
 {
@@ -810,9 +826,10 @@ static int stage_vma(struct ghost_stream *s, struct ghost_staged *st,
 		}
 		sv->file = f;
 		err = check_mappable(f, v, path, reason);
-		kfree(path);
-		if (err)
+		if (err) {
+			kfree(path);
 			return err;
+		}
 	} else {
 		err = read_tail(s, &sec, NULL, 0, reason);
 		if (err)
@@ -820,6 +837,9 @@ static int stage_vma(struct ghost_stream *s, struct ghost_staged *st,
 	}
 	while (!err && carried < v->nr_pages)
 		err = stage_pages(s, st, sv, &carried, reason);
+	if (!err && sv->file && sv->nr_runs)
+		err = check_file_length(sv, path, reason);
+	kfree(path);
 	return err;
 }
 

@@ -884,6 +884,45 @@ TEST(memory_above_the_callers_address_space_limit_is_refused_with_the_caller_ali
 	free(img);
 }
 
+#define SHORT_FILE "/tmp/ghost_import_short_file"
+
+/* Writes into all three pages of a private mapping of SHORT_FILE, idles. */
+static void work_private_file(int fd)
+{
+	int f = open(SHORT_FILE, O_RDWR | O_CREAT | O_TRUNC, 0600);
+	char *p;
+
+	if (f < 0 || ftruncate(f, 3 * 4096))
+		_exit(44);
+	p = mmap(NULL, 3 * 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE, f, 0);
+	if (p == MAP_FAILED)
+		_exit(45);
+	close(f);
+	memset(p, 'x', 3 * 4096);	/* private copies of every page */
+	work_idle(fd);
+}
+
+/*
+ * An image whose private file mapping has page copies past the end of the
+ * file as it is now (cut from three pages to one after the export): no
+ * restore can place them (such a page faults with SIGBUS), so the import is
+ * refused before the point of no return, the caller alive and told why.
+ */
+TEST(pages_past_the_end_of_a_shortened_file_are_refused_with_the_caller_alive)
+{
+	struct image_sec secs[1024];
+	size_t len;
+	int n;
+	char *img = export_walked(work_private_file, &len, secs, ARRAY_SIZE(secs), &n);
+
+	ASSERT_NE(NULL, img);
+	ASSERT_EQ(0, truncate(SHORT_FILE, 4096));
+	EXPECT_EQ(0, refused_alive(img, len, &secs[n - 1], NULL, "grow it back"))
+		TH_LOG("-1: the importer was killed, refused after the point of no return");
+	unlink(SHORT_FILE);
+	free(img);
+}
+
 /*
  * A killed importer dies wherever its image keeps it: here in a skippable
  * section a terabyte long, read from a sparse memfd (holes read as zeros

@@ -475,6 +475,32 @@ TEST_F(BadImport, MissingMappedFileIsRefusedBeforeTheTracer) {
     expect_refused(ENOENT, "cannot open /nonexistent/ghost-lib.so");
 }
 
+// Copies of pages of a private file mapping past the end of the file as it
+// is now (a library's written data pages, the mapping pointed at a file of
+// one byte): no restore could place them, so the import is refused before
+// the tracer with a reason; the kernel engine has the same rule
+// (ghost_pages_within_file()).
+TEST_F(BadImport, PagesPastTheEndOfAShortenedFileAreRefusedBeforeTheTracer) {
+    char path[] = "/tmp/ghost-short-lib.XXXXXX";
+    const int fd = ::mkstemp(path);
+    ASSERT_GE(fd, 0);
+    ASSERT_EQ(::write(fd, "x", 1), 1);
+    ::close(fd);
+    bool found = false;
+    for (auto& v : img_.vmas)
+        if ((v.rec.flags & GHOST_VMA_FILE) && !(v.rec.flags & GHOST_VMA_SHARED) &&
+            !v.runs.empty() &&
+            v.runs.back().addr + v.runs.back().nr_pages * 4096 > v.rec.start + 4096) {
+            v.path = path;
+            v.rec.path_len = static_cast<std::uint32_t>(v.path.size());
+            found = true;
+            break;
+        }
+    ASSERT_TRUE(found) << "no private file mapping with page copies past its first page";
+    expect_refused(ESTALE, "grow it back");
+    ::unlink(path);
+}
+
 // Another kernel's vDSO of the same size: only the recorded crc32c tells.
 TEST_F(BadImport, ForeignVdsoIsRefusedAndTheCallerPutBack) {
     ASSERT_TRUE(img_.header.features & GHOST_IMAGE_FEAT_VDSO_ID);

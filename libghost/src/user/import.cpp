@@ -31,6 +31,7 @@
 
 #include <fmt/format.h>
 
+#include "ghost_format.h"
 #include "ghost_policy.h"
 #include "ghost_vma_attrs.h"
 #include "sys.hpp"
@@ -114,6 +115,28 @@ Result<void> check_mm(const ghost_mm& m) {
     return {};
 }
 
+// The pages carried for a private file mapping are still in the file
+// (ghost_pages_within_file(), the kernel engine's rule).
+Result<void> check_file_length(const image::Vma& v, int fd) {
+    if (v.runs.empty())
+        return {};
+    struct stat st {};
+    if (::fstat(fd, &st) != 0)
+        return Error::from_errno(
+            errno, fmt::format("cannot stat {}, mapped at {:#x}", v.path, v.rec.start));
+    const auto& last = v.runs.back();
+    const std::uint64_t end_page = v.rec.pgoff + (last.addr - v.rec.start) / kPage + last.nr_pages;
+    const auto size = static_cast<std::uint64_t>(st.st_size);
+    if (ghost_pages_within_file(end_page, size, kPage))
+        return {};
+    char why[GHOST_REASON_LEN];
+    std::snprintf(why, sizeof(why), GHOST_FILE_SHORT_REASON,
+                  static_cast<unsigned long long>(v.rec.start),
+                  static_cast<unsigned long long>(size),
+                  static_cast<unsigned long long>(end_page * kPage), v.path.c_str());
+    return Error::from_errno(ESTALE, why);
+}
+
 Result<void> open_everything(Plan& p) {
     const image::Image& img = *p.img;
     int top = -1;
@@ -153,6 +176,8 @@ Result<void> open_everything(Plan& p) {
                 return fd.error();
             it->second = *fd;
         }
+        if (auto r = check_file_length(v, it->second); !r)
+            return r;
         p.vma_fd.push_back(it->second);
     }
 
