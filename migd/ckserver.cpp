@@ -274,7 +274,7 @@ void run_session(Daemon& d, const std::string& server, std::vector<Job*> jobs, g
             id = r->value("id", "");
             return {};
         };
-        auto ex = export_to(d, **ch, j->pid, fate, confirm, jobs.size() == 1 ? emit : Emit{});
+        auto ex = export_to(d, **ch, j->proc, fate, confirm, jobs.size() == 1 ? emit : Emit{});
         const auto ms =
             std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0)
                 .count();

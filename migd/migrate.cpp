@@ -130,7 +130,7 @@ std::pair<bool, std::string> want_precopy(Daemon& d, const json& req, pid_t pid)
 // most precopy_max_rounds, or a round of at most precopy_stop_bytes, or
 // one that did not shrink by a tenth); each announced and acknowledged.
 // The caller then sends the last image, the process held.
-Result<json> precopy_rounds(Daemon& d, Channel& c, pid_t pid, ghost::Precopy& pc,
+Result<json> precopy_rounds(Daemon& d, Channel& c, const ProcStat& proc, ghost::Precopy& pc,
                             const Emit& emit) {
     const Config& cfg = d.config();
     json rounds = json::array();
@@ -140,7 +140,7 @@ Result<json> precopy_rounds(Daemon& d, Channel& c, pid_t pid, ghost::Precopy& pc
         if (auto s = send_json(c, {{"op", "image"}, {"last", false}}); !s)
             return s.error();
         auto ex = export_to(
-            d, c, pid, ghost::Fate::Run, [] { return Result<void>{}; }, emit, &pc);
+            d, c, proc, ghost::Fate::Run, [] { return Result<void>{}; }, emit, &pc);
         if (!ex)
             return Error{ex.error().code,
                          fmt::format("pre-copy round {}: {}", pc.rounds() + 1, ex.error().what())};
@@ -239,7 +239,7 @@ json Ops::local_move(Daemon& d, const json& req, const Client& who, const Emit& 
     ghost::Precopy pc;
     json rounds = json::array();
     if (precopy) {
-        auto r = precopy_rounds(d, c, pid, pc, emit);
+        auto r = precopy_rounds(d, c, *proc, pc, emit);
         if (!r)
             return fail(fmt::format("{} of process {} to {} failed, the original runs on: {}", op,
                                     pid, to, r.error().what()));
@@ -277,7 +277,7 @@ json Ops::local_move(Daemon& d, const json& req, const Client& who, const Emit& 
         maybe_crash("source-after-ack");
         return {};
     };
-    auto ex = export_to(d, c, pid, dup ? ghost::Fate::Run : ghost::Fate::Kill, confirm, emit,
+    auto ex = export_to(d, c, *proc, dup ? ghost::Fate::Run : ghost::Fate::Kill, confirm, emit,
                         precopy ? &pc : nullptr);
     if (!ex) {
         auto cur = d.journal_.get(id);

@@ -56,7 +56,10 @@ struct ExportResult {
 // With precopy, the image is that pre-copy's next (ghost/precopy.hpp).
 // With Kill, the process gets SIGKILL at the commit point but export_to()
 // does not wait until it is gone: the caller does (kill_process()).
-ghost::Result<ExportResult> export_to(Daemon& d, Channel& ch, pid_t pid, ghost::Fate fate,
+// proc is the process as the caller checked it: a pid that names another
+// process by the time the export begins is refused.
+ghost::Result<ExportResult> export_to(Daemon& d, Channel& ch, const ProcStat& proc,
+                                      ghost::Fate fate,
                                       const std::function<ghost::Result<void>()>& confirm,
                                       const Emit& emit, ghost::Precopy* precopy = nullptr);
 

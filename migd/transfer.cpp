@@ -195,7 +195,7 @@ Result<std::pair<UniqueFd, UniqueFd>> relay_pipe() {
 
 } // namespace
 
-Result<ExportResult> export_to(Daemon& d, Channel& ch, pid_t pid, ghost::Fate fate,
+Result<ExportResult> export_to(Daemon& d, Channel& ch, const ProcStat& proc, ghost::Fate fate,
                                const std::function<Result<void>()>& confirm, const Emit& emit,
                                ghost::Precopy* precopy) {
     auto engine = d.engine();
@@ -216,9 +216,11 @@ Result<ExportResult> export_to(Daemon& d, Channel& ch, pid_t pid, ghost::Fate fa
     ExportResult out;
     Result<ghost::ExportStats> stats = Error{};
 
+    const pid_t pid = proc.pid;
     ghost::CheckpointOptions o;
     o.fate = fate;
     o.precopy = precopy;
+    o.starttime = proc.starttime;
     // The original is stopped since its capture and gets SIGKILL at the
     // commit point: it never runs again, so the copy may go on while the
     // original is torn down (local_move() waits for it before answering).

@@ -29,6 +29,7 @@
 #include "ghost/chain.hpp"
 #include "ghost/image.hpp"
 #include "sys.hpp"
+#include "user/dirty.hpp"
 #include "user/shadow.hpp"
 #include "user/user.hpp"
 #include "zstd_stream.hpp"
@@ -176,6 +177,12 @@ Result<ExportStats> checkpoint(Engine& engine, pid_t pid, int out, const Checkpo
     auto pidfd = open_pidfd(pid);
     if (!pidfd)
         return pidfd.error();
+    // Read after the pidfd is open: a match means it names that process.
+    if (o.starttime != 0)
+        if (auto st = user::start_time(pid); !st || *st != o.starttime)
+            return Error::from_errno(ESRCH, fmt::format("process {} exited (pid {} is another "
+                                                        "process's now, or none's)",
+                                                        pid, pid));
     const auto do_export = [&](Ghost& g, Fate f) {
         if (o.precopy)
             return g.export_precopy(pid, f, *o.precopy);

@@ -22,6 +22,8 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <iterator>
+#include <iterator>
 #include <set>
 #include <sstream>
 #include <string>
@@ -208,6 +210,42 @@ TEST(UserEngine, CheckpointKillRestartContinuesWithSameMemory) {
     EXPECT_EQ(again.count, last.count + 2);
     kill_wait(*child);
     ::unlink(path.c_str());
+}
+
+// A caller that names the start time it saw (migd: the process it checked
+// the client's rights to) gets no export of another process that has the
+// pid by then: ESRCH, nothing written, and the process at that pid goes on.
+TEST(UserEngine, ACheckpointOfAnotherStartTimeIsRefused) {
+    Lines lines;
+    const pid_t pid = spawn(lines);
+    lines.next();
+    std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+    std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
+    std::istringstream rest(text.substr(text.rfind(')') + 2));
+    std::string field;
+    for (int i = 3; i <= 22 && rest >> field; ++i) {
+    }
+    const std::uint64_t started = std::stoull(field);
+    auto engine = user_engine();
+    const auto path = tmp_image("other");
+    const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    ASSERT_GE(fd, 0);
+    ghost::CheckpointOptions o;
+    o.fate = ghost::Fate::Kill;
+    o.starttime = started + 1; // as a process that had the pid before
+    auto st = ghost::checkpoint(*engine, pid, fd, o);
+    ASSERT_FALSE(st);
+    EXPECT_EQ(st.error().code.value(), ESRCH) << st.error().what();
+    EXPECT_EQ(::lseek(fd, 0, SEEK_END), 0) << "something was written";
+    const Line a = lines.next();
+    EXPECT_EQ(a.pid, pid) << "the process does not run on";
+    o.starttime = started;
+    o.fate = ghost::Fate::Run;
+    st = ghost::checkpoint(*engine, pid, fd, o);
+    EXPECT_TRUE(st) << st.error().what();
+    ::close(fd);
+    ::unlink(path.c_str());
+    kill_wait(pid);
 }
 
 // A running export leaves the worker running, undisturbed.

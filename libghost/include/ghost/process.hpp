@@ -52,6 +52,11 @@ struct CheckpointOptions {
     // caller's next steps should not share): the caller sets it back
     // before it waits.
     bool wait_for_exit = true;
+    // When not 0: the start time the caller saw pid have (/proc/PID/stat
+    // field 22, clock ticks after boot). A process that exited since, its
+    // pid now another's, is not exported (ESRCH): a daemon that checked
+    // whose process pid was must not export whichever has it later.
+    std::uint64_t starttime = 0;
 };
 
 // Writes the image of process pid to out (a file from its current offset, a
