@@ -53,6 +53,14 @@ struct ghost_target_facts {
 	bool children;
 	bool traced;
 	bool stopped;		/* stopped or in a ptrace stop */
+	/*
+	 * Its memory or descriptor table shared with another process
+	 * (clone(CLONE_VM) or clone(CLONE_FILES) without CLONE_THREAD): that
+	 * process would change them while the image is read. ghost.ko knows;
+	 * the user engine cannot see it.
+	 */
+	bool shares_mm;
+	bool shares_files;
 };
 
 static inline int ghost_policy_target(const struct ghost_target_facts *t,
@@ -77,6 +85,13 @@ static inline int ghost_policy_target(const struct ghost_target_facts *t,
 		snprintf(reason, len,
 			 "pid %d has children: process trees are not supported",
 			 t->pid);
+		return -EOPNOTSUPP;
+	}
+	if (t->shares_mm || t->shares_files) {
+		snprintf(reason, len,
+			 "pid %d shares its %s with another process (clone(%s)): it cannot be exported alone",
+			 t->pid, t->shares_mm ? "memory" : "descriptor table",
+			 t->shares_mm ? "CLONE_VM" : "CLONE_FILES");
 		return -EOPNOTSUPP;
 	}
 	if (t->traced) {

@@ -45,6 +45,9 @@ int ghost_write_head(struct ghost_stream *s, struct task_struct *task,
 		     struct mm_struct *mm, const struct ghost_cpu *cpu,
 		     u32 vdso_size, int locks, char *reason);
 int ghost_write_end(struct ghost_stream *s);
+int ghost_check_alive(struct task_struct *task, char *reason);
+struct sighand_struct *ghost_lock_sighand(struct task_struct *task,
+					  unsigned long *flags);
 
 /* attrs.c */
 int ghost_check_attrs(struct task_struct *task, char *reason);
@@ -99,7 +102,7 @@ struct ghost_fd_entry {
 
 int ghost_check_files(struct task_struct *task, char *reason);
 int ghost_write_files(struct ghost_stream *s, struct task_struct *task,
-		      char *reason);
+		      int locks, char *reason);
 
 /* capture_locks.c: with @s NULL, only counts (and refuses) */
 int ghost_scan_locks(struct ghost_stream *s, struct files_struct *files,

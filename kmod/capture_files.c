@@ -8,6 +8,7 @@
 #include <linux/fdtable.h>
 #include <linux/file.h>
 #include <linux/fs.h>
+#include <linux/sched/signal.h>
 #include <linux/magic.h>
 #include <linux/mount.h>
 #include <linux/slab.h>
@@ -46,6 +47,7 @@ static void iterate(struct task_struct *task, struct fd_list *l)
 	task_unlock(task);
 }
 
+/* Drops what get_fds() took; @l is empty afterwards (a second call is none). */
 static void put_fds(struct fd_list *l)
 {
 	unsigned int i;
@@ -53,6 +55,9 @@ static void put_fds(struct fd_list *l)
 	for (i = 0; i < min(l->n, l->cap); i++)
 		fput(l->v[i].file);
 	kvfree(l->v);
+	l->v = NULL;
+	l->n = 0;
+	l->cap = 0;
 }
 
 /* Takes a reference on each open file of the (parked) @task. */
@@ -63,11 +68,12 @@ static int get_fds(struct task_struct *task, struct fd_list *l)
 	if (!l->n)
 		return 0;
 	l->cap = l->n;
-	l->v = kvcalloc(l->cap, sizeof(*l->v), GFP_KERNEL);
+	l->v = kvcalloc(l->cap, sizeof(*l->v), GFP_KERNEL_ACCOUNT);
 	if (!l->v)
 		return -ENOMEM;
 	iterate(task, l);
-	if (l->n > l->cap) {		/* cannot happen while parked */
+	/* Parked, it opens nothing; a table shared with another process may. */
+	if (l->n > l->cap) {
 		l->n = l->cap;
 		put_fds(l);
 		return -EAGAIN;
@@ -171,8 +177,16 @@ static int scan_fds(struct task_struct *task, struct ghost_stream *s,
 		return -ENOMEM;
 	err = get_fds(task, &l);
 	for (i = 0; !err && i < l.n; i++) {
-		unsigned int j = shared_with(&l, i);
+		unsigned int j;
 		int kind;
+
+		/* Up to a million descriptors, each compared with those before. */
+		cond_resched();
+		if (fatal_signal_pending(current)) {
+			err = -EINTR;
+			break;
+		}
+		j = shared_with(&l, i);
 
 		/* A dup of an earlier descriptor: one open file, one offset. */
 		if (j < i) {
@@ -206,10 +220,22 @@ int ghost_check_files(struct task_struct *task, char *reason)
 	return scan_fds(task, NULL, reason);
 }
 
+/*
+ * @locks: what ghost_check_files() counted, which the header announced. A
+ * lock taken since through an open file another process shares with the
+ * target (a flock() of a forked server's) would follow the FILE records of
+ * an image whose header says none do: such an export is refused.
+ */
 int ghost_write_files(struct ghost_stream *s, struct task_struct *task,
-		      char *reason)
+		      int locks, char *reason)
 {
 	int n = scan_fds(task, s, reason);
 
+	if (n > 0 && !locks) {
+		ghost_reason(reason,
+			     "a file of pid %d was locked during the export (through a process sharing it): try again",
+			     task_pid_vnr(task));
+		return -EAGAIN;
+	}
 	return n < 0 ? n : 0;
 }

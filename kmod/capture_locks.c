@@ -78,7 +78,7 @@ static int file_locks(const struct ghost_fd_entry *e,
 			return 0;
 		kfree(b->v);
 		b->cap = b->n + 4;
-		b->v = kcalloc(b->cap, sizeof(*b->v), GFP_KERNEL);
+		b->v = kcalloc(b->cap, sizeof(*b->v), GFP_KERNEL_ACCOUNT);
 		if (!b->v) {
 			b->cap = 0;
 			return -ENOMEM;

@@ -199,7 +199,7 @@ static int snap_vma(struct mm_struct *mm, struct vm_area_struct *vma,
 				     vma->vm_start);
 			return PTR_ERR(path);
 		}
-		snap->path = kstrdup(path, GFP_KERNEL);
+		snap->path = kstrdup(path, GFP_KERNEL_ACCOUNT);
 		if (!snap->path)
 			return -ENOMEM;
 		v->path_len = strlen(path);
@@ -240,7 +240,7 @@ static int snap_mm(struct mm_struct *mm, struct ghost_mm *m,
 		for_each_vma(vmi, vma)
 			m->nr_vmas++;
 	}
-	snaps = kvcalloc(m->nr_vmas, sizeof(*snaps), GFP_KERNEL);
+	snaps = kvcalloc(m->nr_vmas, sizeof(*snaps), GFP_KERNEL_ACCOUNT);
 	if (!snaps) {
 		err = -ENOMEM;
 	} else {

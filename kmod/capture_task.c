@@ -20,6 +20,40 @@
 #include "capture.h"
 #include "compat.h"
 
+/*
+ * @task's signal handlers, locked, or NULL once it has been reaped: a
+ * SIGKILL ends a target's park while its export goes on (export.c), and the
+ * reaping clears task->sighand. __lock_task_sighand() is not exported; this
+ * is its loop (the sighand cache is SLAB_TYPESAFE_BY_RCU).
+ */
+struct sighand_struct *ghost_lock_sighand(struct task_struct *task,
+					  unsigned long *flags)
+{
+	struct sighand_struct *sh;
+
+	for (;;) {
+		rcu_read_lock();
+		sh = rcu_dereference(task->sighand);
+		if (!sh) {
+			rcu_read_unlock();
+			return NULL;
+		}
+		spin_lock_irqsave(&sh->siglock, *flags);
+		if (likely(sh == rcu_access_pointer(task->sighand))) {
+			rcu_read_unlock();
+			return sh;
+		}
+		spin_unlock_irqrestore(&sh->siglock, *flags);
+		rcu_read_unlock();
+	}
+}
+
+static int gone(struct task_struct *task, char *reason)
+{
+	ghost_reason(reason, "pid %d exited during the export", task_pid_vnr(task));
+	return -ESRCH;
+}
+
 static u64 pending_mask(struct task_struct *task)
 {
 	return task->pending.signal.sig[0] |
@@ -42,6 +76,8 @@ int ghost_check_task(struct task_struct *task, struct mm_struct *mm,
 				sig->it[CPUCLOCK_VIRT].expires,
 		.posix_timers = !list_empty(&sig->posix_timers),
 	};
+	struct sighand_struct *sh;
+	unsigned long flags;
 	int err;
 
 	/* again, now that it is parked */
@@ -54,9 +90,11 @@ int ghost_check_task(struct task_struct *task, struct mm_struct *mm,
 #ifdef CONFIG_IO_URING
 	t.io_uring = task->io_uring;
 #endif
-	spin_lock_irq(&task->sighand->siglock);
+	sh = ghost_lock_sighand(task, &flags);
+	if (!sh)
+		return gone(task, reason);
 	t.pending = pending_mask(task);
-	spin_unlock_irq(&task->sighand->siglock);
+	spin_unlock_irqrestore(&sh->siglock, flags);
 	err = ghost_policy_task(&t, reason, GHOST_REASON_LEN);
 	if (err)
 		return err;
@@ -133,16 +171,23 @@ static int write_cpu(struct ghost_stream *s, const struct ghost_cpu *cpu)
 				   cpu->xstate, cpu->xstate_size);
 }
 
-static int write_signals(struct ghost_stream *s, struct task_struct *task)
+static int write_signals(struct ghost_stream *s, struct task_struct *task,
+			 char *reason)
 {
 	struct ghost_signals *sg = kzalloc(sizeof(*sg), GFP_KERNEL);
+	struct sighand_struct *sh;
+	unsigned long flags;
 	int i, err;
 
 	if (!sg)
 		return -ENOMEM;
-	spin_lock_irq(&task->sighand->siglock);
+	sh = ghost_lock_sighand(task, &flags);
+	if (!sh) {
+		kfree(sg);
+		return gone(task, reason);
+	}
 	for (i = 0; i < GHOST_NSIG; i++) {
-		const struct sigaction *k = &task->sighand->action[i].sa;
+		const struct sigaction *k = &sh->action[i].sa;
 
 		sg->action[i].handler = (unsigned long)k->sa_handler;
 		sg->action[i].flags = k->sa_flags;
@@ -157,7 +202,7 @@ static int write_signals(struct ghost_stream *s, struct task_struct *task)
 	sg->altstack_sp = task->sas_ss_sp;
 	sg->altstack_size = task->sas_ss_size;
 	sg->altstack_flags = task->sas_ss_flags;
-	spin_unlock_irq(&task->sighand->siglock);
+	spin_unlock_irqrestore(&sh->siglock, flags);
 
 	err = ghost_section_write(s, GHOST_SEC_SIGNALS, sg, sizeof(*sg), NULL, 0);
 	kfree(sg);
@@ -215,6 +260,16 @@ static int write_rlimits(struct ghost_stream *s, struct task_struct *task)
 	return ghost_section_write(s, GHOST_SEC_RLIMITS, &r, sizeof(r), NULL, 0);
 }
 
+/*
+ * The target is still there at the end of its image: a SIGKILL ends its
+ * park while the export goes on, and its descriptors, say, may have gone
+ * before they were read. Such an image is not finished (no END).
+ */
+int ghost_check_alive(struct task_struct *task, char *reason)
+{
+	return (READ_ONCE(task->flags) & PF_EXITING) ? gone(task, reason) : 0;
+}
+
 int ghost_write_end(struct ghost_stream *s)
 {
 	struct ghost_end end = { .bytes = s->off, .xxh64 = ghost_stream_sum(s) };
@@ -238,7 +293,7 @@ int ghost_write_head(struct ghost_stream *s, struct task_struct *task,
 	if (!err)
 		err = write_cpu(s, cpu);
 	if (!err)
-		err = write_signals(s, task);
+		err = write_signals(s, task, reason);
 	if (!err)
 		err = write_fs(s, task, reason);
 	if (!err)
@@ -270,7 +325,9 @@ int ghost_write_image(struct ghost_stream *s, struct task_struct *task,
 	if (!err)
 		err = ghost_write_mm(s, mm, vdso_size, vdso_crc, reason);
 	if (!err)
-		err = ghost_write_files(s, task, reason);
+		err = ghost_write_files(s, task, locks, reason);
+	if (!err)
+		err = ghost_check_alive(task, reason);
 	if (!err)
 		err = ghost_write_end(s);
 	if (err && !reason[0])

@@ -16,6 +16,7 @@
 
 #include <linux/cred.h>
 #include <linux/elf.h>
+#include <linux/fdtable.h>
 #include <linux/file.h>
 #include <linux/magic.h>
 #include <linux/ktime.h>
@@ -149,6 +150,19 @@ static bool has_children(struct task_struct *task, struct task_struct *snap)
 }
 
 /*
+ * Whether @task's memory (MMF_MULTIPROCESS: set by a clone(CLONE_VM) of
+ * another process, never cleared, so a process whose sibling has gone is
+ * refused too) or descriptor table is another process's as well.
+ */
+static void shares(struct task_struct *task, bool *mm, bool *files)
+{
+	task_lock(task);
+	*mm = task->mm && test_bit(MMF_MULTIPROCESS, &task->mm->flags);
+	*files = task->files && atomic_read(&task->files->count) > 1;
+	task_unlock(task);
+}
+
+/*
  * What can be refused before the target is disturbed. A snapshot export's
  * target (@snap set) is stopped under ptrace by the caller, which
  * ghost_export_snapshot() checked; a plain export's must be neither.
@@ -165,8 +179,10 @@ int ghost_check_target(struct task_struct *task, struct task_struct *snap,
 		.traced = !snap && task->ptrace,
 		.stopped = !snap && task_is_stopped_or_traced(task),
 	};
+	int err;
 
-	int err = ghost_policy_target(&t, reason, GHOST_REASON_LEN);
+	shares(task, &t.shares_mm, &t.shares_files);
+	err = ghost_policy_target(&t, reason, GHOST_REASON_LEN);
 
 	return err ? err : ghost_check_attrs(task, reason);
 }
@@ -240,9 +256,13 @@ static int check_unchanged(struct task_struct *task, struct mm_struct *mm,
 	return -ESTALE;
 }
 
+/* How long an export waits for its target to park. */
+#define GHOST_PARK_WITHIN (30 * HZ)
+
 /* Parks @task in its own context; on success @f holds its CPU state. */
 static int freeze(struct task_struct *task, struct ghost_freeze *f)
 {
+	long left;
 	int err;
 
 	init_task_work(&f->work, freeze_work);
@@ -256,13 +276,20 @@ static int freeze(struct task_struct *task, struct ghost_freeze *f)
 		refcount_set(&f->ref, 1);
 		return -ESRCH;		/* exiting */
 	}
-	if (wait_for_completion_killable(&f->parked)) {
-		/* Interrupted: the work, when it runs, must not park. */
+	/*
+	 * A target that stopped, or sleeps uninterruptibly, since it was
+	 * checked does not run the work: the exporter gives up after a while
+	 * instead of holding the ghost for ever.
+	 */
+	left = wait_for_completion_killable_timeout(&f->parked, GHOST_PARK_WITHIN);
+	if (left <= 0) {
+		/* Given up: the work, when it runs, must not park. */
+		err = left ? -EINTR : -ETIMEDOUT;
 		if (atomic_cmpxchg(&f->state, CAP_PENDING, CAP_ABANDONED) ==
 		    CAP_PENDING)
-			return -EINTR;
+			return err;
 		complete(&f->release);
-		return -EINTR;
+		return err;
 	}
 	return 0;
 }
@@ -326,6 +353,8 @@ long ghost_export(struct ghost *g, struct ghost_export *e)
 	if (err) {
 		ghost_reason(e->reason, err == -EINTR ?
 			     "interrupted while waiting for pid %d to stop" :
+			     err == -ETIMEDOUT ?
+			     "pid %d did not stop within 30 s (stopped, or asleep in D state)" :
 			     "pid %d exited", task_pid_vnr(task));
 		goto out_freeze;
 	}

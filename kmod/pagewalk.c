@@ -34,7 +34,7 @@ static int runs_add(struct ghost_runs *r, unsigned long addr,
 		return 0;
 	}
 	err = ghost_array_reserve((void **)&r->v, &r->cap, r->nr, r->nr + 1,
-				  sizeof(*r->v), GFP_KERNEL);
+				  sizeof(*r->v), GFP_KERNEL_ACCOUNT);
 	if (err)
 		return err;
 	r->v[r->nr++] = (struct ghost_run){ .addr = addr, .nr = nr };
@@ -128,9 +128,13 @@ again:
 		if (pmd_none(pmdv))
 			goto hole;
 		if (!pmd_present(pmdv) || pmd_trans_huge(pmdv)) {
-			/* A huge page, or one being migrated: all there. */
-			if (anon_only && pmd_present(pmdv) &&
-			    !PageAnon(pmd_page(pmdv)))
+			/*
+			 * A huge page, or one being migrated: all there. One
+			 * not anonymous is the file's or, in an anonymous
+			 * mapping, the huge zero page (is_huge_zero_pmd() is
+			 * not exported): nothing to carry either way.
+			 */
+			if (pmd_present(pmdv) && !PageAnon(pmd_page(pmdv)))
 				goto hole;
 			err = runs_add(r, addr, (next - addr) >> PAGE_SHIFT);
 			if (err)

@@ -276,6 +276,14 @@ int ghost_mem_mmap(struct ghost_res *res, struct vm_area_struct *vma)
 		return -EACCES;
 	ghost_vm_flags_clear(vma, VM_MAYWRITE);
 	mutex_lock(&m->lock);
+	/*
+	 * The last page is mapped whole: what lies past the image in it
+	 * (fresh pages are not zeroed, or an earlier image's bytes) is not
+	 * for the mapper to see.
+	 */
+	if (offset_in_page(m->len))
+		memzero_page(m->pages[m->len >> PAGE_SHIFT], offset_in_page(m->len),
+			     PAGE_SIZE - offset_in_page(m->len));
 	err = vm_map_pages(vma, m->pages, DIV_ROUND_UP(m->len, PAGE_SIZE));
 	mutex_unlock(&m->lock);
 	return err;

@@ -124,8 +124,15 @@ static int check_pair(struct task_struct *task, struct task_struct *snap,
 			     task_pid_vnr(snap), task_pid_vnr(task));
 		return -EINVAL;
 	}
-	while (READ_ONCE(task->on_cpu))
-		cpu_relax();
+	/* Yielding, and not past a SIGKILL that ends the stop meanwhile. */
+	while (READ_ONCE(task->on_cpu)) {
+		if (!held_by_caller(task)) {
+			ghost_reason(reason, "pid %d left its ptrace stop",
+				     task_pid_vnr(task));
+			return -ESRCH;
+		}
+		cond_resched();
+	}
 	return 0;
 }
 
@@ -192,7 +199,9 @@ static int capture(struct ghost_snapshot *sn, struct task_struct *task,
 	if (err)
 		goto out;
 	ghost_stream_init(&s, &sn->files.res);
-	err = ghost_write_files(&s, task, reason);
+	err = ghost_write_files(&s, task, locks, reason);
+	if (!err)
+		err = ghost_check_alive(task, reason);
 out:
 	kvfree(cpu.xstate);
 	return err;

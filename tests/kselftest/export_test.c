@@ -4,6 +4,7 @@
  * and the image a live process exports into them. Runs as root in the VM.
  */
 #include <grp.h>
+#include <sched.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <signal.h>
@@ -682,6 +683,119 @@ TEST(socket_is_eopnotsupp)
 TEST(shared_anonymous_memory_is_eopnotsupp)
 {
 	expect_refused(_metadata, work_shared_anon, EOPNOTSUPP, "shared anonymous");
+}
+
+/*
+ * Two processes made by clone() with CLONE_PARENT (siblings, so the target
+ * has no child) sharing the target's memory or descriptor table: the other
+ * would change them while the image is read, so the export is refused.
+ */
+static int sibling_fn(void *arg)
+{
+	int fd = *(int *)arg;
+
+	if (fd >= 0)		/* its own copy of the ready pipe's end */
+		close(fd);
+	for (;;)
+		pause();
+	return 0;
+}
+
+static void work_sharing(int fd, int flags)
+{
+	static char stack[64 * 1024] __attribute__((aligned(16)));
+	static int its_fd;
+	pid_t sib;
+
+	its_fd = (flags & CLONE_FILES) ? -1 : fd;
+	sib = clone(sibling_fn, stack + sizeof(stack), flags | CLONE_PARENT, &its_fd);
+
+	ready(fd, &sib, sizeof(sib));
+	for (;;)
+		pause();
+}
+
+static void work_shares_mm(int fd)
+{
+	work_sharing(fd, CLONE_VM);
+}
+
+static void work_shares_files(int fd)
+{
+	work_sharing(fd, CLONE_FILES);
+}
+
+static void expect_sharing_refused(struct __test_metadata *_metadata,
+				   void (*fn)(int), const char *words)
+{
+	static struct exported x;
+	struct ghost_export e;
+	pid_t sib = -1, pid = spawn(fn, &sib, sizeof(sib));
+
+	ASSERT_LT(0, pid);
+	ASSERT_LT(0, sib);
+	EXPECT_EQ(-1, export_mem(pid, GHOST_EXPORT_KILL, &x, &e));
+	EXPECT_EQ(EOPNOTSUPP, errno);
+	EXPECT_NE(NULL, strstr(e.reason, words)) TH_LOG("reason: %s", e.reason);
+	EXPECT_EQ(0, kill(pid, 0)) TH_LOG("a refused export must leave the process alive");
+	reap(pid);
+	reap(sib);
+}
+
+TEST(memory_shared_with_another_process_is_eopnotsupp)
+{
+	expect_sharing_refused(_metadata, work_shares_mm, "shares its memory");
+}
+
+TEST(descriptors_shared_with_another_process_are_eopnotsupp)
+{
+	expect_sharing_refused(_metadata, work_shares_files, "shares its descriptor table");
+}
+
+/*
+ * A target killed and reaped while its export waits to write its first
+ * bytes (into a pipe filled beforehand): once there is room the export
+ * fails, "exited during the export" (ESRCH), rather than read the signal
+ * handlers of a reaped task (a NULL pointer) or finish an image without
+ * its descriptors.
+ */
+TEST(a_target_reaped_during_its_export_fails_the_export)
+{
+	char c, junk[4096] = { 0 };
+	int p[2], g, status = -1;
+	pid_t pid = spawn(work_idle, &c, 1), exporter;
+
+	ASSERT_LT(0, pid);
+	ASSERT_EQ(0, pipe(p));
+	ASSERT_EQ(0, fcntl(p[1], F_SETFL, O_NONBLOCK));
+	while (write(p[1], junk, sizeof(junk)) > 0)
+		;
+	ASSERT_EQ(0, fcntl(p[1], F_SETFL, 0));
+	g = ghost_new();
+	ASSERT_LE(0, g);
+	ASSERT_EQ(0, ghost_plug(g, GHOST_RES_FILE, p[1]));
+	close(p[1]);
+	exporter = fork();
+	ASSERT_LE(0, exporter);
+	if (exporter == 0) {
+		struct ghost_export e;
+
+		close(p[0]);
+		if (ghost_do_export(g, pid, GHOST_EXPORT_RUN, &e) == 0)
+			_exit(1);
+		fprintf(stderr, "export: %s (%s)\n", strerror(errno), e.reason);
+		_exit(errno == ESRCH && strstr(e.reason, "exited during") ? 0 : 2);
+	}
+	close(g);
+	usleep(500000);		/* parked; the export waits for room */
+	ASSERT_EQ(0, kill(pid, SIGKILL));
+	ASSERT_EQ(pid, waitpid(pid, NULL, 0));
+	while (read(p[0], junk, sizeof(junk)) > 0)	/* EOF: the exporter is done */
+		;
+	close(p[0]);
+	ASSERT_EQ(exporter, waitpid(exporter, &status, 0));
+	EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
+		TH_LOG("status %#x: 1 = the export succeeded, 2 = another error", status);
 }
 
 TEST(unprivileged_caller_cannot_export_root_process)
