@@ -3,6 +3,8 @@
 // (GETS round, DELIVER, DETACH and the move); failures end the job.
 #include "hub.hpp"
 
+#include "keepalive.hpp"
+
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <signal.h>
@@ -52,7 +54,9 @@ void Hub::fail(int failed_vp, std::string why, bool lost) {
     outcome_ = {false, failed_vp, std::move(why), lost};
     for (int v = 0; v < nprocs_; ++v) {
         Vp& p = vps_[static_cast<std::size_t>(v)];
-        if (v != failed_vp && p.pid > 0 && p.state != State::Gone) {
+        // The failed VP too when it is detached: alive (on another host,
+        // say, its wake-up failed) but with no connection to notice the end.
+        if ((v != failed_vp || p.state == State::Detached) && p.pid > 0 && p.state != State::Gone) {
             if (killer_)
                 killer_(v, p.pid);
             else
@@ -130,6 +134,9 @@ void Hub::hello(wire::Link link, bool tcp) {
         const timeval none{0, 0};
         ::setsockopt(link.fd(), SOL_SOCKET, SO_RCVTIMEO, &none, sizeof none);
         ::setsockopt(link.fd(), SOL_SOCKET, SO_SNDTIMEO, &none, sizeof none);
+        // ...but not silently gone: a host that loses power sends no FIN,
+        // and a barrier would wait for its VP for ever (keepalive.hpp).
+        wire::keep_alive(link.fd());
     }
     if (relay)
         return relay_hello(std::move(link), *f);

@@ -161,11 +161,21 @@ void connect_hub(bool resumed) {
     State& s = state();
     const char* call = resumed ? "bsp_sync" : "bsp_begin";
     auto fd = wire::connect_abstract(s.job);
+    // An abstract name has no owner: any user on the host may have bound
+    // it, and the hub writes into this process's memory. One that is not
+    // this user's (or root's) is never spoken to; the job's TLS address, if
+    // it has one, is used instead.
+    if (fd && !wire::peer_is_ours(fd->get()))
+        fd =
+            Error::from_errno(EACCES, fmt::format("@ghost-bsp/{} is held by another user's process "
+                                                  "(refused: it is not this job's hub)",
+                                                  s.job));
     if (!fd && resumed && !s.hub_file.empty())
         reread_hub_file(s);
     if (fd) {
         s.sock = wire::Link(std::move(*fd));
-    } else if (fd.error().code.value() == ECONNREFUSED && s.key && !s.hub_tcp.empty()) {
+    } else if ((fd.error().code.value() == ECONNREFUSED || fd.error().code.value() == EACCES) &&
+               s.key && !s.hub_tcp.empty()) {
         auto l = connect_tcp_hub(s);
         if (!l)
             die(call, fmt::format("cannot reach the hub of job {} at {}: {}", s.job, s.hub_tcp,

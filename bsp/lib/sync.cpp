@@ -34,6 +34,23 @@ void detach_and_wait() {
     connect_hub(true);
 }
 
+// The bytes [off, off + len) of this VP's registration reg, or it dies: a
+// hub only asks for what the other VPs checked against the sizes (drma.cpp),
+// and none may reach past the area.
+static const std::byte* own_area(const State& s, std::uint64_t reg, std::uint64_t off,
+                                 std::uint64_t len) {
+    if (reg >= s.regs.size())
+        die("bsp_sync", fmt::format("the hub named registration #{}, unknown here", reg));
+    const auto& sizes = s.regs[reg].sizes;
+    const auto me = static_cast<std::size_t>(s.pid);
+    const std::uint64_t size =
+        me < sizes.size() && sizes[me] > 0 ? static_cast<std::uint64_t>(sizes[me]) : 0;
+    if (off > size || len > size - off)
+        die("bsp_sync", fmt::format("the hub named bytes {}..{} of registration #{}, which has {}",
+                                    off, off + len, reg, size));
+    return static_cast<const std::byte*>(s.regs[reg].addr) + off;
+}
+
 void answer_gets(const wire::Frame& f) {
     State& s = state();
     wire::Reader r(f.payload);
@@ -41,10 +58,9 @@ void answer_gets(const wire::Frame& f) {
     wire::Writer w;
     for (std::uint32_t i = 0; i < n && !r.failed(); ++i) {
         const std::uint64_t reg = r.u64(), off = r.u64(), len = r.u64();
-        if (reg >= s.regs.size())
-            die("bsp_sync", fmt::format("the hub asked for registration #{}, unknown here", reg));
-        const auto* base = static_cast<const std::byte*>(s.regs[reg].addr);
-        w.bytes({base + off, len});
+        if (r.failed())
+            break;
+        w.bytes({own_area(s, reg, off, len), len});
     }
     if (r.failed())
         die("bsp_sync", "malformed GETS frame from the hub");
@@ -88,9 +104,9 @@ void apply_deliver(wire::Frame&& f) {
         (void)r.u32(); // source
         const std::uint64_t reg = r.u64(), off = r.u64();
         auto d = r.blob();
-        if (reg < s.regs.size())
-            std::memcpy(static_cast<std::byte*>(const_cast<void*>(s.regs[reg].addr)) + off,
-                        d.data(), d.size());
+        if (!r.failed() && reg < s.regs.size())
+            std::memcpy(const_cast<std::byte*>(own_area(s, reg, off, d.size())), d.data(),
+                        d.size());
     }
     // Pops after the puts: a put to an area popped in the same superstep
     // still lands (the pop takes effect at the end of the sync).

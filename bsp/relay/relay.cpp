@@ -2,6 +2,8 @@
 // The relay's control loop, its link table and its store of DATA frames.
 #include "relay.hpp"
 
+#include "keepalive.hpp"
+
 #include <poll.h>
 #include <sys/socket.h>
 #include <sys/time.h>
@@ -274,6 +276,7 @@ int Relay::run() {
             if (fds[2].revents & POLLIN) {
                 UniqueFd fd(::accept4(tcp_.get(), nullptr, nullptr, SOCK_CLOEXEC));
                 if (fd) {
+                    wire::keep_alive(fd.get()); // another host's relay
                     std::thread([this, fd = std::move(fd)]() mutable {
                         peer_reader(std::move(fd));
                     }).detach();

@@ -4,15 +4,18 @@
 #include "link.hpp"
 
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <ifaddrs.h>
 #include <net/if.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <poll.h>
 #include <sys/random.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 
 #include <fmt/format.h>
@@ -20,6 +23,7 @@
 #include <openssl/ssl.h>
 
 #include "ghost/io.hpp"
+#include "keepalive.hpp"
 
 namespace ghost::bsp::wire {
 
@@ -212,6 +216,11 @@ Result<bool> Link::read_all(std::byte* p, std::size_t n) {
             errno = 0;
             if (SSL_read_ex(ssl_.get(), p + got, n - got, &r) != 1) {
                 const int e = SSL_get_error(ssl_.get(), 0);
+                // On a blocking socket OpenSSL retries by itself: "want" is
+                // the socket's SO_RCVTIMEO expiring, not a reason to wait on.
+                if ((e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE) &&
+                    (errno == EAGAIN || errno == EWOULDBLOCK))
+                    return Error::from_errno(ETIMEDOUT, "TLS read: timed out");
                 if (e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE ||
                     (e == SSL_ERROR_SYSCALL && errno == EINTR))
                     continue;
@@ -275,19 +284,47 @@ Result<Frame> recv_frame(Link& l) {
 
 namespace {
 
+constexpr std::chrono::seconds kAcceptWithin{10};
+
 Result<Link> handshake(const TlsContext& ctx, UniqueFd fd, bool server) {
     SslPtr ssl(SSL_new(ctx.get()));
     if (!ssl || !SSL_set_fd(ssl.get(), fd.get()))
         return Error::from_errno(EPROTO, fmt::format("SSL_new: {}", ssl_errors()));
     ERR_clear_error();
+    // A server's handshake ends within kAcceptWithin whatever the client
+    // sends: with the socket blocking, a byte every few seconds would hold
+    // the caller (the hub's only thread) as long as the client liked, each
+    // read under its own SO_RCVTIMEO. So it runs non-blocking, each wait
+    // for the time left.
+    const auto deadline = std::chrono::steady_clock::now() + kAcceptWithin;
+    const int fl = ::fcntl(fd.get(), F_GETFL);
+    if (server)
+        ::fcntl(fd.get(), F_SETFL, fl | O_NONBLOCK);
     int rc;
     {
         ghost::NoSigpipe guard;
-        do {
+        for (;;) {
             errno = 0;
             rc = server ? SSL_accept(ssl.get()) : SSL_connect(ssl.get());
-        } while (rc != 1 && SSL_get_error(ssl.get(), rc) == SSL_ERROR_SYSCALL && errno == EINTR);
+            if (rc == 1)
+                break;
+            const int e = SSL_get_error(ssl.get(), rc);
+            if (e == SSL_ERROR_SYSCALL && errno == EINTR)
+                continue;
+            if (!server || (e != SSL_ERROR_WANT_READ && e != SSL_ERROR_WANT_WRITE))
+                break;
+            const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+                deadline - std::chrono::steady_clock::now());
+            if (left.count() <= 0)
+                return Error::from_errno(
+                    ETIMEDOUT,
+                    fmt::format("TLS handshake not done within {} s", kAcceptWithin.count()));
+            pollfd p{fd.get(), static_cast<short>(e == SSL_ERROR_WANT_READ ? POLLIN : POLLOUT), 0};
+            (void)::poll(&p, 1, static_cast<int>(left.count()));
+        }
     }
+    if (server)
+        ::fcntl(fd.get(), F_SETFL, fl);
     if (rc != 1) {
         const int e = SSL_get_error(ssl.get(), rc);
         std::string why = ERR_peek_error() != 0 ? ssl_errors()
@@ -353,6 +390,7 @@ Result<UniqueFd> connect_tcp(std::string_view addr_port) {
                                  fmt::format("connect {}: {}", addr_port, std::strerror(errno)));
     const int one = 1;
     ::setsockopt(fd.get(), IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    keep_alive(fd.get()); // a host that vanishes is noticed, not waited for
     return fd;
 }
 
