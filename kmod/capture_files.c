@@ -12,6 +12,7 @@
 #include <linux/magic.h>
 #include <linux/mount.h>
 #include <linux/slab.h>
+#include <linux/sort.h>
 #include <linux/ghost.h>
 #include <ghost_policy.h>
 
@@ -152,20 +153,53 @@ static int write_one(struct ghost_stream *s, const struct ghost_fd_entry *e,
 				   f.path_len);
 }
 
-/* The first descriptor before @i with the same open file, or @i. */
-static unsigned int shared_with(const struct fd_list *l, unsigned int i)
-{
-	unsigned int j;
+struct by_file {
+	unsigned long file;		/* the struct file's address */
+	unsigned int i;			/* its index in the fd list */
+};
 
-	for (j = 0; j < i; j++)
-		if (l->v[j].file == l->v[i].file)
-			return j;
-	return i;
+static int cmp_by_file(const void *a, const void *b)
+{
+	const struct by_file *x = a, *y = b;
+
+	if (x->file != y->file)
+		return x->file < y->file ? -1 : 1;
+	return x->i < y->i ? -1 : x->i > y->i;
+}
+
+/*
+ * For each descriptor of @l the first one with the same open file (itself
+ * when none comes before it), by sorting: a table may hold a million
+ * descriptors, too many to compare each with those before it.
+ */
+static unsigned int *first_sharers(const struct fd_list *l)
+{
+	struct by_file *v = kvmalloc_array(l->n, sizeof(*v), GFP_KERNEL_ACCOUNT);
+	unsigned int *first = kvmalloc_array(l->n, sizeof(*first),
+					     GFP_KERNEL_ACCOUNT);
+	unsigned int i, lead = 0;
+
+	if (!v || !first) {
+		kvfree(v);
+		kvfree(first);
+		return NULL;
+	}
+	for (i = 0; i < l->n; i++)
+		v[i] = (struct by_file){ (unsigned long)l->v[i].file, i };
+	sort(v, l->n, sizeof(*v), cmp_by_file, NULL);
+	for (i = 0; i < l->n; i++) {
+		if (!i || v[i].file != v[i - 1].file)
+			lead = v[i].i;
+		first[v[i].i] = lead;
+	}
+	kvfree(v);
+	return first;
 }
 
 static int scan_fds(struct task_struct *task, struct ghost_stream *s,
 		    char *reason)
 {
+	unsigned int *first = NULL;
 	struct fd_list l;
 	unsigned int i;
 	u64 ids = 0;
@@ -176,17 +210,21 @@ static int scan_fds(struct task_struct *task, struct ghost_stream *s,
 	if (!buf)
 		return -ENOMEM;
 	err = get_fds(task, &l);
+	if (!err && l.n) {
+		first = first_sharers(&l);
+		if (!first)
+			err = -ENOMEM;
+	}
 	for (i = 0; !err && i < l.n; i++) {
-		unsigned int j;
+		unsigned int j = first[i];
 		int kind;
 
-		/* Up to a million descriptors, each compared with those before. */
+		/* Up to a million descriptors, each named and classified. */
 		cond_resched();
 		if (fatal_signal_pending(current)) {
 			err = -EINTR;
 			break;
 		}
-		j = shared_with(&l, i);
 
 		/* A dup of an earlier descriptor: one open file, one offset. */
 		if (j < i) {
@@ -210,6 +248,7 @@ static int scan_fds(struct task_struct *task, struct ghost_stream *s,
 		err = ghost_scan_locks(s, l.files, l.v, l.n, reason);
 	if (l.v)
 		put_fds(&l);
+	kvfree(first);
 	kfree(buf);
 	return err;
 }

@@ -305,10 +305,17 @@ bool Hub::answer_gets(std::vector<std::vector<std::byte>>& replies) {
                 fail(t, fmt::format("vp {}'s relay passed its GETDATA on uncut", t));
         }
     }
-    if (!done_)
-        for (int v = 0; v < nprocs_; ++v)
-            replies[static_cast<std::size_t>(v)] = build_deliver(
-                v, superstep_ + 1, tagsize_, syncs, per_get[static_cast<std::size_t>(v)]);
+    for (int v = 0; v < nprocs_ && !done_; ++v) {
+        auto& r = replies[static_cast<std::size_t>(v)];
+        r = build_deliver(v, superstep_ + 1, tagsize_, syncs, per_get[static_cast<std::size_t>(v)]);
+        // A frame carries at most kMaxPayload: the program's fault, not a
+        // lost VP (a rollback would only replay it).
+        if (r.size() > wire::kMaxPayload)
+            fail(-1, fmt::format("bsp_sync: superstep {} sends vp {} {} bytes, above the {} a "
+                                 "superstep may carry to one VP: split the transfer over more "
+                                 "supersteps",
+                                 superstep_, v, r.size(), wire::kMaxPayload));
+    }
     for (std::size_t v = 0; v < vps_.size(); ++v)
         vps_[v].sync = std::move(syncs[v]);
     return !done_;

@@ -213,6 +213,11 @@ extern "C" void bsp_sync(void) {
     s.puts.clear();
     s.sends.clear();
     s.nsends = 0;
+    if (payload.size() > wire::kMaxPayload)
+        die("bsp_sync", fmt::format("this superstep's puts and sends come to {} bytes, above the "
+                                    "{} a superstep may carry from one VP: split them over more "
+                                    "supersteps",
+                                    payload.size(), wire::kMaxPayload));
     if (auto r = wire::send_frame(s.sock, wire::Type::Sync, payload); !r)
         die("bsp_sync", fmt::format("lost the hub (the job was aborted?): {}", r.error().what()));
     for (;;) {
