@@ -5,7 +5,9 @@
 #include "ghost/chain.hpp"
 
 #include <fcntl.h>
+#include <sys/fsuid.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -117,7 +119,11 @@ std::string describe(const ImageId& id) {
                        id.time_ns % 1000000000ULL, id.bytes, sum);
 }
 
-Result<Link> load_fd(int fd, const std::string& path) {
+namespace {
+
+// load_fd() with at most max_bytes decompressed (a parent is no larger than
+// its child's record of it says).
+Result<Link> load_fd_upto(int fd, const std::string& path, std::uint64_t max_bytes) {
     struct stat st {};
     const off_t at = ::lseek(fd, 0, SEEK_CUR);
     if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && at == 0 && st.st_size > 0) {
@@ -150,11 +156,21 @@ Result<Link> load_fd(int fd, const std::string& path) {
         if (auto w = write_all(mem->get(), std::span(buf.data(), *n)); !w)
             return w.error();
         total += *n;
+        if (total > max_bytes)
+            return Error::from_errno(EFBIG, fmt::format("{} holds more than the {} bytes of the "
+                                                        "image it should be",
+                                                        path, max_bytes));
     }
     auto view = map_whole(mem->get(), total, path);
     if (!view)
         return view.error();
     return from_view(std::move(*view), path);
+}
+
+} // namespace
+
+Result<Link> load_fd(int fd, const std::string& path) {
+    return load_fd_upto(fd, path, ~std::uint64_t{0});
 }
 
 Result<Link> load(const std::string& path) {
@@ -311,6 +327,64 @@ Result<void> check_link(const Link& child, const Link& parent) {
     return {};
 }
 
+namespace {
+
+// Root opening a file an image names, as the image's user: the filesystem
+// ids of this thread (setfsuid(), setfsgid(); the kernel drops the file
+// capabilities with fsuid 0 and gives them back after), so that an image
+// cannot make root read a file its user could not (its bytes would come
+// back in the errors, or into the process). A change of fsuid also makes
+// the process not dumpable, which the restore's tracer needs it to be: put
+// back as it was.
+class AsImageUser {
+  public:
+    explicit AsImageUser(const image::Image& img) {
+        if (::geteuid() != 0 || !img.creds || img.creds->fsuid == 0)
+            return;
+        dumpable_ = ::prctl(PR_GET_DUMPABLE);
+        gid_ = ::setfsgid(img.creds->fsgid);
+        uid_ = ::setfsuid(img.creds->fsuid);
+        on_ = true;
+    }
+    ~AsImageUser() {
+        if (!on_)
+            return;
+        ::setfsuid(static_cast<uid_t>(uid_));
+        ::setfsgid(static_cast<gid_t>(gid_));
+        if (dumpable_ >= 0)
+            (void)::prctl(PR_SET_DUMPABLE, dumpable_);
+    }
+    AsImageUser(const AsImageUser&) = delete;
+    AsImageUser& operator=(const AsImageUser&) = delete;
+
+  private:
+    bool on_ = false;
+    int uid_ = 0, gid_ = 0, dumpable_ = -1;
+};
+
+// A parent that an image names: opened as the image's user, without
+// waiting on a FIFO; a regular file only, and no larger than the parent
+// should be.
+Result<Link> load_parent(const std::string& path, const Link& child) {
+    UniqueFd fd;
+    int err = 0;
+    {
+        AsImageUser as(child.img);
+        fd = UniqueFd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
+        err = errno;
+    }
+    if (!fd)
+        return Error::from_errno(err, fmt::format("cannot open {}: {}", path, errno_text(err)));
+    struct stat st {};
+    if (::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode))
+        return Error::from_errno(EINVAL, fmt::format("{} is not a regular file: it cannot be the "
+                                                     "parent image of {}",
+                                                     path, child.path));
+    return load_fd_upto(fd.get(), path, child.img.parent->bytes);
+}
+
+} // namespace
+
 Result<Link> find_parent(const Link& child) {
     const std::string& hint = child.img.parent_path;
     const fs::path dir = fs::path(child.path).parent_path();
@@ -326,11 +400,10 @@ Result<Link> find_parent(const Link& child) {
     }
     std::optional<Error> mismatch;
     for (const auto& t : tries) {
-        if (::access(t.c_str(), F_OK) != 0)
-            continue;
-        auto l = load(t);
+        auto l = load_parent(t, child);
         if (!l) {
-            mismatch = l.error();
+            if (l.error().code.value() != ENOENT) // not there: the next try
+                mismatch = l.error();
             continue;
         }
         if (auto c = check_link(child, *l); !c) {

@@ -7,9 +7,11 @@
 #pragma once
 
 #include <fcntl.h>
+#include <grp.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -245,14 +247,20 @@ std::uint64_t fnv(std::uint64_t h, const unsigned char* p, std::size_t n) {
 // The worker's two pipes, and its replies.
 class Worker {
   public:
-    Worker() {
+    // as: the uid (and gid) the worker runs as, with no groups; 0 leaves it
+    // the test's.
+    explicit Worker(uid_t as = 0) {
         int c[2], o[2];
         EXPECT_EQ(::pipe2(c, O_CLOEXEC), 0);
         EXPECT_EQ(::pipe2(o, O_CLOEXEC), 0);
         cmd_rd_ = c[0], cmd_wr_ = c[1], out_rd_ = o[0], out_wr_ = o[1];
         pid_ = ::fork();
-        if (pid_ == 0)
+        if (pid_ == 0) {
+            if (as != 0 && (::setgroups(0, nullptr) != 0 || ::setresgid(as, as, as) != 0 ||
+                            ::setresuid(as, as, as) != 0 || ::prctl(PR_SET_DUMPABLE, 1) != 0))
+                ::_exit(99);
             worker(cmd_rd_, out_wr_);
+        }
     }
     ~Worker() {
         for (pid_t p : {pid_, restored_})

@@ -236,4 +236,41 @@ TEST_F(Incremental, RestartRefusesAMissingOrWrongParent) {
     EXPECT_EQ(w.ask("report"), now);
 }
 
+// The parents an image names are opened as the image's user, even by root:
+// a parent its user could not read (here one of root's, mode 0600) is
+// refused, and so is a FIFO in its place, without waiting on it. Once the
+// user owns its parent, root restarts the chain.
+TEST_F(Incremental, ParentsAreOpenedAsTheImagesUser) {
+    if (::geteuid() != 0)
+        GTEST_SKIP() << "needs root (a worker of another user)";
+    constexpr uid_t nobody = 65534;
+    ASSERT_EQ(::chmod(dir_.c_str(), 0755), 0);
+    Worker w(nobody);
+    ASSERT_FALSE(w.ask("report").empty());
+    ASSERT_TRUE(checkpoint(w.pid(), "a.img", true));
+    w.ask("mutate1");
+    ASSERT_TRUE(checkpoint(w.pid(), "b.img", true, path("a.img")));
+    const std::string now = w.ask("report");
+    w.killed();
+
+    auto r = w.restart(engine_, path("b.img"));
+    ASSERT_FALSE(r) << "root read uid " << nobody << "'s parent for it";
+    EXPECT_EQ(r.error().code.value(), EACCES) << r.error().what();
+    EXPECT_NE(r.error().what().find(path("a.img")), std::string::npos) << r.error().what();
+
+    std::filesystem::rename(path("a.img"), path("a.saved"));
+    ASSERT_EQ(::mkfifo(path("a.img").c_str(), 0666), 0);
+    r = w.restart(engine_, path("b.img"));
+    ASSERT_FALSE(r);
+    EXPECT_NE(r.error().what().find("is not a regular file"), std::string::npos)
+        << r.error().what();
+
+    std::filesystem::remove(path("a.img"));
+    std::filesystem::rename(path("a.saved"), path("a.img"));
+    ASSERT_EQ(::chown(path("a.img").c_str(), nobody, nobody), 0);
+    r = w.restart(engine_, path("b.img"));
+    ASSERT_TRUE(r) << r.error().what();
+    EXPECT_EQ(w.ask("report"), now);
+}
+
 } // namespace
