@@ -231,8 +231,10 @@ Result<ExportStats> checkpoint(Engine& engine, pid_t pid, int out, const Checkpo
             g = Error{}; // drops the ghost's reference to the pipe
             wr.reset();  // and ours: the compressor sees the end
         }
+        // A failed checkpoint lets the process go on, whatever its fate
+        // would have been (a Stop too: it was not stopped before).
         if (stats && !zres) {
-            if (fate == Fate::Stop && o.fate == Fate::Kill)
+            if (fate == Fate::Stop)
                 pidfd_signal(pidfd->get(), SIGCONT);
             return zres.error();
         }
@@ -243,7 +245,7 @@ Result<ExportStats> checkpoint(Engine& engine, pid_t pid, int out, const Checkpo
         o.progress({stats->bytes, stats->bytes});
     if (o.commit) {
         if (auto c = o.commit(); !c) {
-            if (o.fate == Fate::Kill)
+            if (fate == Fate::Stop)
                 pidfd_signal(pidfd->get(), SIGCONT);
             return c.error();
         }

@@ -20,9 +20,10 @@
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
-#include <iterator>
 #include <iterator>
 #include <set>
 #include <sstream>
@@ -246,6 +247,119 @@ TEST(UserEngine, ACheckpointOfAnotherStartTimeIsRefused) {
     ::close(fd);
     ::unlink(path.c_str());
     kill_wait(pid);
+}
+
+// A checkpoint that fails after its capture lets the process go on, whatever
+// fate it asked: a Stop too (the process was not stopped before).
+TEST(UserEngine, AFailedCommitLeavesAStopCheckpointsProcessRunning) {
+    Lines lines;
+    const pid_t pid = spawn(lines);
+    lines.next();
+    auto engine = user_engine();
+    const auto path = tmp_image("failed-commit");
+    const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    ASSERT_GE(fd, 0);
+    ghost::CheckpointOptions o;
+    o.fate = ghost::Fate::Stop;
+    o.commit = [] { return ghost::Result<void>(ghost::Error::from_errno(ENOSPC, "disk full")); };
+    auto st = ghost::checkpoint(*engine, pid, fd, o);
+    ::close(fd);
+    ::unlink(path.c_str());
+    ASSERT_FALSE(st);
+    lines.drain();
+    const Line a = lines.next();
+    EXPECT_EQ(a.pid, pid) << "the process was left stopped";
+    kill_wait(pid);
+}
+
+// Idles after its ready byte (fd), with a file of that name mapped.
+[[noreturn]] void map_and_idle(int fd, const std::string& name) {
+    const int f = ::open(name.c_str(), O_RDWR | O_CREAT | O_TRUNC, 0600);
+    if (f < 0 || ::ftruncate(f, 4096) != 0 ||
+        ::mmap(nullptr, 4096, PROT_READ, MAP_PRIVATE, f, 0) == MAP_FAILED)
+        ::_exit(2);
+    ::close(f);
+    (void)!::write(fd, "r", 1);
+    for (;;)
+        ::pause();
+}
+
+// /proc/PID/maps shows a newline in a mapped file's name as "\012": the
+// image has the name as it is (from map_files), not the escaped text, which
+// names another file.
+TEST(UserEngine, AMappedFileWithANewlineInItsNameKeepsItsName) {
+    if (::geteuid() != 0)
+        GTEST_SKIP() << "map_files needs CAP_CHECKPOINT_RESTORE";
+    const std::string name =
+        std::string(::testing::TempDir()) + "ghost-a\nb-" + std::to_string(::getpid());
+    int p[2];
+    ASSERT_EQ(::pipe(p), 0);
+    const pid_t pid = ::fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0)
+        map_and_idle(p[1], name);
+    ::close(p[1]);
+    char c = 0;
+    ASSERT_EQ(::read(p[0], &c, 1), 1);
+    ::close(p[0]);
+    auto g = user_engine()->create_memory();
+    ASSERT_TRUE(g);
+    auto st = (*g)->export_process(pid, ghost::Fate::Run);
+    ASSERT_TRUE(st) << st.error().what();
+    auto view = (*g)->view();
+    ASSERT_TRUE(view);
+    auto img = ghost::image::read(view->bytes());
+    ASSERT_TRUE(img) << img.error().what();
+    bool found = false;
+    for (const auto& v : img->vmas)
+        found = found || v.path == name;
+    EXPECT_TRUE(found) << "no mapping of the file by its name";
+    kill_wait(pid);
+    ::unlink(name.c_str());
+}
+
+// A descriptor whose file cannot be named (a path longer than PATH_MAX,
+// made with mkdirat()/openat()) refuses the export; it was left out of the
+// image.
+TEST(UserEngine, ADescriptorThatCannotBeNamedRefusesTheExport) {
+    const std::string top =
+        std::string(::testing::TempDir()) + "ghost-deep-" + std::to_string(::getpid());
+    ASSERT_EQ(::mkdir(top.c_str(), 0700), 0);
+    int p[2];
+    ASSERT_EQ(::pipe(p), 0);
+    const pid_t pid = ::fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+        int dir = ::open(top.c_str(), O_PATH | O_DIRECTORY);
+        const std::string part(200, 'd');
+        for (int i = 0; i < 30 && dir >= 0; i++) { // 6,000 characters deep
+            if (::mkdirat(dir, part.c_str(), 0700) != 0)
+                ::_exit(2);
+            const int next = ::openat(dir, part.c_str(), O_PATH | O_DIRECTORY);
+            ::close(dir);
+            dir = next;
+        }
+        if (dir < 0 || ::openat(dir, "f", O_RDWR | O_CREAT, 0600) < 0)
+            ::_exit(3);
+        ::close(dir);
+        (void)!::write(p[1], "r", 1);
+        for (;;)
+            ::pause();
+    }
+    ::close(p[1]);
+    char c = 0;
+    ASSERT_EQ(::read(p[0], &c, 1), 1);
+    ::close(p[0]);
+    auto g = user_engine()->create_memory();
+    ASSERT_TRUE(g);
+    auto st = (*g)->export_process(pid, ghost::Fate::Run);
+    ASSERT_FALSE(st) << "exported without the descriptor";
+    EXPECT_NE(st.error().what().find("cannot name the file of fd"), std::string::npos)
+        << st.error().what();
+    EXPECT_NE(state_of(pid), 'T');
+    kill_wait(pid);
+    // Deeper than PATH_MAX: rm walks it with openat(), std::filesystem not.
+    EXPECT_EQ(std::system(("rm -rf '" + top + "'").c_str()), 0);
 }
 
 // A running export leaves the worker running, undisturbed.

@@ -102,6 +102,21 @@ Result<void> check_target(pid_t pid, const Result<std::string>& status) {
     return {};
 }
 
+// The same once the process is held, for what it may have made since: a
+// thread or a child made before the seize, or while it ran on watched,
+// would be left out of the image (ghost.ko checks again once parked too).
+// Traced and stopped it is now, by us.
+Result<void> check_held(pid_t pid, const std::string& status) {
+    ghost_target_facts t{};
+    t.pid = pid;
+    t.threads = static_cast<int>(parse_u64(status_field(status, "Threads")));
+    t.children = has_children(pid);
+    Reason reason{};
+    if (const int err = ghost_policy_target(&t, reason, sizeof(reason)); err < 0)
+        return refused(err, reason);
+    return {};
+}
+
 // ---- the rest of the task -------------------------------------------------------
 
 Result<void> fill_task(Tracee& t, const Asked& a, image::Image& img) {
@@ -303,6 +318,8 @@ Result<ExportStats> export_once(pid_t pid, Fate fate, int out, std::string_view 
     if (!status)
         return fail(status.error());
     if (auto c = check_attrs(pid, *status); !c)
+        return fail(c.error());
+    if (auto c = check_held(pid, *status); !c)
         return fail(c.error());
     // No handler may run in it while it answers our questions.
     if (auto s = t.set_signal_mask(~0ULL); !s)

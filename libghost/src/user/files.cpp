@@ -75,9 +75,13 @@ Result<std::vector<image::File>> capture_files(pid_t pid, std::vector<std::strin
     std::uint64_t ids = 0;
     for (const int fd : *fds) {
         const std::string p = fmt::format("/proc/{}/fd/{}", pid, fd);
+        // Not skipped when it cannot be named (a path longer than PATH_MAX,
+        // built with openat()): the restored process would lack the fd.
         auto link = read_link(p);
         if (!link)
-            continue; // closed meanwhile: cannot happen while held
+            return Error{link.error().code,
+                         fmt::format("cannot name the file of fd {} of pid {}: {}", fd, pid,
+                                     link.error().what())};
         auto info = read_text(fmt::format("/proc/{}/fdinfo/{}", pid, fd));
         if (!info)
             return info.error();

@@ -161,8 +161,21 @@ Result<std::vector<MapEntry>> read_maps(pid_t pid, bool with_flags) {
         if (colon != std::string_view::npos && colon < space)
             continue;
         MapEntry m;
-        if (parse_map_line(line, m))
-            out.push_back(std::move(m));
+        if (!parse_map_line(line, m))
+            continue;
+        // maps shows a newline in a name as "\012" and a backslash as
+        // itself: such a name is ambiguous, map_files has it as it is.
+        if (m.inode != 0 && m.name.find('\\') != std::string::npos) {
+            auto raw = read_link(fmt::format("/proc/{}/map_files/{:x}-{:x}", pid, m.start, m.end));
+            if (!raw)
+                return Error{raw.error().code,
+                             fmt::format("the name of the file mapped at {:#x} by pid {} has a "
+                                         "backslash or a newline, which /proc/{}/maps does not "
+                                         "show as it is, and map_files cannot say it: {}",
+                                         m.start, pid, pid, raw.error().what())};
+            m.name = std::move(*raw);
+        }
+        out.push_back(std::move(m));
     }
     return out;
 }
