@@ -1025,20 +1025,38 @@ class Reader {
         if (r.kind == GHOST_FILE_DUP) {
             // An earlier record of the same kind of file: by file id, or in
             // images without ids by the descriptor number in pos.
+            // Found by binary search (an image may have a million
+            // descriptors): FILE records come in fd order, those that are
+            // not DUPs in file id order (by_id_).
             const bool by_id = img_.header.features & GHOST_IMAGE_FEAT_FILE_ID;
-            const auto t = std::find_if(img_.files.begin(), img_.files.end(), [&](const File& e) {
-                return by_id ? e.rec.file_id == r.file_id
-                             : static_cast<std::uint64_t>(e.rec.fd) == r.pos;
-            });
-            if (t == img_.files.end() || t->rec.mode != r.mode)
+            const File* t = by_id ? opened(r.file_id) : nullptr;
+            if (!by_id) {
+                const auto at =
+                    std::lower_bound(img_.files.begin(), img_.files.end(), r.pos,
+                                     [](const File& e, std::uint64_t fd) {
+                                         return static_cast<std::uint64_t>(e.rec.fd) < fd;
+                                     });
+                if (at != img_.files.end() && static_cast<std::uint64_t>(at->rec.fd) == r.pos)
+                    t = &*at;
+            }
+            if (!t || t->rec.mode != r.mode)
                 return what(
                     by_id ? fmt::format("shares file id {}, which the image lacks", r.file_id)
                           : fmt::format("shares the file of fd {}, which the image lacks", r.pos));
         } else {
             last_file_id_ = r.file_id;
+            by_id_.push_back(img_.files.size());
         }
         img_.files.push_back(std::move(f));
         return {};
+    }
+
+    // The first FILE record that is not a DUP with file id id, or null.
+    const File* opened(std::uint64_t id) const {
+        const auto at = std::lower_bound(
+            by_id_.begin(), by_id_.end(), id,
+            [&](std::size_t i, std::uint64_t want) { return img_.files[i].rec.file_id < want; });
+        return at != by_id_.end() && img_.files[*at].rec.file_id == id ? &img_.files[*at] : nullptr;
     }
 
     // A lock held through an open file that the image reopens by path.
@@ -1050,10 +1068,8 @@ class Reader {
             return r;
         if (const char* why = ghost_lock_malformed(&l))
             return bad(fmt::format("the lock section at byte {} {}", s.at, why));
-        const auto f = std::find_if(img_.files.begin(), img_.files.end(), [&](const File& e) {
-            return e.rec.file_id == l.file_id && e.rec.kind != GHOST_FILE_DUP;
-        });
-        if (f == img_.files.end() || f->rec.kind != GHOST_FILE_PATH)
+        const File* f = opened(l.file_id);
+        if (!f || f->rec.kind != GHOST_FILE_PATH)
             return bad(fmt::format("the lock section at byte {} names file id {}, which the "
                                    "image does not reopen by path",
                                    s.at, l.file_id));
@@ -1100,6 +1116,7 @@ class Reader {
     Sec mm_;
     std::optional<Sec> peeked_; // a section header next() returns again
     std::uint64_t last_file_id_ = 0;
+    std::vector<std::size_t> by_id_; // files that are not DUPs, by file id
     std::vector<std::byte> chunk_;
 };
 

@@ -185,6 +185,13 @@ Result<void> open_everything(Plan& p) {
         const auto& r = f.rec;
         p.file_fd.push_back(-1);
         if (r.kind == GHOST_FILE_INHERIT) {
+            // From high_fd_base up the descriptors are the restorer's own
+            // (the image, the status pipe): the image may not take one.
+            if (r.fd >= high_fd_base)
+                return Error::from_errno(
+                    EBADF, fmt::format("fd {} ({}) is to be inherited, but descriptors from {} "
+                                       "up are the restorer's own",
+                                       r.fd, f.path, high_fd_base));
             struct stat st {};
             if (::fstat(r.fd, &st) != 0 || (st.st_mode & S_IFMT) != r.mode)
                 return Error::from_errno(EBADF,

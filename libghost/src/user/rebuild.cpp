@@ -16,6 +16,7 @@
 #include <cerrno>
 #include <cstring>
 #include <string>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -36,17 +37,25 @@ bool overlaps(std::uint64_t a, std::uint64_t b, std::uint64_t c, std::uint64_t d
 
 } // namespace
 
-// The descriptor a DUP record (files[i]) shares its open file with: the
-// earlier record with the same file id, or in images without file ids the
-// descriptor number in pos. The reader checked that it exists.
-int dup_source(const image::Image& img, std::size_t i) {
-    const auto& r = img.files[i].rec;
-    if (!(img.header.features & GHOST_IMAGE_FEAT_FILE_ID))
-        return static_cast<int>(r.pos);
-    for (std::size_t j = 0; j < i; j++)
-        if (img.files[j].rec.file_id == r.file_id)
-            return img.files[j].rec.fd;
-    return -1;
+// The descriptor each DUP record shares its open file with: the earlier
+// record with the same file id, or in images without file ids the
+// descriptor number in pos (the reader checked that it exists); -1 for the
+// others. In one pass: an image may have a million descriptors.
+std::vector<int> dup_sources(const image::Image& img) {
+    const bool by_id = img.header.features & GHOST_IMAGE_FEAT_FILE_ID;
+    std::unordered_map<std::uint64_t, int> first_fd; // by file id
+    std::vector<int> out(img.files.size(), -1);
+    for (std::size_t i = 0; i < img.files.size(); i++) {
+        const auto& r = img.files[i].rec;
+        if (r.kind != GHOST_FILE_DUP) {
+            first_fd.try_emplace(r.file_id, r.fd);
+        } else if (!by_id) {
+            out[i] = static_cast<int>(r.pos);
+        } else if (const auto f = first_fd.find(r.file_id); f != first_fd.end()) {
+            out[i] = f->second;
+        }
+    }
+    return out;
 }
 
 namespace {

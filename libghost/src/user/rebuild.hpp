@@ -112,8 +112,9 @@ struct Layout {
     std::uint64_t new_vvar = 0;
 };
 
-// The descriptor a DUP record (files[i]) shares its open file with.
-int dup_source(const image::Image& img, std::size_t i);
+// The descriptor each DUP record (by index in files) shares its open file
+// with; -1 for the records that are not DUPs.
+std::vector<int> dup_sources(const image::Image& img);
 
 class Rebuild {
   public:

@@ -46,6 +46,7 @@ Result<void> Rebuild::set_files() {
                 !r)
                 return r;
     }
+    const std::vector<int> dups = dup_sources(img_);
     for (std::size_t i = 0; i < img_.files.size(); i++) {
         const auto& r = img_.files[i].rec;
         const std::uint64_t cloexec = (r.fd_flags & FD_CLOEXEC) ? O_CLOEXEC : 0;
@@ -53,7 +54,7 @@ Result<void> Rebuild::set_files() {
         if (r.kind == GHOST_FILE_PATH)
             from = p_.file_fd[i];
         else if (r.kind == GHOST_FILE_DUP)
-            from = dup_source(img_, i);
+            from = dups[i];
         if (from < 0)
             continue;
         if (auto d =
