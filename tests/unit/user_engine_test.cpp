@@ -653,6 +653,25 @@ TEST_F(BadImport, PagesPastTheEndOfAShortenedFileAreRefusedBeforeTheTracer) {
     ::unlink(path);
 }
 
+// An inherited descriptor at a number the restorer keeps its own at (from
+// high_fd_base, 512, up: the image, the status pipe) is refused: the
+// restored process would hold the restorer's descriptor.
+TEST_F(BadImport, AnInheritedDescriptorAmongTheRestorersOwnIsRefused) {
+    std::uint64_t last_id = 0;
+    for (const auto& f : img_.files)
+        last_id = std::max<std::uint64_t>(last_id, f.rec.file_id);
+    ghost::image::File f;
+    f.path = "pipe:[1]";
+    f.rec.fd = 600;
+    f.rec.kind = GHOST_FILE_INHERIT;
+    f.rec.mode = S_IFIFO;
+    f.rec.file_id = last_id + 1;
+    f.rec.path_len = static_cast<std::uint32_t>(f.path.size());
+    ASSERT_TRUE(img_.files.empty() || img_.files.back().rec.fd < 600);
+    img_.files.push_back(f);
+    expect_refused(EBADF, "are the restorer's own");
+}
+
 // Another kernel's vDSO of the same size: only the recorded crc32c tells.
 TEST_F(BadImport, ForeignVdsoIsRefusedAndTheCallerPutBack) {
     ASSERT_TRUE(img_.header.features & GHOST_IMAGE_FEAT_VDSO_ID);
