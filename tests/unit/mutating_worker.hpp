@@ -256,9 +256,16 @@ class Worker {
         cmd_rd_ = c[0], cmd_wr_ = c[1], out_rd_ = o[0], out_wr_ = o[1];
         pid_ = ::fork();
         if (pid_ == 0) {
-            if (as != 0 && (::setgroups(0, nullptr) != 0 || ::setresgid(as, as, as) != 0 ||
-                            ::setresuid(as, as, as) != 0 || ::prctl(PR_SET_DUMPABLE, 1) != 0))
-                ::_exit(99);
+            if (as != 0) {
+                // Only its pipes: a descriptor the test inherited (ctest's
+                // log, say) is root's, and its image could not reopen it.
+                for (int fd = 3; fd < 1024; fd++)
+                    if (fd != cmd_rd_ && fd != cmd_wr_ && fd != out_rd_ && fd != out_wr_)
+                        ::close(fd);
+                if (::setgroups(0, nullptr) != 0 || ::setresgid(as, as, as) != 0 ||
+                    ::setresuid(as, as, as) != 0 || ::prctl(PR_SET_DUMPABLE, 1) != 0)
+                    ::_exit(99);
+            }
             worker(cmd_rd_, out_wr_);
         }
     }
