@@ -46,8 +46,6 @@ int ghost_write_head(struct ghost_stream *s, struct task_struct *task,
 		     u32 vdso_size, int locks, char *reason);
 int ghost_write_end(struct ghost_stream *s);
 int ghost_check_alive(struct task_struct *task, char *reason);
-struct sighand_struct *ghost_lock_sighand(struct task_struct *task,
-					  unsigned long *flags);
 
 /* attrs.c */
 int ghost_check_attrs(struct task_struct *task, char *reason);

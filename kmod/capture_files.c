@@ -8,7 +8,6 @@
 #include <linux/fdtable.h>
 #include <linux/file.h>
 #include <linux/fs.h>
-#include <linux/sched/signal.h>
 #include <linux/magic.h>
 #include <linux/mount.h>
 #include <linux/slab.h>
@@ -220,11 +219,9 @@ static int scan_fds(struct task_struct *task, struct ghost_stream *s,
 		int kind;
 
 		/* Up to a million descriptors, each named and classified. */
-		cond_resched();
-		if (fatal_signal_pending(current)) {
-			err = -EINTR;
+		err = ghost_go_on();
+		if (err)
 			break;
-		}
 
 		/* A dup of an earlier descriptor: one open file, one offset. */
 		if (j < i) {

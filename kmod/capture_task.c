@@ -26,8 +26,8 @@
  * reaping clears task->sighand. __lock_task_sighand() is not exported; this
  * is its loop (the sighand cache is SLAB_TYPESAFE_BY_RCU).
  */
-struct sighand_struct *ghost_lock_sighand(struct task_struct *task,
-					  unsigned long *flags)
+static struct sighand_struct *lock_sighand(struct task_struct *task,
+					   unsigned long *flags)
 {
 	struct sighand_struct *sh;
 
@@ -63,7 +63,8 @@ static u64 pending_mask(struct task_struct *task)
 /*
  * The refusals of ghost_policy_task(), from the parked @task's state; else
  * the number of file locks the image will carry (its header says whether
- * LOCK records follow).
+ * LOCK records follow). The caller has run ghost_check_target() (the
+ * attributes among it) on the task as held, parked or in its ptrace stop.
  */
 int ghost_check_task(struct task_struct *task, struct mm_struct *mm,
 		     char *reason)
@@ -80,17 +81,13 @@ int ghost_check_task(struct task_struct *task, struct mm_struct *mm,
 	unsigned long flags;
 	int err;
 
-	/* again, now that it is parked */
-	err = ghost_check_attrs(task, reason);
-	if (err)
-		return err;
 #ifdef CONFIG_SYSVIPC
 	t.sysvsem_undo = task->sysvsem.undo_list;
 #endif
 #ifdef CONFIG_IO_URING
 	t.io_uring = task->io_uring;
 #endif
-	sh = ghost_lock_sighand(task, &flags);
+	sh = lock_sighand(task, &flags);
 	if (!sh)
 		return gone(task, reason);
 	t.pending = pending_mask(task);
@@ -181,7 +178,7 @@ static int write_signals(struct ghost_stream *s, struct task_struct *task,
 
 	if (!sg)
 		return -ENOMEM;
-	sh = ghost_lock_sighand(task, &flags);
+	sh = lock_sighand(task, &flags);
 	if (!sh) {
 		kfree(sg);
 		return gone(task, reason);

@@ -256,8 +256,8 @@ static int check_unchanged(struct task_struct *task, struct mm_struct *mm,
 	return -ESTALE;
 }
 
-/* How long an export waits for its target to park. */
-#define GHOST_PARK_WITHIN (30 * HZ)
+/* How long an export waits for its target to park, in seconds. */
+#define GHOST_PARK_WITHIN_S 30
 
 /* Parks @task in its own context; on success @f holds its CPU state. */
 static int freeze(struct task_struct *task, struct ghost_freeze *f)
@@ -281,7 +281,8 @@ static int freeze(struct task_struct *task, struct ghost_freeze *f)
 	 * checked does not run the work: the exporter gives up after a while
 	 * instead of holding the ghost for ever.
 	 */
-	left = wait_for_completion_killable_timeout(&f->parked, GHOST_PARK_WITHIN);
+	left = wait_for_completion_killable_timeout(&f->parked,
+						    GHOST_PARK_WITHIN_S * HZ);
 	if (left <= 0) {
 		/* Given up: the work, when it runs, must not park. */
 		err = left ? -EINTR : -ETIMEDOUT;
@@ -351,11 +352,14 @@ long ghost_export(struct ghost *g, struct ghost_export *e)
 
 	err = freeze(task, f);
 	if (err) {
-		ghost_reason(e->reason, err == -EINTR ?
-			     "interrupted while waiting for pid %d to stop" :
-			     err == -ETIMEDOUT ?
-			     "pid %d did not stop within 30 s (stopped, or asleep in D state)" :
-			     "pid %d exited", task_pid_vnr(task));
+		if (err == -ETIMEDOUT)
+			ghost_reason(e->reason,
+				     "pid %d did not stop within %d s (stopped, or asleep in D state)",
+				     task_pid_vnr(task), GHOST_PARK_WITHIN_S);
+		else
+			ghost_reason(e->reason, err == -EINTR ?
+				     "interrupted while waiting for pid %d to stop" :
+				     "pid %d exited", task_pid_vnr(task));
 		goto out_freeze;
 	}
 	if (f->cpu.err) {

@@ -5,6 +5,8 @@
 
 #include <linux/fs.h>
 #include <linux/mutex.h>
+#include <linux/sched.h>
+#include <linux/sched/signal.h>
 #include <linux/types.h>
 #include <linux/xxhash.h>
 
@@ -70,6 +72,19 @@ struct ghost_res_ops {
  * restore.
  */
 #define GHOST_PAGE_BATCH 64
+
+/*
+ * A point to yield and to stop in a loop whose length the image or the
+ * target decides (millions of sections or descriptors, a section a
+ * terabyte long): a read from a file never looks for a fatal signal (one
+ * from a pipe or a socket does only when it has to wait). -EINTR once the
+ * caller is being killed.
+ */
+static inline int ghost_go_on(void)
+{
+	cond_resched();
+	return fatal_signal_pending(current) ? -EINTR : 0;
+}
 
 struct ghost_res {
 	const struct ghost_res_ops *ops;

@@ -20,9 +20,7 @@
 #include <linux/mount.h>
 #include <linux/namei.h>
 #include <linux/resource.h>
-#include <linux/sched.h>
 #include <linux/sched/mm.h>
-#include <linux/sched/signal.h>
 #include <linux/signal_types.h>
 #include <linux/slab.h>
 #include <asm/fpu/api.h>
@@ -69,18 +67,6 @@ struct sec {
 	u32 rec;		/* record bytes: the rest of the payload is its tail */
 };
 
-/*
- * A point to yield and to stop, at each section and each batch of pages: an
- * image may hold millions of sections, or one a terabyte long, and a read
- * from a file never looks for a fatal signal (one from a pipe or a socket
- * does only when it has to wait). A killed importer dies here.
- */
-static int go_on(void)
-{
-	cond_resched();
-	return fatal_signal_pending(current) ? -EINTR : 0;
-}
-
 /* Bytes nobody looks at: a skipped section's payload and padding. */
 static int skip_bytes(struct ghost_stream *s, u64 len, char *reason)
 {
@@ -88,7 +74,7 @@ static int skip_bytes(struct ghost_stream *s, u64 len, char *reason)
 
 	while (len) {
 		size_t n = min_t(u64, len, sizeof(buf));
-		int err = go_on();
+		int err = ghost_go_on();
 
 		if (!err)
 			err = read_exact(s, buf, n, reason);
@@ -115,7 +101,7 @@ static int next_section(struct ghost_stream *s, const struct ghost_staged *st,
 	for (;;) {
 		sec->at = s->off;
 		sec->sum = ghost_stream_sum(s);
-		err = go_on();
+		err = ghost_go_on();
 		if (!err)
 			err = read_exact(s, &sec->h, sizeof(sec->h), reason);
 		if (err)
@@ -642,7 +628,7 @@ static int stage_run(struct ghost_stream *s, const struct ghost_staged *st,
 
 		/* At most a batch ahead of the data that came. */
 		n = min_t(u64, p->nr_pages - i, GHOST_PAGE_BATCH);
-		err = go_on();
+		err = ghost_go_on();
 		if (!err)
 			err = ghost_array_reserve((void **)&run->pages,
 						  &run->pages_cap, i, i + n,
