@@ -168,6 +168,19 @@ Result<json> precopy_rounds(Daemon& d, Channel& c, const ProcStat& proc, ghost::
     return rounds;
 }
 
+// A committing source entry's original is gone: a migration's killed now
+// if it is still there (pid and start time; a duplicate's goes on). False,
+// logged, if it cannot be.
+bool original_gone(const json& entry) {
+    const std::string kind = entry.value("kind", "");
+    if (kind != "migrate")
+        return true;
+    auto k = kill_process(entry.value("pid", 0), entry.value("starttime", std::uint64_t{0}));
+    if (!k)
+        spdlog::warn("{} {}: {}", kind, entry.value("id", ""), k.error().what());
+    return k.has_value();
+}
+
 } // namespace
 
 json Ops::local_move(Daemon& d, const json& req, const Client& who, const Emit& emit) {
@@ -445,16 +458,8 @@ void Ops::peer_resolve(Daemon& d, Channel& ch, const json& req) {
         // "committed" lets the copy run: only once the original is dead. Its
         // export may still be killing it (the export's thread holds the id),
         // or a kill may have failed: the destination asks again later.
-        if (state == "committed" && d.busy(req.value("id", "")))
+        if (state == "committed" && (d.busy(req.value("id", "")) || !original_gone(**e)))
             state = "pending";
-        if (state == "committed" && (*e)->value("kind", "") == "migrate") {
-            if (auto k =
-                    kill_process((*e)->value("pid", 0), (*e)->value("starttime", std::uint64_t{0}));
-                !k) {
-                spdlog::warn("resolve {}: {}", req.value("id", ""), k.error().what());
-                state = "pending";
-            }
-        }
     }
     (void)send_json(ch, {{"ok", true}, {"state", state}});
 }
@@ -488,22 +493,16 @@ bool Ops::resolve_dest(Daemon& d, const json& entry) {
 }
 
 bool Ops::resolve_source(Daemon& d, const json& entry) {
-    const std::string kind = entry.value("kind", "");
-    if (kind == "migrate") {
-        if (auto k =
-                kill_process(entry.value("pid", 0), entry.value("starttime", std::uint64_t{0}));
-            !k) {
-            spdlog::warn("{} {}: {}", kind, entry.value("id", ""), k.error().what());
-            return false;
-        }
-    }
+    if (!original_gone(entry))
+        return false;
     const Location l =
         location_of(entry, "moved", entry.value("peer", ""), entry.value("dest_pid", 0));
     (void)d.locations_.set(l);
     auto a = d.ask(l.host, {{"op", "commit"}, {"id", entry.value("id", "")}});
     if (!a || !a->value("ok", false))
         return false;
-    spdlog::info("{} {}: commit delivered to {}", kind, entry.value("id", ""), l.host);
+    spdlog::info("{} {}: commit delivered to {}", entry.value("kind", ""), entry.value("id", ""),
+                 l.host);
     d.journal_.remove(entry.value("id", ""));
     return true;
 }

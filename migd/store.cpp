@@ -234,7 +234,7 @@ Result<void> Journal::put(const json& entry) {
     const std::string id = entry.at("id").get<std::string>();
     if (!valid_id(id))
         return Error::from_errno(EINVAL, fmt::format("not a journal entry id: \"{}\"", id));
-    const std::string path = fmt::format("{}/{}.json", dir_, id);
+    const std::string path = file_of(id);
     const std::string text = entry.dump() + "\n";
     if (stuck_.contains(id))
         return Error::from_errno(EEXIST, fmt::format("journal entry {} was finished but its file "
@@ -253,7 +253,7 @@ void Journal::remove(const std::string& id) {
     if (!valid_id(id))
         return;
     std::lock_guard lock(mu_);
-    const std::string path = fmt::format("{}/{}.json", dir_, id);
+    const std::string path = file_of(id);
     if (::unlink(path.c_str()) != 0 && errno != ENOENT) {
         // Forgotten by this migd all the same (removed() is asked again and
         // tries the unlink again); a restarted one would see it.
@@ -268,10 +268,14 @@ void Journal::remove(const std::string& id) {
                      std::strerror(errno));
 }
 
+std::string Journal::file_of(const std::string& id) const {
+    return fmt::format("{}/{}.json", dir_, id);
+}
+
 bool Journal::removed(const std::string& id) const {
     if (!stuck_.contains(id))
         return false;
-    const std::string path = fmt::format("{}/{}.json", dir_, id);
+    const std::string path = file_of(id);
     if (::unlink(path.c_str()) == 0 || errno == ENOENT) {
         stuck_.erase(id);
         spdlog::info("finished journal entry {} removed at last", path);
@@ -290,7 +294,7 @@ Result<std::optional<json>> Journal::lookup(const std::string& id) const {
     std::lock_guard lock(mu_);
     if (removed(id))
         return std::optional<json>();
-    auto text = read_file_if_any(fmt::format("{}/{}.json", dir_, id));
+    auto text = read_file_if_any(file_of(id));
     if (!text)
         return text.error();
     if (!*text)

@@ -103,6 +103,7 @@ class Journal {
     // finished entry must not be acted on again (a destination's entry
     // resolved against a source that has forgotten it would kill the copy).
     bool removed(const std::string& id) const;
+    std::string file_of(const std::string& id) const; // a valid id's file
 
     std::string dir_;
     mutable std::mutex mu_;
