@@ -1,10 +1,13 @@
 // SPDX-License-Identifier: GPL-2.0
-// What /proc says of a process, for tests: its state letter and its children.
+// What /proc says of a process, for tests: its state letter, start time and children.
 #pragma once
 
 #include <sys/types.h>
 
+#include <cstdint>
+#include <cstdlib>
 #include <fstream>
+#include <sstream>
 #include <string>
 
 namespace testing_util {
@@ -16,6 +19,22 @@ inline char state_of(pid_t pid) {
     std::getline(f, s);
     const auto paren = s.rfind(')');
     return paren == std::string::npos || paren + 2 >= s.size() ? '?' : s[paren + 2];
+}
+
+// Its start time, /proc/PID/stat field 22 (clock ticks after boot); 0 if
+// unreadable.
+inline std::uint64_t start_time_of(pid_t pid) {
+    std::ifstream f("/proc/" + std::to_string(pid) + "/stat");
+    std::string s;
+    std::getline(f, s);
+    const auto paren = s.rfind(')');
+    if (paren == std::string::npos)
+        return 0;
+    std::istringstream rest(s.substr(paren + 2)); // from field 3, the state
+    std::string field;
+    for (int i = 3; i <= 22 && rest >> field; ++i) {
+    }
+    return std::strtoull(field.c_str(), nullptr, 10);
 }
 
 // Its children's pids as /proc/PID/task/PID/children lists them ("" if none).

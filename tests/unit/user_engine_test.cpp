@@ -22,8 +22,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <filesystem>
 #include <fstream>
+#include <functional>
 #include <iterator>
 #include <set>
 #include <sstream>
@@ -160,6 +160,46 @@ std::string tmp_image(const char* name) {
            std::to_string(::getpid()) + ".img";
 }
 
+// A temporary image file, open for reading and writing; closed and removed
+// with it.
+struct TmpImage {
+    explicit TmpImage(const char* name)
+        : path(tmp_image(name)),
+          fd(::open(path.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600)) {}
+    ~TmpImage() {
+        if (fd >= 0)
+            ::close(fd);
+        ::unlink(path.c_str());
+    }
+    TmpImage(const TmpImage&) = delete;
+    TmpImage& operator=(const TmpImage&) = delete;
+    std::string path;
+    int fd;
+};
+
+// Forks a child that runs body(fd) and writes one byte to fd once ready;
+// returns its pid after that byte (-1 if it never came).
+pid_t spawn_ready(const std::function<void(int)>& body) {
+    int p[2];
+    if (::pipe(p) != 0)
+        return -1;
+    const pid_t pid = ::fork();
+    if (pid == 0) {
+        ::close(p[0]);
+        body(p[1]);
+        ::_exit(0);
+    }
+    ::close(p[1]);
+    char c = 0;
+    const bool ready = pid > 0 && ::read(p[0], &c, 1) == 1;
+    ::close(p[0]);
+    if (pid > 0 && !ready) {
+        ::kill(pid, SIGKILL);
+        ::waitpid(pid, nullptr, 0);
+    }
+    return ready ? pid : -1;
+}
+
 TEST(UserEngine, InfoSaysUserAndImageV1) {
     auto info = user_engine()->info();
     ASSERT_TRUE(info) << info.error().what();
@@ -180,8 +220,8 @@ TEST(UserEngine, CheckpointKillRestartContinuesWithSameMemory) {
     lines.next();
 
     auto engine = user_engine();
-    const auto path = tmp_image("ckpt");
-    const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    TmpImage img("ckpt");
+    const int fd = img.fd;
     ASSERT_GE(fd, 0);
     ghost::CheckpointOptions o;
     o.fate = ghost::Fate::Kill;
@@ -201,7 +241,6 @@ TEST(UserEngine, CheckpointKillRestartContinuesWithSameMemory) {
     ghost::RestartOptions ro;
     ro.inherit_fds = {{lines.rd(), lines.rd()}, {lines.wr(), lines.wr()}};
     auto child = ghost::restart(*engine, fd, ro);
-    ::close(fd);
     ASSERT_TRUE(child) << child.error().what();
     const Line after = lines.next();
     EXPECT_EQ(after.pid, *child);
@@ -210,7 +249,6 @@ TEST(UserEngine, CheckpointKillRestartContinuesWithSameMemory) {
     const Line again = lines.next();
     EXPECT_EQ(again.count, last.count + 2);
     kill_wait(*child);
-    ::unlink(path.c_str());
 }
 
 // A caller that names the start time it saw (migd: the process it checked
@@ -220,16 +258,11 @@ TEST(UserEngine, ACheckpointOfAnotherStartTimeIsRefused) {
     Lines lines;
     const pid_t pid = spawn(lines);
     lines.next();
-    std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
-    std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
-    std::istringstream rest(text.substr(text.rfind(')') + 2));
-    std::string field;
-    for (int i = 3; i <= 22 && rest >> field; ++i) {
-    }
-    const std::uint64_t started = std::stoull(field);
+    const std::uint64_t started = testing_util::start_time_of(pid);
+    ASSERT_NE(started, 0u);
     auto engine = user_engine();
-    const auto path = tmp_image("other");
-    const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    TmpImage img("other");
+    const int fd = img.fd;
     ASSERT_GE(fd, 0);
     ghost::CheckpointOptions o;
     o.fate = ghost::Fate::Kill;
@@ -244,8 +277,6 @@ TEST(UserEngine, ACheckpointOfAnotherStartTimeIsRefused) {
     o.fate = ghost::Fate::Run;
     st = ghost::checkpoint(*engine, pid, fd, o);
     EXPECT_TRUE(st) << st.error().what();
-    ::close(fd);
-    ::unlink(path.c_str());
     kill_wait(pid);
 }
 
@@ -256,15 +287,12 @@ TEST(UserEngine, AFailedCommitLeavesAStopCheckpointsProcessRunning) {
     const pid_t pid = spawn(lines);
     lines.next();
     auto engine = user_engine();
-    const auto path = tmp_image("failed-commit");
-    const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-    ASSERT_GE(fd, 0);
+    TmpImage img("failed-commit");
+    ASSERT_GE(img.fd, 0);
     ghost::CheckpointOptions o;
     o.fate = ghost::Fate::Stop;
     o.commit = [] { return ghost::Result<void>(ghost::Error::from_errno(ENOSPC, "disk full")); };
-    auto st = ghost::checkpoint(*engine, pid, fd, o);
-    ::close(fd);
-    ::unlink(path.c_str());
+    auto st = ghost::checkpoint(*engine, pid, img.fd, o);
     ASSERT_FALSE(st);
     lines.drain();
     const Line a = lines.next();
@@ -292,16 +320,8 @@ TEST(UserEngine, AMappedFileWithANewlineInItsNameKeepsItsName) {
         GTEST_SKIP() << "map_files needs CAP_CHECKPOINT_RESTORE";
     const std::string name =
         std::string(::testing::TempDir()) + "ghost-a\nb-" + std::to_string(::getpid());
-    int p[2];
-    ASSERT_EQ(::pipe(p), 0);
-    const pid_t pid = ::fork();
-    ASSERT_GE(pid, 0);
-    if (pid == 0)
-        map_and_idle(p[1], name);
-    ::close(p[1]);
-    char c = 0;
-    ASSERT_EQ(::read(p[0], &c, 1), 1);
-    ::close(p[0]);
+    const pid_t pid = spawn_ready([&](int ready) { map_and_idle(ready, name); });
+    ASSERT_GT(pid, 0);
     auto g = user_engine()->create_memory();
     ASSERT_TRUE(g);
     auto st = (*g)->export_process(pid, ghost::Fate::Run);
@@ -325,11 +345,7 @@ TEST(UserEngine, ADescriptorThatCannotBeNamedRefusesTheExport) {
     const std::string top =
         std::string(::testing::TempDir()) + "ghost-deep-" + std::to_string(::getpid());
     ASSERT_EQ(::mkdir(top.c_str(), 0700), 0);
-    int p[2];
-    ASSERT_EQ(::pipe(p), 0);
-    const pid_t pid = ::fork();
-    ASSERT_GE(pid, 0);
-    if (pid == 0) {
+    const pid_t pid = spawn_ready([&](int ready) {
         int dir = ::open(top.c_str(), O_PATH | O_DIRECTORY);
         const std::string part(200, 'd');
         for (int i = 0; i < 30 && dir >= 0; i++) { // 6,000 characters deep
@@ -342,14 +358,11 @@ TEST(UserEngine, ADescriptorThatCannotBeNamedRefusesTheExport) {
         if (dir < 0 || ::openat(dir, "f", O_RDWR | O_CREAT, 0600) < 0)
             ::_exit(3);
         ::close(dir);
-        (void)!::write(p[1], "r", 1);
+        (void)!::write(ready, "r", 1);
         for (;;)
             ::pause();
-    }
-    ::close(p[1]);
-    char c = 0;
-    ASSERT_EQ(::read(p[0], &c, 1), 1);
-    ::close(p[0]);
+    });
+    ASSERT_GT(pid, 0);
     auto g = user_engine()->create_memory();
     ASSERT_TRUE(g);
     auto st = (*g)->export_process(pid, ghost::Fate::Run);
