@@ -297,7 +297,7 @@ Result<Link> handshake(const TlsContext& ctx, UniqueFd fd, bool server) {
     // read under its own SO_RCVTIMEO. So it runs non-blocking, each wait
     // for the time left.
     const auto deadline = std::chrono::steady_clock::now() + kAcceptWithin;
-    const int fl = ::fcntl(fd.get(), F_GETFL);
+    const int fl = server ? ::fcntl(fd.get(), F_GETFL) : 0;
     if (server)
         ::fcntl(fd.get(), F_SETFL, fl | O_NONBLOCK);
     int rc;
