@@ -223,4 +223,66 @@ static inline bool ghost_creds_same(const struct ghost_creds *img, const __u32 *
 	       ghost_creds_same_groups(img_groups, img->ngroups, now_groups, now->ngroups);
 }
 
+/*
+ * Does an image with credentials @img (NULL: it has no CREDS section; its
+ * groups @img_groups) run as user @owner and as nothing more? A privileged
+ * importer restoring a user's image on the user's behalf (migd,
+ * GHOST_IMPORT_OWNER) asks this before it opens anything the image names:
+ * every uid is @owner; one gid in all four places (no set-group-id
+ * process); unless @owner is 0, that gid and every supplementary group
+ * among @who's gid and groups (the owner's own, as the importer has them:
+ * the restore stub takes them from the host's user database), and no
+ * capability. An image without credentials would run as its importer:
+ * refused. The loginuid, an audit tag that grants nothing, is not checked.
+ */
+static inline int ghost_creds_of_owner(const struct ghost_creds *img, const __u32 *img_groups,
+				       __u32 owner, const struct ghost_creds *who,
+				       const __u32 *who_groups, char *reason, size_t len)
+{
+	__u32 i;
+
+	if (!img) {
+		snprintf(reason, len,
+			 "the image has no credentials section (it would run as its importer), not as uid %u: refused",
+			 owner);
+		return -EPERM;
+	}
+	if (img->uid != owner || img->euid != owner || img->suid != owner ||
+	    img->fsuid != owner) {
+		snprintf(reason, len,
+			 "the image runs as uids %u/%u/%u/%u (real, effective, saved, filesystem), not all uid %u: refused",
+			 img->uid, img->euid, img->suid, img->fsuid, owner);
+		return -EPERM;
+	}
+	if (img->gid != img->egid || img->gid != img->sgid || img->gid != img->fsgid) {
+		snprintf(reason, len,
+			 "the image runs with gids %u/%u/%u/%u: a set-group-id process is refused",
+			 img->gid, img->egid, img->sgid, img->fsgid);
+		return -EPERM;
+	}
+	if (owner == 0)
+		return 0;
+	if (img->gid != who->gid && !ghost_creds_group_in(img->gid, who_groups, who->ngroups)) {
+		snprintf(reason, len,
+			 "the image runs with gid %u, which is not among uid %u's groups here: refused",
+			 img->gid, owner);
+		return -EPERM;
+	}
+	for (i = 0; i < img->ngroups; i++)
+		if (img_groups[i] != who->gid &&
+		    !ghost_creds_group_in(img_groups[i], who_groups, who->ngroups)) {
+			snprintf(reason, len,
+				 "the image has supplementary group %u, which is not among uid %u's groups here: refused",
+				 img_groups[i], owner);
+			return -EPERM;
+		}
+	if (img->cap_permitted | img->cap_effective | img->cap_ambient) {
+		snprintf(reason, len,
+			 "the image of uid %u has capabilities (permitted %#llx): refused",
+			 owner, (unsigned long long)img->cap_permitted);
+		return -EPERM;
+	}
+	return 0;
+}
+
 #endif /* GHOST_CREDS_H */

@@ -175,6 +175,27 @@ int ghost_creds_stage(struct ghost_staged *st, struct ghost_creds *c,
 	return err ? err : build_cred(st, reason);
 }
 
+/*
+ * GHOST_IMPORT_OWNER: the image runs as user @owner and as nothing more,
+ * its gids among the caller's own (ghost_creds_of_owner()). Called once
+ * the credentials are staged, before any file the image names is opened.
+ */
+int ghost_creds_owner(const struct ghost_staged *st, u32 owner, char *reason)
+{
+	const u32 *groups = st->creds ? (const u32 *)(st->creds + 1) : NULL;
+	struct ghost_creds who;
+	u32 *who_groups;
+	int err;
+
+	err = caller_record(&who, &who_groups);
+	if (err)
+		return err;
+	err = ghost_creds_of_owner(st->creds, groups, owner, &who, who_groups,
+				   reason, GHOST_REASON_LEN);
+	kvfree(who_groups);
+	return err;
+}
+
 const struct cred *ghost_creds_override(const struct ghost_staged *st)
 {
 	return st->img_cred ? override_creds(st->img_cred) : NULL;

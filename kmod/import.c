@@ -184,7 +184,7 @@ int ghost_import(struct ghost *g, struct ghost_import *im, struct file *self,
 	im->creds_len = 0;
 	im->attrs = 0;		/* out fields: ignored on input */
 	im->membarrier = 0;
-	if (im->flags & ~GHOST_IMPORT_FLAGS)
+	if ((im->flags & ~GHOST_IMPORT_FLAGS) || im->__pad)
 		return -EINVAL;
 
 	mutex_lock(&g->lock);
@@ -202,6 +202,8 @@ int ghost_import(struct ghost *g, struct ghost_import *im, struct file *self,
 	g->staged = NULL;
 	if (st) {
 		err = check_owner(st, im->reason);
+		if (!err && (im->flags & GHOST_IMPORT_OWNER))
+			err = ghost_creds_owner(st, im->owner, im->reason);
 		if (err) {
 			ghost_staged_free(st);
 			goto out;
@@ -210,8 +212,7 @@ int ghost_import(struct ghost *g, struct ghost_import *im, struct file *self,
 		if (g->res->ops->rewind)
 			g->res->ops->rewind(g->res);
 		ghost_stream_init(&s, g->res);
-		err = ghost_stage(&s, im->flags & GHOST_IMPORT_DIRECT, &st,
-				  im->reason);
+		err = ghost_stage(&s, im, &st, im->reason);
 		im->bytes = s.off;
 		if (err)
 			goto out;

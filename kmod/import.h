@@ -56,6 +56,7 @@ struct ghost_staged {
 	struct ghost_attrs attrs;	/* when has_attrs, else zero */
 	bool has_attrs;
 	struct ghost_creds *creds;	/* CREDS record + groups, NULL if none */
+	bool for_user;			/* GHOST_IMPORT_OWNER, not root's image */
 	struct cred *img_cred;		/* @creds, for opening files (creds.c) */
 	struct ghost_regs regs;
 	struct fpstate *fp;		/* current's fpstate with the image's xstate */
@@ -93,7 +94,7 @@ struct ghost_staged {
 
 /* stage.c */
 __printf(2, 3) int ghost_bad(char *reason, const char *fmt, ...);
-int ghost_stage(struct ghost_stream *s, bool direct,
+int ghost_stage(struct ghost_stream *s, const struct ghost_import *im,
 		struct ghost_staged **out, char *reason);
 void ghost_staged_free(struct ghost_staged *st);
 const struct staged_vma *ghost_staged_vma(const struct ghost_staged *st,
@@ -105,6 +106,7 @@ const struct staged_file *ghost_staged_file(const struct ghost_staged *st,
 struct ghost_import;
 int ghost_creds_stage(struct ghost_staged *st, struct ghost_creds *c,
 		      char *reason);
+int ghost_creds_owner(const struct ghost_staged *st, u32 owner, char *reason);
 const struct cred *ghost_creds_override(const struct ghost_staged *st);
 void ghost_creds_revert(const struct cred *old);
 int ghost_creds_copy_out(const struct ghost_staged *st,

@@ -555,15 +555,20 @@ static int stage_rlimits(struct ghost_stream *s, struct ghost_staged *st,
 
 		if (cur > max)
 			return ghost_bad(reason, "limit %d: soft limit above hard limit", i);
-		/* An image never raises privileges: no higher hard limit. */
+		if (i == RLIMIT_NOFILE && max > GHOST_MAX_FD)
+			return ghost_bad(reason, "the file limit in the image is too large");
+		/*
+		 * An image never raises privileges: no hard limit above the
+		 * caller's, unless it may raise its own. Restoring a user's
+		 * image for them (GHOST_IMPORT_OWNER) it may not: their limits
+		 * here are at most the importer's, whatever another host gave.
+		 */
 		if (max > current->signal->rlim[i].rlim_max &&
-		    !capable(CAP_SYS_RESOURCE)) {
+		    (st->for_user || !capable(CAP_SYS_RESOURCE))) {
 			ghost_reason(reason, "the image raises hard limit %d above the caller's",
 				     i);
 			return -EPERM;
 		}
-		if (i == RLIMIT_NOFILE && max > GHOST_MAX_FD)
-			return ghost_bad(reason, "the file limit in the image is too large");
 	}
 	return 0;
 }
@@ -1191,7 +1196,7 @@ static int stage_direct(struct ghost_stream *s, struct ghost_staged *st)
 	return st->late ? 0 : -ENOMEM;
 }
 
-int ghost_stage(struct ghost_stream *s, bool direct,
+int ghost_stage(struct ghost_stream *s, const struct ghost_import *im,
 		struct ghost_staged **out, char *reason)
 {
 	struct ghost_staged *st = kzalloc(sizeof(*st), GFP_KERNEL);
@@ -1203,12 +1208,16 @@ int ghost_stage(struct ghost_stream *s, bool direct,
 	if (!st)
 		return -ENOMEM;
 	err = stage_header(s, st, reason);
-	if (!err && direct)
+	if (!err && (im->flags & GHOST_IMPORT_DIRECT))
 		err = stage_direct(s, st);
 	if (!err)
 		err = stage_task(s, st, reason);
 	if (!err)
 		err = stage_task_extras(s, st, &sec, reason);
+	/* The owner's check comes before any file the image names is opened. */
+	if (!err && (im->flags & GHOST_IMPORT_OWNER))
+		err = ghost_creds_owner(st, im->owner, reason);
+	st->for_user = (im->flags & GHOST_IMPORT_OWNER) && im->owner;
 	if (!err)
 		err = stage_regs(s, st, &sec, reason);
 	if (!err)

@@ -367,8 +367,9 @@ void Ops::peer_import(Daemon& d, Channel& ch, const json& req) {
             ch, error_reply(fmt::format("migration id {} is not {}'s to start", id, ch.peer())));
         return;
     }
-    if (auto u = check_incoming_uid(d.config(), uid); !u) {
-        (void)send_json(ch, error_reply(u.error()));
+    auto owner = incoming_owner(d.config(), uid);
+    if (!owner) {
+        (void)send_json(ch, error_reply(owner.error()));
         return;
     }
     Daemon::Busy busy(d, id);
@@ -390,7 +391,7 @@ void Ops::peer_import(Daemon& d, Channel& ch, const json& req) {
     // The stub's pid goes to the journal at once: a migd that dies before
     // the copy is journaled as ready kills it when it starts again.
     auto im = import_from(
-        d, ch, true,
+        d, ch, *owner, true,
         [&](pid_t stub) {
             entry["stub_pid"] = stub;
             if (auto p = proc_stat(stub))
@@ -398,10 +399,12 @@ void Ops::peer_import(Daemon& d, Channel& ch, const json& req) {
             (void)d.journal_.put(entry);
         },
         asked_precopy(req) == true);
-    // It runs as the announced user and nothing more, or not at all (an
-    // image without credentials would run as the restore stub: root).
+    // It runs as the announced user and nothing more, or not at all: the
+    // stub refused any other image before it opened a file the image
+    // names (import_from); what this side read of the stream says the same
+    // before the copy may run.
     if (im)
-        if (auto c = check_image_creds(im->image, uid); !c) {
+        if (auto c = ghost::image::check_owner(im->image, *owner); !c) {
             d.adopt(im->pid); // reaped by the resolver once killed
             (void)kill_process(im->pid, im->starttime);
             im = c.error();

@@ -73,12 +73,14 @@ struct Imported {
 // Reads an image from ch (DATA..END) into a restore stub, validating it on
 // the way (the whole stream, END checksum included), and returns the
 // restored process, stopped (SIGSTOP) when stopped is set. Any failure
-// kills what was restored and says why.
+// kills what was restored and says why. The image must run as owner and as
+// nothing more (RestartOptions::owner): the stub refuses any other before
+// it opens a file the image names.
 // spawned is told the restore stub's pid as soon as it exists.
 // With sequence, a pre-copy's images arrive, each announced by
 // {"op":"image","last":B} and each but the last answered {"ok":true} once
 // it checked out; the stub restores the whole sequence (image is the last).
-ghost::Result<Imported> import_from(Daemon& d, Channel& ch, bool stopped,
+ghost::Result<Imported> import_from(Daemon& d, Channel& ch, const ghost::Owner& owner, bool stopped,
                                     const std::function<void(pid_t)>& spawned = {},
                                     bool sequence = false);
 
@@ -102,12 +104,13 @@ void offer_clear(const Config& cfg, Channel& ch, json& req, bool receiving);
 bool accept_clear(const Config& cfg, Channel& ch, const json& req, json& reply, bool receiving);
 bool follow_clear(Channel& ch, const json& req, const json& reply);
 
-// Peer-side checks of who an incoming image runs as.
-ghost::Result<void> check_incoming_uid(const Config& cfg, uid_t uid);
-// The restored image runs as uid and nothing more: credentials present,
-// every uid that one, one gid, no capability unless uid is root. Else an
-// error naming what differs (checked before the copy may run).
-ghost::Result<void> check_image_creds(const ghost::image::Image& img, uid_t uid);
+// Peer side: the user an incoming image is announced to run as (that it
+// runs as that user and nothing more is the restore stub's check,
+// import_from(), and ghost::image::check_owner() again before it may run).
+// The user an incoming image must run as, as this host knows it (its gid
+// and groups from the user database); refused for a uid unknown here, and
+// for root unless [limits] allow_root.
+ghost::Result<ghost::Owner> incoming_owner(const Config& cfg, uid_t uid);
 
 struct Ops {
     // migrate.cpp

@@ -67,15 +67,16 @@ Result<json> restart_here(Daemon& d, const std::string& server, const std::strin
     if (follow_clear(*f.ch, ask, *meta))
         spdlog::info("restart: image {} of {} comes in the clear ([tls] clear_images)", id, server);
     const uid_t owner = meta->value("owner", 0u);
-    if (auto u = check_incoming_uid(cfg, owner); !u)
-        return u.error();
-    auto im = import_from(d, *f.ch, true);
+    auto who = incoming_owner(cfg, owner);
+    if (!who)
+        return who.error();
+    auto im = import_from(d, *f.ch, *who, true);
     if (!im)
         return im.error();
     // It runs as its recorded owner or not at all, whatever the stored
     // bytes or a clear stream say (the owner was checked above).
     d.adopt(im->pid);
-    if (auto c = check_image_creds(im->image, owner); !c) {
+    if (auto c = ghost::image::check_owner(im->image, *who); !c) {
         (void)kill_process(im->pid, im->starttime);
         return Error::from_errno(c.error().code.value(), fmt::format("image {} (owner uid {}): {}",
                                                                      id, owner, c.error().what()));

@@ -7,6 +7,7 @@
 // the kernel moves the frames (zerocopy.hpp) and the stub alone reads the
 // page data.
 #include <fcntl.h>
+#include <grp.h>
 #include <poll.h>
 #include <pwd.h>
 #include <sched.h>
@@ -28,6 +29,7 @@
 #include <thread>
 #include <tuple>
 #include <utility>
+#include <vector>
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
@@ -120,40 +122,33 @@ Result<void> kill_process(pid_t pid, std::uint64_t starttime) {
     return {};
 }
 
-Result<void> check_image_creds(const ghost::image::Image& img, uid_t uid) {
-    if (!img.creds)
-        return Error::from_errno(EPERM, "the image has no credentials section (it would run "
-                                        "as the restore stub does, root): refused");
-    const ghost_creds& c = *img.creds;
-    if (c.uid != uid || c.euid != uid || c.suid != uid || c.fsuid != uid)
-        return Error::from_errno(EPERM, fmt::format("the image runs as uids {}/{}/{}/{} (real, "
-                                                    "effective, saved, filesystem), not all uid "
-                                                    "{}: refused",
-                                                    c.uid, c.euid, c.suid, c.fsuid, uid));
-    if (c.gid != c.egid || c.gid != c.sgid || c.gid != c.fsgid)
-        return Error::from_errno(EPERM, fmt::format("the image runs with gids {}/{}/{}/{}: a "
-                                                    "set-group-id process is refused",
-                                                    c.gid, c.egid, c.sgid, c.fsgid));
-    if (uid != 0 && (c.cap_permitted | c.cap_effective | c.cap_ambient) != 0)
-        return Error::from_errno(EPERM, fmt::format("the image of uid {} has capabilities "
-                                                    "(permitted {:#x}): refused",
-                                                    uid, c.cap_permitted));
-    return {};
-}
-
-Result<void> check_incoming_uid(const Config& cfg, uid_t uid) {
+Result<ghost::Owner> incoming_owner(const Config& cfg, uid_t uid) {
     if (uid == 0 && !cfg.allow_root)
         return Error::from_errno(EPERM, fmt::format("{} does not take root-owned processes "
                                                     "([limits] allow_root = false)",
                                                     cfg.host));
     passwd pw{};
     passwd* found = nullptr;
-    char buf[4096];
-    if (::getpwuid_r(uid, &pw, buf, sizeof(buf), &found) != 0 || !found)
+    std::vector<char> buf(16384);
+    if (::getpwuid_r(uid, &pw, buf.data(), buf.size(), &found) != 0 || !found)
         return Error::from_errno(EPERM, fmt::format("uid {} does not exist on {}: the process "
                                                     "would run as the same uid there",
                                                     uid, cfg.host));
-    return {};
+    ghost::Owner o;
+    o.uid = uid;
+    o.gid = pw.pw_gid;
+    // Its groups here: what the image's gid and groups must lie among.
+    int n = 64;
+    std::vector<gid_t> groups(static_cast<std::size_t>(n));
+    while (::getgrouplist(pw.pw_name, pw.pw_gid, groups.data(), &n) < 0) {
+        if (n <= static_cast<int>(groups.size()) || n > 65536)
+            return Error::from_errno(
+                EIO, fmt::format("cannot read the groups of uid {} on {}", uid, cfg.host));
+        groups.resize(static_cast<std::size_t>(n));
+    }
+    groups.resize(static_cast<std::size_t>(n));
+    o.groups = std::move(groups);
+    return o;
 }
 
 void offer_clear(const Config& cfg, Channel& ch, json& req, bool receiving) {
@@ -292,7 +287,7 @@ Result<ExportResult> export_to(Daemon& d, Channel& ch, const ProcStat& proc, gho
     return out;
 }
 
-Result<Imported> import_from(Daemon& d, Channel& ch, bool stopped,
+Result<Imported> import_from(Daemon& d, Channel& ch, const ghost::Owner& owner, bool stopped,
                              const std::function<void(pid_t)>& spawned, bool sequence) {
     auto engine = d.engine();
     if (!engine)
@@ -321,6 +316,7 @@ Result<Imported> import_from(Daemon& d, Channel& ch, bool stopped,
     std::thread restorer([&] {
         ghost::RestartOptions o;
         o.stopped = stopped;
+        o.owner = owner;
         o.stub = d.config().restore_stub; // [engine] restore_stub ("": libghost's)
         o.spawned = [&](pid_t p) {
             stub = p;

@@ -9,6 +9,7 @@
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -18,6 +19,7 @@
 #include <ctime>
 #include <filesystem>
 #include <optional>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -330,16 +332,24 @@ Result<void> check_link(const Link& child, const Link& parent) {
 namespace {
 
 // Root opening a file an image names, as the image's user: the filesystem
-// ids of this thread (setfsuid(), setfsgid(); the kernel drops the file
-// capabilities with fsuid 0 and gives them back after), so that an image
-// cannot make root read a file its user could not (its bytes would come
-// back in the errors, or into the process). A change of fsuid also makes
-// the process not dumpable, which the restore's tracer needs it to be: put
-// back as it was.
+// ids and the supplementary groups of this thread (setfsuid(), setfsgid(),
+// the raw setgroups system call, which unlike glibc's changes the calling
+// thread only; the kernel drops the file capabilities with fsuid 0 and
+// gives them back after), so that an image cannot make root read a file
+// its user could not (its bytes would come back in the errors, or into
+// the process). A change of fsuid also makes the process not dumpable,
+// which the restore's tracer needs it to be: put back as it was.
 class AsImageUser {
   public:
     explicit AsImageUser(const image::Image& img) {
         if (::geteuid() != 0 || !img.creds || img.creds->fsuid == 0)
+            return;
+        const int n = ::getgroups(0, nullptr);
+        groups_.resize(static_cast<std::size_t>(std::max(n, 0)));
+        if (n < 0 || ::getgroups(n, groups_.data()) != n)
+            return;
+        const std::vector<gid_t> theirs(img.groups.begin(), img.groups.end());
+        if (::syscall(SYS_setgroups, theirs.size(), theirs.data()) != 0)
             return;
         dumpable_ = ::prctl(PR_GET_DUMPABLE);
         gid_ = ::setfsgid(img.creds->fsgid);
@@ -351,6 +361,7 @@ class AsImageUser {
             return;
         ::setfsuid(static_cast<uid_t>(uid_));
         ::setfsgid(static_cast<gid_t>(gid_));
+        (void)::syscall(SYS_setgroups, groups_.size(), groups_.data());
         if (dumpable_ >= 0)
             (void)::prctl(PR_SET_DUMPABLE, dumpable_);
     }
@@ -360,6 +371,7 @@ class AsImageUser {
   private:
     bool on_ = false;
     int uid_ = 0, gid_ = 0, dumpable_ = -1;
+    std::vector<gid_t> groups_;
 };
 
 // A parent that an image names: opened as the image's user, without
@@ -552,7 +564,7 @@ Result<UniqueFd> flatten_link(Link top) {
 
 } // namespace
 
-Result<UniqueFd> flatten_if_incremental(int fd) {
+Result<UniqueFd> flatten_if_incremental(int fd, const Owner* owner) {
     struct stat st {};
     const off_t at = ::lseek(fd, 0, SEEK_CUR);
     if (at < 0 || ::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))
@@ -569,10 +581,14 @@ Result<UniqueFd> flatten_if_incremental(int fd) {
     auto l = load_fd(fd, path);
     if (!l)
         return l.error();
+    if (owner)
+        if (auto r = image::check_owner(l->img, *owner); !r)
+            return r.error();
     return flatten_link(std::move(*l));
 }
 
-Result<UniqueFd> flatten_if_incremental(std::span<const std::byte> bytes, const std::string& dir) {
+Result<UniqueFd> flatten_if_incremental(std::span<const std::byte> bytes, const std::string& dir,
+                                        const Owner* owner) {
     ghost_image_header h{};
     if (bytes.size() < sizeof(h))
         return UniqueFd();
@@ -583,6 +599,9 @@ Result<UniqueFd> flatten_if_incremental(std::span<const std::byte> bytes, const 
                                            : (fs::path(dir) / "(standard input)").string());
     if (!l)
         return l.error();
+    if (owner)
+        if (auto r = image::check_owner(l->img, *owner); !r)
+            return r.error();
     return flatten_link(std::move(*l));
 }
 

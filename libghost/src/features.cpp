@@ -19,6 +19,7 @@ std::vector<std::string> feature_names(Features f) {
         {GHOST_FEAT_IMPORT_STOPPED, "import-stopped"},
         {GHOST_FEAT_EXPORT_SNAPSHOT, "export-snapshot"},
         {GHOST_FEAT_IMPORT_DIRECT, "import-direct"},
+        {GHOST_FEAT_IMPORT_OWNER, "import-owner"},
     };
     static_assert(std::size(known) ==
                   static_cast<std::size_t>(std::popcount(static_cast<Features>(GHOST_FEAT_ALL))));

@@ -299,6 +299,10 @@ Error restore_streamed(Engine& engine, image::Source& in, const RestoreOptions& 
         place);
     if (!links)
         return links.error();
+    // Before a parent is looked for or a file of the image opened.
+    if (o.owner && !links->empty())
+        if (auto r = image::check_owner(links->back().img, *o.owner); !r)
+            return r.error();
     if (!sequence && links->size() != 1)
         return Error::from_errno(EBADMSG, fmt::format("the image stream holds {} images, not "
                                                       "one (a pre-copy's images are restored "
@@ -365,7 +369,7 @@ Error restart_self(Engine& engine, int in, const RestoreOptions& o) {
         return restore_whole(engine, in, o);
     }
     // An incremental image in a file: its chain, flattened, is restored.
-    auto whole = chain::flatten_if_incremental(in);
+    auto whole = chain::flatten_if_incremental(in, o.owner ? &*o.owner : nullptr);
     if (!whole)
         return whole.error();
     if (*whole)
@@ -407,7 +411,7 @@ Error restart_self(Engine& engine, int in, const RestoreOptions& o) {
         auto view = (*g)->view();
         if (!view)
             return view.error();
-        auto flat = chain::flatten_if_incremental(view->bytes(), {});
+        auto flat = chain::flatten_if_incremental(view->bytes(), {}, o.owner ? &*o.owner : nullptr);
         if (!flat)
             return flat.error();
         if (*flat)

@@ -227,6 +227,7 @@ struct StubLaunch {
     std::vector<std::pair<int, UniqueFd>> inherited; // {image fd, ours}
     bool sequence = false;
     bool lazy = false;
+    std::optional<Owner> owner = std::nullopt;
 };
 
 // posix_spawn()s the stub; returns its pid and the read end of its status
@@ -256,6 +257,14 @@ Result<std::pair<pid_t, UniqueFd>> spawn_stub(StubLaunch& l) {
         args.push_back("--sequence");
     if (l.lazy)
         args.push_back("--lazy");
+    if (l.owner) {
+        // UID:GID[:G1,G2...]
+        std::string spec = fmt::format("{}:{}:", l.owner->uid, l.owner->gid);
+        for (std::size_t i = 0; i < l.owner->groups.size(); i++)
+            spec += fmt::format("{}{}", i ? "," : "", l.owner->groups[i]);
+        args.push_back("--owner");
+        args.push_back(std::move(spec));
+    }
     if (auto caps = caller_caps(); !caps.empty()) {
         args.push_back("--caps");
         args.push_back(std::move(caps));
@@ -457,7 +466,8 @@ Result<pid_t> restart(Engine& engine, int in, const RestartOptions& o) {
         const off_t at = ::lseek(in, 0, SEEK_CUR);
         total = static_cast<std::uint64_t>(st.st_size - (at > 0 ? at : 0));
     }
-    StubLaunch l{std::move(*stub), &engine, in, o.stopped, std::move(*given), o.sequence, o.lazy};
+    StubLaunch l{std::move(*stub),  &engine,    in,     o.stopped,
+                 std::move(*given), o.sequence, o.lazy, o.owner};
     return run_stub(l, total, o.progress, o.spawned, o.image_done);
 }
 

@@ -7,6 +7,7 @@
 //
 //   ghost-restore-stub --engine kernel|user [--device PATH] --fd N
 //                      --status-fd N [--stopped] [--sequence] [--lazy] [--caps P,E,I]
+//                      [--owner UID:GID:GROUPS]
 //
 // --sequence: the descriptor holds a pre-copy's images, oldest first, to
 // its end (ghost/precopy.hpp); the newest is restored.
@@ -18,22 +19,32 @@
 // sets (hex); the stub drops what it has beyond them, so that it never has
 // more than its caller (execve() gives a root stub every capability again).
 //
+// --owner UID:GID:G1,G2...: the image must run as this user and as
+// nothing more (RestoreOptions::owner), checked before a file it names is
+// opened; the stub first takes the owner's gid and groups, against which
+// the kernel engine checks the image's.
+//
 // It writes one byte ('+') on the status descriptor as soon as it runs; a
 // failure follows as "errno reason" and the stub exits 127. On success the
 // image replaces it, the descriptor (close-on-exec) closes, and the parent
 // reads the end of the pipe after the '+'. Not meant to be run by hand.
 #include <fcntl.h>
+#include <grp.h>
 #include <linux/capability.h>
+#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "ghost/engine.hpp"
 #include "ghost/process.hpp"
@@ -76,6 +87,53 @@ ghost::Result<void> limit_caps(const std::string& spec) {
     return {};
 }
 
+// "UID:GID:G1,G2..." (no groups: "UID:GID:").
+std::optional<ghost::Owner> parse_owner(const std::string& spec) {
+    ghost::Owner o;
+    unsigned long long v[2];
+    int used = 0;
+    if (std::sscanf(spec.c_str(), "%llu:%llu:%n", &v[0], &v[1], &used) != 2 || used == 0 ||
+        v[0] >= 0xffffffffULL || v[1] >= 0xffffffffULL)
+        return std::nullopt;
+    o.uid = static_cast<uid_t>(v[0]);
+    o.gid = static_cast<gid_t>(v[1]);
+    const char* p = spec.c_str() + used;
+    while (*p) {
+        char* end = nullptr;
+        errno = 0;
+        const unsigned long long g = std::strtoull(p, &end, 10);
+        if (errno || end == p || g >= 0xffffffffULL || (*end && *end != ','))
+            return std::nullopt;
+        o.groups.push_back(static_cast<gid_t>(g));
+        p = *end ? end + 1 : end;
+    }
+    return o;
+}
+
+// Takes the owner's gid and supplementary groups (root may), unless this
+// process's already lie among them: what the kernel engine checks an
+// image's gids against. Changing its gid leaves a process not dumpable,
+// which the user engine's tracer needs it to be: put back.
+ghost::Result<void> take_owners_groups(const ghost::Owner& o) {
+    const auto among = [&o](gid_t g) {
+        return g == o.gid || std::find(o.groups.begin(), o.groups.end(), g) != o.groups.end();
+    };
+    gid_t r, e, sv;
+    std::vector<gid_t> mine(static_cast<std::size_t>(std::max(::getgroups(0, nullptr), 0)));
+    if (::getresgid(&r, &e, &sv) == 0 &&
+        ::getgroups(static_cast<int>(mine.size()), mine.data()) == static_cast<int>(mine.size()) &&
+        among(r) && among(e) && among(sv) && std::all_of(mine.begin(), mine.end(), among))
+        return {};
+    const int dumpable = ::prctl(PR_GET_DUMPABLE);
+    if (::setgroups(o.groups.size(), o.groups.data()) != 0 || ::setresgid(o.gid, o.gid, o.gid) != 0)
+        return ghost::Error::from_errno(errno, "the restore stub cannot take the groups of uid " +
+                                                   std::to_string(o.uid) + ": " +
+                                                   std::strerror(errno));
+    if (dumpable >= 0)
+        (void)::prctl(PR_SET_DUMPABLE, dumpable);
+    return {};
+}
+
 int parse_fd(const char* s) {
     char* end = nullptr;
     errno = 0;
@@ -92,7 +150,7 @@ int main(int argc, char** argv) {
     bool stopped = false, sequence = false, lazy = false;
     std::string_view engine_name = "auto";
     std::string device(ghost::Engine::default_device);
-    std::string bad, caps;
+    std::string bad, caps, owner;
     for (int i = 1; i < argc; i++) {
         const std::string_view a = argv[i];
         const bool has_value = i + 1 < argc;
@@ -108,6 +166,8 @@ int main(int argc, char** argv) {
             image_fd = parse_fd(argv[++i]);
         } else if (a == "--engine" && has_value) {
             engine_name = argv[++i];
+        } else if (a == "--owner" && has_value) {
+            owner = argv[++i];
         } else if (a == "--caps" && has_value) {
             caps = argv[++i];
         } else if (a == "--device" && has_value) {
@@ -143,6 +203,14 @@ int main(int argc, char** argv) {
     o.stopped = stopped;
     o.sequence = sequence;
     o.lazy = lazy;
+    if (!owner.empty()) {
+        o.owner = parse_owner(owner);
+        if (!o.owner)
+            fail(status_fd, ghost::Error::from_errno(
+                                EINVAL, "the restore stub was given a bad --owner " + owner));
+        if (auto t = take_owners_groups(*o.owner); !t)
+            fail(status_fd, t.error());
+    }
     // This process exists to become the image: a failure past the kernel's
     // point of no return kills it, which restart() reports.
     o.direct = true;

@@ -106,6 +106,9 @@ template <class Base> class UserGhostBase : public Base {
                 return img.error();
             b->image = std::move(*img);
         }
+        if (o.owner)
+            if (auto r = image::check_owner(*b->image, *o.owner); !r)
+                return r.error();
         return user::restore_self(b->view.bytes(), *b->image, o.stopped, o.lazy);
     }
 

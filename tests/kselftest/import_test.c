@@ -784,13 +784,14 @@ static char *export_walked(void (*work)(int), size_t *len, struct image_sec *sec
 
 /*
  * @img (checksum made valid again after a change) restored by a fresh child
- * through ghost_restore_self(), root then the image's user, after @limit
- * (if any): 0 when the child was refused with @words in the reason and
- * lived, 1 when refused otherwise, -1 when it was killed (refused only
- * after the point of no return, or not at all).
+ * through ghost_restore_self_as() with @flags and @owner, root then the
+ * image's user, after @limit (if any): 0 when the child was refused with
+ * @words in the reason and lived, 1 when refused otherwise, -1 when it was
+ * killed (refused only after the point of no return, or not at all).
  */
-static int refused_alive(char *img, size_t len, const struct image_sec *end,
-			 int (*limit)(void), const char *words)
+static int refused_alive_as(char *img, size_t len, const struct image_sec *end,
+			    int (*limit)(void), const char *words, __u32 flags,
+			    __u32 owner)
 {
 	int g, status;
 	pid_t imp;
@@ -807,7 +808,7 @@ static int refused_alive(char *img, size_t len, const struct image_sec *end,
 		drop_shared_anon();
 		if (limit && limit())
 			_exit(2);
-		ghost_restore_self(g, &im);
+		ghost_restore_self_as(g, &im, flags, owner);
 		fprintf(stderr, "import refused: %s (%s)\n", strerror(errno), im.reason);
 		_exit(strstr(im.reason, words) ? 0 : 1);
 	}
@@ -817,6 +818,12 @@ static int refused_alive(char *img, size_t len, const struct image_sec *end,
 	if (!WIFEXITED(status))
 		return -1;
 	return WEXITSTATUS(status) ? 1 : 0;
+}
+
+static int refused_alive(char *img, size_t len, const struct image_sec *end,
+			 int (*limit)(void), const char *words)
+{
+	return refused_alive_as(img, len, end, limit, words, 0, 0);
 }
 
 /*
@@ -920,6 +927,103 @@ TEST(pages_past_the_end_of_a_shortened_file_are_refused_with_the_caller_alive)
 	EXPECT_EQ(0, refused_alive(img, len, &secs[n - 1], NULL, "grow it back"))
 		TH_LOG("-1: the importer was killed, refused after the point of no return");
 	unlink(SHORT_FILE);
+	free(img);
+}
+
+/*
+ * A work_sleeper image restored with GHOST_IMPORT_OWNER for @owner by a
+ * fresh child, after @setup (if any): the child's exit status (0: it ran
+ * as the sleeper, which exits 0; 100: refused, the reason on stderr).
+ */
+static int sleeper_restored_as(const char *img, size_t len, int (*setup)(void), __u32 owner)
+{
+	struct ghost_import im;
+	int g = ghost_new_mem(), status;
+	pid_t imp;
+
+	if (g < 0 || write(g, img, len) != (ssize_t)len)
+		return -1;
+	imp = fork();
+	if (imp == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		drop_shared_anon();
+		if (setup && setup())
+			_exit(2);
+		ghost_restore_self_as(g, &im, GHOST_IMPORT_OWNER, owner);
+		fprintf(stderr, "import failed: %s (%s)\n", strerror(errno), im.reason);
+		_exit(100);
+	}
+	close(g);
+	if (imp < 0 || waitpid(imp, &status, 0) != imp || !WIFEXITED(status))
+		return -1;
+	return WEXITSTATUS(status);
+}
+
+/*
+ * GHOST_IMPORT_OWNER: root restoring an image for a user (migd) refuses an
+ * image of another user as soon as it has read its credentials, before it
+ * opens a file the image names: here the mapped file is gone, which
+ * without the flag (and with the image's own owner) is what fails the
+ * import. An image of the owner named is restored.
+ */
+TEST(an_image_of_another_owner_is_refused_before_its_files_are_opened)
+{
+	struct image_sec secs[1024];
+	size_t len;
+	int n;
+	char *img = export_walked(work_private_file, &len, secs, ARRAY_SIZE(secs), &n);
+
+	ASSERT_NE(NULL, img);
+	ASSERT_EQ(0, unlink(SHORT_FILE));
+	EXPECT_EQ(0, refused_alive_as(img, len, &secs[n - 1], NULL, "not all uid 65534",
+				      GHOST_IMPORT_OWNER, 65534))
+		TH_LOG("refused otherwise (the file looked for first?), or killed (-1)");
+	EXPECT_EQ(0, refused_alive_as(img, len, &secs[n - 1], NULL, SHORT_FILE,
+				      GHOST_IMPORT_OWNER, 0))
+		TH_LOG("the owner's own image: refused for its missing file");
+	EXPECT_EQ(0, refused_alive(img, len, &secs[n - 1], NULL, SHORT_FILE));
+	free(img);
+
+	img = export_walked(work_sleeper, &len, secs, ARRAY_SIZE(secs), &n);
+	ASSERT_NE(NULL, img);
+	EXPECT_EQ(0, sleeper_restored_as(img, len, NULL, getuid()));
+	free(img);
+}
+
+/* The importer (root) takes nobody's gid and groups, as migd's stub does. */
+static int take_nobody_groups(void)
+{
+	const gid_t nogroup = 65534;
+
+	return setgroups(1, &nogroup) || setresgid(65534, 65534, 65534);
+}
+
+/*
+ * With GHOST_IMPORT_OWNER the image's gid and groups must be among the
+ * importer's own (root's CAP_SETGID would let it take any): nobody's image
+ * carrying gid 0 is refused for nobody by an importer with nobody's
+ * groups, and the same image with its own gid is restored.
+ */
+TEST(an_owners_image_with_a_group_beyond_the_owners_is_refused)
+{
+	struct image_sec secs[1024];
+	struct ghost_creds *c;
+	size_t len;
+	int n, k;
+	char *img = export_walked(work_sleeper_nobody, &len, secs, ARRAY_SIZE(secs), &n);
+
+	ASSERT_NE(NULL, img);
+	k = image_find(secs, n, GHOST_SEC_CREDS, 0);
+	ASSERT_LE(0, k);
+	c = (struct ghost_creds *)secs[k].payload;
+	ASSERT_EQ(65534, c->gid);
+	c->gid = c->egid = c->sgid = c->fsgid = 0;
+	EXPECT_EQ(0, refused_alive_as(img, len, &secs[n - 1], take_nobody_groups,
+				      "gid 0, which is not among uid 65534's groups",
+				      GHOST_IMPORT_OWNER, 65534));
+	c->gid = c->egid = c->sgid = c->fsgid = 65534;
+	image_set_sum(img, secs[n - 1].off, (struct ghost_end *)secs[n - 1].payload);
+	EXPECT_EQ(0, sleeper_restored_as(img, len, take_nobody_groups, 65534));
 	free(img);
 }
 

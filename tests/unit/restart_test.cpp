@@ -10,7 +10,9 @@
 //  - RestartOptions::stopped: state T, no output until SIGCONT, then the
 //    count goes on; SIGKILL while stopped leaves no process behind;
 //  - the stub is found or named in the error; a refused image's reason
-//    comes back through it.
+//    comes back through it;
+//  - RestartOptions::owner: another user's image is refused, the owner's
+//    restarts.
 #include <gtest/gtest.h>
 
 #include <fcntl.h>
@@ -336,6 +338,59 @@ TEST_F(Restart, StubFromOptionsOrEnvironmentElseNamedInTheError) {
     auto t = ghost::restart(*eng_, img.get(), o);
     ASSERT_FALSE(t);
     EXPECT_NE(t.error().what().find("did not start"), std::string::npos) << t.error().what();
+}
+
+// RestartOptions::owner (migd restores a user's image as root): an image
+// of another user is refused by the stub, from a file and from a pipe (the
+// kernel engine's and the user engine's two ways in), and leaves nothing
+// behind; the image of the owner named restarts and goes on counting.
+TEST_F(Restart, AnImageRestartsOnlyAsTheOwnerItIsGiven) {
+    auto img = checkpointed();
+    const unsigned long last = last_;
+    ghost::Owner me{::getuid(), ::getgid(), {}};
+    me.groups.resize(static_cast<std::size_t>(::getgroups(0, nullptr)));
+    ASSERT_EQ(::getgroups(static_cast<int>(me.groups.size()), me.groups.data()),
+              static_cast<int>(me.groups.size()));
+    const uid_t other = me.uid == 0 ? 65534 : 0;
+    auto o = opts();
+    o.owner = me;
+    o.owner->uid = other;
+    auto r = ghost::restart(*eng_, img.get(), o);
+    ASSERT_FALSE(r) << "restored as pid " << *r;
+    EXPECT_EQ(r.error().code.value(), EPERM) << r.error().what();
+    const std::string words = "not all uid " + std::to_string(other);
+    EXPECT_NE(r.error().what().find(words), std::string::npos) << r.error().what();
+
+    // The same image through a pipe.
+    ASSERT_EQ(::lseek(img.get(), 0, SEEK_SET), 0);
+    int p[2];
+    ASSERT_EQ(::pipe2(p, O_CLOEXEC), 0);
+    ghost::UniqueFd prd(p[0]), pwr(p[1]);
+    std::thread feed([&] {
+        char b[65536];
+        ssize_t n;
+        while ((n = ::read(img.get(), b, sizeof(b))) > 0)
+            if (::write(pwr.get(), b, static_cast<std::size_t>(n)) != n)
+                break;
+        pwr.reset();
+    });
+    auto rp = ghost::restart(*eng_, prd.get(), o);
+    prd.reset(); // a feeder still writing gets EPIPE
+    feed.join();
+    ASSERT_FALSE(rp) << "restored from the pipe as pid " << *rp;
+    EXPECT_EQ(rp.error().code.value(), EPERM) << rp.error().what();
+    EXPECT_NE(rp.error().what().find(words), std::string::npos) << rp.error().what();
+    EXPECT_EQ(::waitpid(-1, nullptr, __WALL | WNOHANG), -1) << "a process of a refusal is left";
+    EXPECT_EQ(next_line(200).first, 0) << "a refused image ran";
+
+    ASSERT_EQ(::lseek(img.get(), 0, SEEK_SET), 0);
+    o.owner = me;
+    auto child = ghost::restart(*eng_, img.get(), o);
+    ASSERT_TRUE(child) << child.error().what();
+    pids_.push_back(*child);
+    const auto [pid, n] = next_line();
+    EXPECT_EQ(pid, *child);
+    EXPECT_EQ(n, last + 1) << "the owner's image goes on counting";
 }
 
 TEST_F(Restart, RefusedImageReasonComesBackThroughTheStub) {

@@ -597,7 +597,8 @@ class BadImport : public ::testing::Test {
 
     // Imports the mutated image in a forked child that reports, by its exit
     // status, whether it got the expected error back and still runs.
-    void expect_refused(int expected_errno, const std::string& words) {
+    void expect_refused(int expected_errno, const std::string& words,
+                        const ghost::RestoreOptions& opts = {}) {
         auto bytes = ghost::image::encode(
             img_, [&](const ghost::image::Vma&, const ghost::image::PageRun& r) {
                 return std::span<const std::byte>(bytes_).subspan(r.data_offset, r.nr_pages * 4096);
@@ -610,7 +611,7 @@ class BadImport : public ::testing::Test {
             auto g = ghost::UserEngine().create_memory();
             if (!g || !(*g)->write(bytes))
                 ::_exit(2);
-            const ghost::Error e = (*g)->restore_self();
+            const ghost::Error e = (*g)->restore_self(opts);
             const std::string msg = e.what();
             (void)!::write(p[1], msg.data(), msg.size());
             ::_exit(e.code.value() == expected_errno ? 42 : 1);
@@ -638,6 +639,55 @@ TEST_F(BadImport, MissingMappedFileIsRefusedBeforeTheTracer) {
             break;
         }
     expect_refused(ENOENT, "cannot open /nonexistent/ghost-lib.so");
+}
+
+// An image restored for an owner (RestoreOptions::owner, as migd restores
+// a user's image as root) that runs as another user is refused before any
+// file it names is opened: its missing library is never looked for.
+TEST_F(BadImport, AnotherOwnersImageIsRefusedBeforeItsFilesAreOpened) {
+    ASSERT_TRUE(img_.creds);
+    for (auto& v : img_.vmas)
+        if (v.rec.flags & GHOST_VMA_FILE) {
+            v.path = "/nonexistent/ghost-lib.so";
+            v.rec.path_len = static_cast<std::uint32_t>(v.path.size());
+            break;
+        }
+    ghost::RestoreOptions o;
+    o.owner = ghost::Owner{img_.creds->uid + 1, img_.creds->gid, img_.groups};
+    expect_refused(EPERM, "not all uid " + std::to_string(o.owner->uid), o);
+    o.owner->uid = img_.creds->uid; // the owner's own: on to the missing file
+    expect_refused(ENOENT, "cannot open /nonexistent/ghost-lib.so", o);
+}
+
+// For an owner, an image without credentials (it would run as whoever
+// restores it: root, in migd), a set-group-id one, and one with a gid or a
+// group its user does not have here are refused (as nobody, whose only
+// group here is 65534: root restores it, as migd does, with the
+// CAP_SETGID that would let it take any group).
+TEST_F(BadImport, AnImageWithoutCredentialsOrGroupsBeyondItsOwnersIsRefused) {
+    ASSERT_TRUE(img_.creds);
+    ghost::RestoreOptions o;
+    o.owner = ghost::Owner{65534, 65534, {65534}};
+    auto& c = *img_.creds;
+    c.uid = c.euid = c.suid = c.fsuid = 65534;
+    c.gid = c.egid = c.sgid = c.fsgid = 0;
+    c.cap_permitted = c.cap_effective = c.cap_inheritable = c.cap_ambient = 0;
+    img_.groups.clear();
+    c.ngroups = 0;
+    expect_refused(EPERM, "gid 0, which is not among uid 65534's groups here", o);
+    c.gid = c.egid = c.sgid = c.fsgid = 65534;
+    img_.groups = {65534, 6};
+    c.ngroups = 2;
+    expect_refused(EPERM, "supplementary group 6, which is not among uid 65534's groups", o);
+    img_.groups.clear();
+    c.ngroups = 0;
+    c.egid = c.fsgid = 6;
+    expect_refused(EPERM, "a set-group-id process is refused", o);
+    img_.creds.reset();
+    img_.groups.clear();
+    img_.header.features &= ~static_cast<std::uint64_t>(GHOST_IMAGE_FEAT_CREDS);
+    img_.header.required_features &= ~static_cast<std::uint64_t>(GHOST_IMAGE_FEAT_CREDS);
+    expect_refused(EPERM, "has no credentials section", o);
 }
 
 // Copies of pages of a private file mapping past the end of the file as it

@@ -38,7 +38,7 @@
 
 /* Version of this interface. A new major means an incompatible change. */
 #define GHOST_ABI_MAJOR 0
-#define GHOST_ABI_MINOR 5
+#define GHOST_ABI_MINOR 6
 #define GHOST_ABI_PATCH 0
 
 /*
@@ -55,13 +55,14 @@
 #define GHOST_FEAT_IMPORT_STOPPED _BITULL(6) /* GHOST_IMPORT_STOPPED */
 #define GHOST_FEAT_EXPORT_SNAPSHOT _BITULL(7) /* GHOST_EXPORT_SNAPSHOT, _FINISH */
 #define GHOST_FEAT_IMPORT_DIRECT  _BITULL(8) /* GHOST_IMPORT_DIRECT */
+#define GHOST_FEAT_IMPORT_OWNER   _BITULL(9) /* GHOST_IMPORT_OWNER, ghost_import.owner */
 
 /* All bits this header knows about, so tools can name unknown ones. */
 #define GHOST_FEAT_ALL \
 	(GHOST_FEAT_EXPORT | GHOST_FEAT_IMPORT | GHOST_FEAT_BACKEND_MEMORY | \
 	 GHOST_FEAT_BACKEND_FILE | GHOST_FEAT_BACKEND_NET | GHOST_FEAT_EVENTS | \
 	 GHOST_FEAT_IMPORT_STOPPED | GHOST_FEAT_EXPORT_SNAPSHOT | \
-	 GHOST_FEAT_IMPORT_DIRECT)
+	 GHOST_FEAT_IMPORT_DIRECT | GHOST_FEAT_IMPORT_OWNER)
 
 /**
  * struct ghost_version - argument of GHOST_IOC_VERSION
@@ -243,8 +244,21 @@ struct ghost_export {
  * calls, or with PREPARE: the staging decides.
  */
 #define GHOST_IMPORT_DIRECT  _BITUL(2)
+/*
+ * The image must run as user @owner and as nothing more: a CREDS section
+ * whose uids are all @owner, one gid (no set-group-id process) and, unless
+ * @owner is 0, that gid and its supplementary groups among the caller's
+ * own gid and groups (a privileged caller first takes the owner's) and no
+ * capability. Anything else, or an image without credentials (which would
+ * run as its importer), is refused (EPERM) as soon as its credentials are
+ * read, before any file it names is opened. For a privileged importer
+ * restoring a user's image on the user's behalf (migd). Checked when the
+ * image is staged: given to the call that stages it (PREPARE, or the only
+ * call).
+ */
+#define GHOST_IMPORT_OWNER   _BITUL(3)
 #define GHOST_IMPORT_FLAGS   (GHOST_IMPORT_PREPARE | GHOST_IMPORT_STOPPED | \
-			      GHOST_IMPORT_DIRECT)
+			      GHOST_IMPORT_DIRECT | GHOST_IMPORT_OWNER)
 
 /**
  * struct ghost_import - argument of GHOST_IOC_IMPORT (on a ghost object)
@@ -264,6 +278,8 @@ struct ghost_export {
  *              (setsid(), setpgid(0, 0)), which no module can do
  * @membarrier: out (PREPARE): GHOST_MEMBARRIER_* registrations the caller
  *              must make before the import (membarrier(2) REGISTER_*)
+ * @owner:      in (GHOST_IMPORT_OWNER): the uid the image must run as
+ * @__pad:      must be 0
  * @reason:     out: on failure, a NUL-terminated sentence saying why
  *
  * Rebuilds the calling process from the image, in place, like execve(): on
@@ -311,10 +327,14 @@ struct ghost_import {
 	/* from GHOST_IMPORT_SIZE_VER1 on: */
 	__u32 attrs;
 	__u32 membarrier;
+	/* from GHOST_IMPORT_SIZE_VER2 on: */
+	__u32 owner;
+	__u32 __pad;
 };
 
 #define GHOST_IMPORT_SIZE_VER0 176
 #define GHOST_IMPORT_SIZE_VER1 184
+#define GHOST_IMPORT_SIZE_VER2 192
 
 #define GHOST_IOC_IMPORT _IOWR(GHOST_IOC_MAGIC, 0x04, struct ghost_import)
 

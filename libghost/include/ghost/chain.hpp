@@ -13,6 +13,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -132,9 +133,12 @@ class Chain {
 // For restart: when the image at fd is incremental (GHOST_IMAGE_FEAT_PARENT,
 // told from its header without moving fd's offset), a memory file holding
 // the flattened chain, read from offset 0; otherwise an empty UniqueFd.
-Result<UniqueFd> flatten_if_incremental(int fd);
+// With owner, an image that does not run as that user
+// (image::check_owner) is refused before any parent is opened.
+Result<UniqueFd> flatten_if_incremental(int fd, const Owner* owner = nullptr);
 // The same for an image in memory; dir is where to look for parents besides
 // their recorded paths (empty: nowhere else).
-Result<UniqueFd> flatten_if_incremental(std::span<const std::byte> bytes, const std::string& dir);
+Result<UniqueFd> flatten_if_incremental(std::span<const std::byte> bytes, const std::string& dir,
+                                        const Owner* owner = nullptr);
 
 } // namespace ghost::chain

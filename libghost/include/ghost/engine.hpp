@@ -14,11 +14,13 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "ghost/owner.hpp"
 #include "ghost/precopy.hpp"
 #include "ghost/result.hpp"
 
@@ -118,6 +120,16 @@ struct RestoreOptions {
     // in the background (Documentation/user-engine.md, "Lazy restart").
     // Needs CAP_SYS_PTRACE (userfaultfd's fork events).
     bool lazy = false;
+    // The image must run as this user and as nothing more
+    // (image::check_owner(): all its uids the owner's, one gid, its gids
+    // among the owner's, no capability unless root). Anything else, or an
+    // image without credentials (it would run as the restorer), is refused
+    // (EPERM) before any file the image names is opened or locked, by
+    // either engine (common/ghost_creds.h). The kernel engine checks the
+    // gids against the caller's own, which must be the owner's (the
+    // restore stub takes them). For a privileged restorer acting for a
+    // user (migd).
+    std::optional<Owner> owner;
 };
 
 // A ghost on a file (or pipe) or a socket: Engine::create(). A memory

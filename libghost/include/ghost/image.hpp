@@ -14,6 +14,8 @@
 // crash, no hang, bounded memory (fuzzed: tests/fuzz/).
 #pragma once
 
+#include <sys/types.h>
+
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
@@ -29,6 +31,7 @@
 #include <linux/ghost.h>
 
 #include "ghost/fd.hpp"
+#include "ghost/owner.hpp"
 #include "ghost/result.hpp"
 
 namespace ghost::image {
@@ -214,6 +217,15 @@ inline constexpr std::size_t kPagesChunk = 1 << 20;
 // errors of the source keep their own code.
 Result<Image> read(Source& src, const ReadOptions& opts = {});
 Result<Image> read(std::span<const std::byte> data, const ReadOptions& opts = {});
+
+// Does img run as owner and as nothing more: credentials whose uids are
+// all owner.uid, one gid (no set-group-id process) and, unless owner.uid is
+// 0, that gid and its supplementary groups among the owner's, no
+// capability and no hard limit above the calling process's own (whatever
+// its CAP_SYS_RESOURCE)? EPERM and the reason otherwise, also for an image without
+// credentials (it would run as whoever restores it). The rule both engines
+// and migd apply (common/ghost_creds.h, RestoreOptions::owner).
+Result<void> check_owner(const Image& img, const Owner& owner);
 
 // Builds an image section by section, into memory or straight into a
 // descriptor. It computes padding, page alignment and the END checksum, and

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -97,6 +98,12 @@ struct RestartOptions {
     // may have open for writing; a later opener for writing waits until
     // the pager is done.
     bool lazy = false;
+    // The image must run as this user and as nothing more
+    // (RestoreOptions::owner, image::check_owner): anything else is refused
+    // before the stub opens a file it names. The stub takes the owner's gid
+    // and groups before it restores. migd restores a user's image with the
+    // user as this host's user database has it here.
+    std::optional<Owner> owner;
 };
 
 // Rebuilds the image read from in (raw or zstd-compressed; file, pipe or

@@ -115,10 +115,13 @@ static inline int ghost_become_image(struct ghost_import *im)
  * failure after PREPARE leaves the caller alive, but its vDSO may have
  * moved and its credentials may be the image's. @flags: 0 or
  * GHOST_IMPORT_STOPPED (the restored process stops before it runs; given
- * to both calls, so a module without it refuses before anything changed).
+ * to both calls, so a module without it refuses before anything changed)
+ * and GHOST_IMPORT_OWNER (the image must run as uid @owner and as nothing
+ * more, checked before any file it names is opened; a module without it
+ * refuses the first call with EINVAL or E2BIG and no reason).
  */
-static inline int ghost_restore_self_flags(int g, struct ghost_import *im,
-					   __u32 flags)
+static inline int ghost_restore_self_as(int g, struct ghost_import *im,
+					__u32 flags, __u32 owner)
 {
 	const size_t creds_max = sizeof(struct ghost_creds) +
 				 GHOST_NGROUPS_MAX * sizeof(__u32);
@@ -130,6 +133,7 @@ static inline int ghost_restore_self_flags(int g, struct ghost_import *im,
 	memset(im, 0, sizeof(*im));
 	im->size = sizeof(*im);
 	im->flags = GHOST_IMPORT_PREPARE | flags;
+	im->owner = (flags & GHOST_IMPORT_OWNER) ? owner : 0;
 	im->creds = (__u64)(unsigned long)creds;
 	im->creds_size = creds_max;
 	if (ioctl(g, GHOST_IOC_IMPORT, im))
@@ -160,6 +164,13 @@ fail:
 	return -1;	/* a successful import does not return here */
 }
 
+/* ghost_restore_self_as() without an owner to check. */
+static inline int ghost_restore_self_flags(int g, struct ghost_import *im,
+					   __u32 flags)
+{
+	return ghost_restore_self_as(g, im, flags & ~GHOST_IMPORT_OWNER, 0);
+}
+
 /* ghost_restore_self_flags() without flags. */
 static inline int ghost_restore_self(int g, struct ghost_import *im)
 {
@@ -172,13 +183,20 @@ static inline int ghost_restore_self(int g, struct ghost_import *im)
  * module has it: a module without it refuses the flag on the first call,
  * before anything changed, and the import is then made as it can.
  */
+static inline int ghost_restore_self_direct_as(int g, struct ghost_import *im,
+					       __u32 flags, __u32 owner)
+{
+	ghost_restore_self_as(g, im, flags | GHOST_IMPORT_DIRECT, owner);
+	if (errno != EINVAL || im->reason[0])
+		return -1;
+	return ghost_restore_self_as(g, im, flags, owner);
+}
+
+/* ghost_restore_self_direct_as() without an owner to check. */
 static inline int ghost_restore_self_direct(int g, struct ghost_import *im,
 					    __u32 flags)
 {
-	ghost_restore_self_flags(g, im, flags | GHOST_IMPORT_DIRECT);
-	if (errno != EINVAL || im->reason[0])
-		return -1;
-	return ghost_restore_self_flags(g, im, flags);
+	return ghost_restore_self_direct_as(g, im, flags & ~GHOST_IMPORT_OWNER, 0);
 }
 
 #endif /* GHOST_C_RESTORE_SELF_H */
