@@ -135,7 +135,7 @@ int ghost_check_attrs_caller(const struct ghost_staged *st, char *reason);
 void ghost_restore_attrs(const struct ghost_staged *st);
 
 /* late_pages.c: GHOST_IMPORT_DIRECT's page data, past the point of no return */
-struct ghost_late *ghost_late_begin(struct file *file);
+struct ghost_late *ghost_late_begin(struct file *file, loff_t base);
 int ghost_late_read(struct ghost_late *r, const struct staged_run *run,
 		    unsigned long first, struct page **pages, unsigned int nr);
 int ghost_late_end(struct ghost_late *r, const struct ghost_staged *st);

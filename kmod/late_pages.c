@@ -24,6 +24,7 @@
 
 struct ghost_late {
 	struct file *file;		/* the image file (a reference) */
+	loff_t base;			/* where the image starts in it */
 	loff_t pos;			/* read and summed up to here */
 	struct xxh64_state xxh;
 	void *buf;			/* a page for the bytes between runs */
@@ -31,9 +32,11 @@ struct ghost_late {
 
 /*
  * Made when the image is staged, so that nothing fails for want of it
- * later; takes over the reference to @file (dropped on failure too).
+ * later; takes over the reference to @file (dropped on failure too). The
+ * image starts at byte @base of the file (it is read from the file's
+ * offset, which need not be 0); positions below are the image's own.
  */
-struct ghost_late *ghost_late_begin(struct file *file)
+struct ghost_late *ghost_late_begin(struct file *file, loff_t base)
 {
 	struct ghost_late *r = kzalloc(sizeof(*r), GFP_KERNEL);
 
@@ -45,6 +48,8 @@ struct ghost_late *ghost_late_begin(struct file *file)
 		return NULL;
 	}
 	r->file = file;
+	r->base = base;
+	r->pos = base;
 	xxh64_reset(&r->xxh, 0);
 	return r;
 }
@@ -59,15 +64,17 @@ void ghost_late_free(struct ghost_late *r)
 }
 
 /*
- * The bytes from r->pos up to @to (records and padding) into the sum. The
- * file is read, here and below, as the one who opened it: the caller may
- * run as the image's credentials by now. -ENODATA: cut short since staged.
+ * The bytes from r->pos up to image byte @to (records and padding) into
+ * the sum. The file is read, here and below, as the one who opened it:
+ * the caller may run as the image's credentials by now. -ENODATA: cut
+ * short since staged.
  */
 static int late_sum_to(struct ghost_late *r, u64 to)
 {
 	const struct cred *old;
 	int err = 0;
 
+	to += r->base;
 	if (r->pos > to)
 		return -EBADMSG;
 	old = override_creds(r->file->f_cred);

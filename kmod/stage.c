@@ -16,6 +16,7 @@
 #include <linux/futex.h>
 #include <linux/fs.h>
 #include <linux/highmem.h>
+#include <linux/magic.h>
 #include <linux/mman.h>
 #include <linux/mount.h>
 #include <linux/namei.h>
@@ -729,7 +730,12 @@ static int stage_pages(struct ghost_stream *s, const struct ghost_staged *st,
 static int check_mappable(struct file *f, const struct ghost_vma *v,
 			  const char *path, char *reason)
 {
-	if (!f->f_op->mmap) {
+	/*
+	 * hugetlbfs wants huge-page-aligned lengths and offsets and a
+	 * reservation, which vm_mmap() would refuse only past the point of no
+	 * return (the exporter carries no hugetlb mapping either).
+	 */
+	if (!f->f_op->mmap || file_inode(f)->i_sb->s_magic == HUGETLBFS_MAGIC) {
 		ghost_reason(reason, "%s, mapped at %#llx, cannot be mapped",
 			     path, v->start);
 		return -ENODEV;
@@ -786,6 +792,8 @@ static int stage_vma(struct ghost_stream *s, struct ghost_staged *st,
 	    ((v->flags & GHOST_VMA_SHARED) && !(v->flags & GHOST_VMA_FILE)) ||
 	    ((v->flags & (GHOST_VMA_SHARED | GHOST_VMA_VDSO | GHOST_VMA_VVAR)) &&
 	     v->nr_pages) ||
+	    /* do_mmap() refuses a file mapping that grows down */
+	    ((v->flags & GHOST_VMA_FILE) && (v->flags & GHOST_VMA_GROWSDOWN)) ||
 	    /* as mmap() sees it: the offset in bytes, plus the length, fits */
 	    ((v->flags & GHOST_VMA_FILE) &&
 	     v->pgoff > ((u64)MAX_LFS_FILESIZE - (v->end - v->start)) >> PAGE_SHIFT))
@@ -1192,7 +1200,8 @@ static int stage_direct(struct ghost_stream *s, struct ghost_staged *st)
 	f = ghost_res_direct_file(s->res);
 	if (!f)
 		return 0;
-	st->late = ghost_late_begin(f);
+	/* The image starts where the file was when it was plugged in. */
+	st->late = ghost_late_begin(f, f->f_pos - s->off);
 	return st->late ? 0 : -ENOMEM;
 }
 

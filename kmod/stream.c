@@ -7,6 +7,7 @@
 #include <linux/highmem.h>
 #include <linux/minmax.h>
 #include <linux/mm.h>
+#include <linux/sizes.h>
 #include <linux/ghost.h>
 
 #include "internal.h"
@@ -159,10 +160,15 @@ int ghost_stream_skip(struct ghost_stream *s, u64 len)
 	return err;
 }
 
-/* Reads @len bytes that must be zero (padding). */
+/*
+ * Reads @len bytes that must be zero (padding). An image may ask for up
+ * to 4 GiB of it before page data: the importer yields and stops when
+ * killed every 64 KiB.
+ */
 int ghost_stream_skip_zeros(struct ghost_stream *s, size_t len)
 {
 	u8 buf[64];
+	size_t done = 0;
 
 	while (len) {
 		size_t n = min(len, sizeof(buf));
@@ -173,6 +179,12 @@ int ghost_stream_skip_zeros(struct ghost_stream *s, size_t len)
 		if (memchr_inv(buf, 0, n))
 			return -EBADMSG;
 		len -= n;
+		done += n;
+		if (!(done % SZ_64K)) {
+			err = ghost_go_on();
+			if (err)
+				return err;
+		}
 	}
 	return 0;
 }

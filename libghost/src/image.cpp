@@ -800,6 +800,8 @@ class Reader {
             return what("is shared but not a file mapping");
         if ((r.flags & (GHOST_VMA_SHARED | GHOST_VMA_VDSO | GHOST_VMA_VVAR)) && r.nr_pages)
             return what("carries pages but is shared or the vDSO");
+        if ((r.flags & GHOST_VMA_FILE) && (r.flags & GHOST_VMA_GROWSDOWN))
+            return what("is a file mapping that grows down (mmap() makes none)");
         // As mmap() sees it: the byte offset plus the length stays within
         // the largest file offset (2^63 - 1), or mmap() would refuse it.
         constexpr std::uint64_t kMaxFileOffset = ~0ULL >> 1;

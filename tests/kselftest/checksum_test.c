@@ -106,13 +106,18 @@ static int flip_page_byte(char *img, size_t len, unsigned long addr)
 	return 0;
 }
 
-/* A ghost on a memory file holding @img; -1 on failure. */
-static int file_ghost(const char *img, size_t len)
+/*
+ * A ghost on a memory file holding @img from byte @at (junk before it, the
+ * file's offset there); -1 on failure.
+ */
+static int file_ghost(const char *img, size_t len, long at)
 {
 	int fd = memfd_create("ghost-image", 0), g = -1;
+	char junk[4096];
 
-	if (fd >= 0 && write(fd, img, len) == (ssize_t)len &&
-	    lseek(fd, 0, SEEK_SET) == 0)
+	memset(junk, 'J', sizeof(junk));
+	if (fd >= 0 && at <= (long)sizeof(junk) && write(fd, junk, at) == at &&
+	    write(fd, img, len) == (ssize_t)len && lseek(fd, at, SEEK_SET) == at)
 		g = ghost_new();
 	if (g >= 0 && ghost_plug(g, GHOST_RES_FILE, fd)) {
 		close(g);
@@ -129,16 +134,19 @@ enum outcome {
 	KILLED,		/* SIGKILL before it ran (it never stopped) */
 };
 
+#define IN_MEMORY (-1L)
+
 /*
  * Imports @img with @flags | GHOST_IMPORT_STOPPED into a fresh child,
- * through a memory ghost (@mem) or from a memory file. What became of the
- * child, or -1 for anything else (printed). @words: the reason a refusal
- * must hold.
+ * through a memory ghost (@at IN_MEMORY) or from a memory file, where it
+ * starts at byte @at. What became of the child, or -1 for anything else
+ * (printed). @words: the reason a refusal must hold.
  */
-static int import_child(const char *img, size_t len, bool mem, __u32 flags,
+static int import_child(const char *img, size_t len, long at, __u32 flags,
 			const char *words)
 {
-	int g = mem ? ghost_new_mem() : file_ghost(img, len), status = -1;
+	const bool mem = at == IN_MEMORY;
+	int g = mem ? ghost_new_mem() : file_ghost(img, len, at), status = -1;
 	pid_t child;
 
 	if (g < 0 || (mem && write(g, img, len) != (ssize_t)len))
@@ -189,10 +197,10 @@ TEST(xxh64_image_restores_and_a_flipped_page_byte_is_refused)
 	ASSERT_NE(NULL, img);
 	ASSERT_TRUE(image_xxh64(img));
 	ASSERT_LT(0, image_walk(img, len, secs, 4096));
-	EXPECT_EQ(RAN_INTACT, import_child(img, len, true, 0, NULL));
+	EXPECT_EQ(RAN_INTACT, import_child(img, len, IN_MEMORY, 0, NULL));
 	ASSERT_EQ(0, flip_page_byte(img, len, addr));
 	EXPECT_EQ(IMG_BAD_CRC, image_walk(img, len, secs, 4096));
-	EXPECT_EQ(REFUSED, import_child(img, len, true, 0, "checksum mismatch (xxh64)"));
+	EXPECT_EQ(REFUSED, import_child(img, len, IN_MEMORY, 0, "checksum mismatch (xxh64)"));
 	free(img);
 }
 
@@ -207,9 +215,9 @@ TEST(crc32c_image_restores_and_a_flipped_page_byte_is_refused)
 	len = to_crc32c(img, len);
 	ASSERT_FALSE(image_xxh64(img));
 	ASSERT_LT(0, image_walk(img, len, secs, 4096));
-	EXPECT_EQ(RAN_INTACT, import_child(img, len, true, 0, NULL));
+	EXPECT_EQ(RAN_INTACT, import_child(img, len, IN_MEMORY, 0, NULL));
 	ASSERT_EQ(0, flip_page_byte(img, len, addr));
-	EXPECT_EQ(REFUSED, import_child(img, len, true, 0, "checksum mismatch (crc32c)"));
+	EXPECT_EQ(REFUSED, import_child(img, len, IN_MEMORY, 0, "checksum mismatch (crc32c)"));
 	free(img);
 }
 
@@ -224,7 +232,7 @@ TEST(xxh64_image_with_a_short_end_record_is_refused)
 	len = to_crc32c(img, len);
 	h->features |= GHOST_IMAGE_FEAT_XXH64;
 	h->required_features |= GHOST_IMAGE_FEAT_XXH64;
-	EXPECT_EQ(REFUSED, import_child(img, len, true, 0, "end record has none"));
+	EXPECT_EQ(REFUSED, import_child(img, len, IN_MEMORY, 0, "end record has none"));
 	free(img);
 }
 
@@ -239,11 +247,29 @@ TEST(direct_import_restores_and_a_flipped_page_byte_kills_before_it_runs)
 
 	ASSERT_NE(NULL, img);
 	ASSERT_TRUE(image_xxh64(img));
-	EXPECT_EQ(RAN_INTACT, import_child(img, len, false, GHOST_IMPORT_DIRECT, NULL));
+	EXPECT_EQ(RAN_INTACT, import_child(img, len, 0, GHOST_IMPORT_DIRECT, NULL));
 	/* nothing left held in the module */
 	EXPECT_EQ(held, ghost_pages_held());
 	ASSERT_EQ(0, flip_page_byte(img, len, addr));
-	EXPECT_EQ(KILLED, import_child(img, len, false, GHOST_IMPORT_DIRECT, NULL));
+	EXPECT_EQ(KILLED, import_child(img, len, 0, GHOST_IMPORT_DIRECT, NULL));
+	free(img);
+}
+
+/*
+ * An image read from the file's offset, which need not be 0: the direct
+ * import reads its page data there too (it read from byte 0 once, and the
+ * checksum of the wrong bytes killed the importer).
+ */
+TEST(direct_import_of_an_image_further_into_its_file_restores)
+{
+	unsigned long addr = 0;
+	size_t len;
+	char *img = pattern_image(&len, &addr);
+
+	ASSERT_NE(NULL, img);
+	ASSERT_TRUE(image_xxh64(img));
+	EXPECT_EQ(RAN_INTACT, import_child(img, len, 4096, GHOST_IMPORT_DIRECT, NULL));
+	EXPECT_EQ(RAN_INTACT, import_child(img, len, 100, GHOST_IMPORT_DIRECT, NULL));
 	free(img);
 }
 
@@ -261,7 +287,7 @@ TEST(direct_import_of_an_image_cut_short_in_its_pages_is_refused)
 	ASSERT_LT(0, n);
 	page = image_page(secs, n, addr + 5 * PAGE);
 	ASSERT_NE(NULL, page);
-	EXPECT_EQ(REFUSED, import_child(img, page - img, false, GHOST_IMPORT_DIRECT,
+	EXPECT_EQ(REFUSED, import_child(img, page - img, 0, GHOST_IMPORT_DIRECT,
 					"the image ends early"));
 	free(img);
 }
@@ -276,14 +302,14 @@ TEST(direct_is_ignored_where_it_does_not_apply)
 	/* a crc32c image from a file: staged and checked before the point */
 	len = to_crc32c(img, len);
 	ASSERT_EQ(0, flip_page_byte(img, len, addr));
-	EXPECT_EQ(REFUSED, import_child(img, len, false, GHOST_IMPORT_DIRECT,
+	EXPECT_EQ(REFUSED, import_child(img, len, 0, GHOST_IMPORT_DIRECT,
 					"checksum mismatch (crc32c)"));
 	free(img);
 	/* an XXH64 image in a memory ghost: the same */
 	img = pattern_image(&len, &addr);
 	ASSERT_NE(NULL, img);
 	ASSERT_EQ(0, flip_page_byte(img, len, addr));
-	EXPECT_EQ(REFUSED, import_child(img, len, true, GHOST_IMPORT_DIRECT,
+	EXPECT_EQ(REFUSED, import_child(img, len, IN_MEMORY, GHOST_IMPORT_DIRECT,
 					"checksum mismatch (xxh64)"));
 	free(img);
 }
