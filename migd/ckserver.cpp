@@ -26,6 +26,8 @@
 #include <spdlog/spdlog.h>
 
 #include "ghost/process.hpp"
+#include "guarded.hpp"
+#include "json_text.hpp"
 #include "ops.hpp"
 
 namespace migd {
@@ -53,7 +55,7 @@ std::optional<json> read_meta(const Config& cfg, const std::string& id) {
     auto text = read_file(meta_path(cfg, id));
     if (!text)
         return std::nullopt;
-    auto j = json::parse(*text, nullptr, false);
+    auto j = parse_bounded(*text);
     if (j.is_discarded())
         return std::nullopt;
     return j;
@@ -182,7 +184,7 @@ Result<std::string> store_one(Daemon& d, Channel& ch, const json& item, uid_t ow
                        {"owner", owner},
                        {"bytes", written},
                        {"time_ms", now_ms()}};
-    if (auto m = write_file_atomic(meta_path(cfg, id), meta.dump(1) + "\n", 0600); !m)
+    if (auto m = write_file_atomic(meta_path(cfg, id), json_text(meta, 1) + "\n", 0600); !m)
         return cleanup(m.error());
     if (::rename(tmp.c_str(), image_path(cfg, id).c_str()) != 0) {
         ::unlink(meta_path(cfg, id).c_str());
@@ -202,7 +204,8 @@ Result<std::string> store_one(Daemon& d, Channel& ch, const json& item, uid_t ow
 struct Job {
     pid_t pid = 0;
     ProcInfo proc;
-    json result;
+    // What its session says; this unless it got that far.
+    json result = {{"ok", false}, {"error", "the checkpoint session failed (migd's log says why)"}};
 };
 
 // One session with the server for `jobs` (one-at-a-time and all-at-once:
@@ -227,7 +230,7 @@ Result<std::unique_ptr<Channel>> connect_server(Daemon& d, const std::string& se
         return Error::from_errno(errno, fmt::format("socketpair: {}", std::strerror(errno)));
     auto near = plain_channel(UniqueFd(sv[0]), server);
     self.t = std::thread([&d, far = plain_channel(UniqueFd(sv[1]), server)]() mutable {
-        d.serve_peer(std::move(far));
+        guarded("this host's checkpoint server", [&] { d.serve_peer(std::move(far)); });
     });
     return near;
 }
@@ -333,7 +336,10 @@ json Ops::local_checkpoint(Daemon& d, const json& req, const Client& who, const 
     } else {
         std::vector<std::thread> threads;
         for (auto& j : jobs)
-            threads.emplace_back([&, jp = &j] { run_session(d, server, {jp}, fate, Emit{}); });
+            threads.emplace_back([&, jp = &j] {
+                guarded("a checkpoint session",
+                        [&] { run_session(d, server, {jp}, fate, Emit{}); });
+            });
         for (auto& t : threads)
             t.join();
     }
@@ -403,8 +409,11 @@ void Ops::peer_store(Daemon& d, Channel& ch, const json& req) {
 json Ops::local_images(Daemon& d, const json& req, const Client& who) {
     const std::string server = req.value("server", d.config().host);
     json ask = {{"op", "images"}, {"uid", who.uid}};
-    if (req.contains("rm"))
+    if (req.contains("rm")) {
+        if (!req["rm"].is_string())
+            return error_reply("malformed request: \"rm\" names an image id (a string)");
         ask["rm"] = req["rm"];
+    }
     if (server == d.config().host) {
         // This host's own store: answer in place through a loopback pair.
         auto [a, b] = [] {
@@ -413,7 +422,10 @@ json Ops::local_images(Daemon& d, const json& req, const Client& who) {
             return std::pair{UniqueFd(sv[0]), UniqueFd(sv[1])};
         }();
         auto ca = plain_channel(std::move(a)), cb = plain_channel(std::move(b));
-        std::thread t([&] { peer_images(d, *cb, ask); });
+        std::thread t([&d, &ask, far = std::move(cb)]() mutable {
+            guarded("listing this host's images", [&] { peer_images(d, *far, ask); });
+            far.reset(); // the asker reads the end, whatever happened
+        });
         auto r = recv_json(*ca);
         t.join();
         return r ? *r : error_reply(r.error());

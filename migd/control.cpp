@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include "ghost/engine.hpp"
+#include "json_text.hpp"
 
 namespace migd {
 
@@ -32,7 +33,7 @@ nlohmann::json engine_reply(const Context& ctx) {
 
 nlohmann::json handle_request(std::string_view line, const Context& ctx, const Client& who,
                               const Emit& emit) {
-    const auto req = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+    const auto req = parse_bounded(line);
     if (req.is_discarded() || !req.is_object())
         return error_reply("malformed request: expected one JSON object per line");
     const auto op = req.find("op");

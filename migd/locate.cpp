@@ -4,7 +4,9 @@
 // entry) where it left. A request for a gid follows the entries host to host;
 // the answer updates the asker's entry so that the next request goes straight.
 #include <signal.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -89,7 +91,21 @@ json act_here(Daemon& d, const Location& l, const std::string& op, const json& e
         return error_reply(fmt::format("{} (pid {} on {}) has exited", l.gid, l.pid, l.host));
     const int sig = extra.value("signal", SIGTERM);
     const auto signal = [&] {
-        if (::kill(l.pid, sig) != 0)
+        // The process as it is now, held by a pidfd (its pid cannot name
+        // another process by the time the signal goes), and the kernel's
+        // rule for kill(2) on its ids now: the asker's uid its real or
+        // saved one (it may have become another user's since it arrived).
+        ghost::UniqueFd pidfd(static_cast<int>(::syscall(SYS_pidfd_open, l.pid, 0)));
+        if (!pidfd || !proc_alive(l.pid, l.starttime))
+            return error_reply(fmt::format("{} (pid {} on {}) has exited", l.gid, l.pid, l.host));
+        if (uid != 0) {
+            const auto now = proc_info(l.pid);
+            if (!now || (now->uid != uid && now->suid != uid))
+                return error_reply(fmt::format("{} (pid {} on {}) runs as uid {} now: a user may "
+                                               "signal only their own processes",
+                                               l.gid, l.pid, l.host, now ? now->uid : l.uid));
+        }
+        if (::syscall(SYS_pidfd_send_signal, pidfd.get(), sig, nullptr, 0) != 0)
             return error_reply(
                 fmt::format("cannot signal pid {} on {}: {}", l.pid, l.host, std::strerror(errno)));
         json done = r;

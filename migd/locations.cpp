@@ -20,6 +20,7 @@
 
 #include <fmt/format.h>
 
+#include "json_text.hpp"
 #include "store.hpp"
 
 namespace migd {
@@ -36,7 +37,7 @@ using ghost::UniqueFd;
 constexpr std::size_t kLogRecordsBeforeSnapshot = 1024;
 
 std::string line(const json& record) {
-    return record.dump() + "\n"; // dump() without indent writes no newline
+    return json_text(record) + "\n"; // dump() without indent writes no newline
 }
 
 } // namespace
@@ -49,7 +50,7 @@ Result<void> Locations::open(const std::string& state_dir, const std::string& ho
     log_path_ = state_dir + "/locations.log";
     host_ = host;
     if (auto text = read_file(path_)) {
-        auto j = json::parse(*text, nullptr, false);
+        auto j = parse_bounded(*text);
         if (j.is_discarded() || !j.is_object())
             return Error::from_errno(EBADMSG, fmt::format("{} is not a location table (JSON "
                                                           "object): move it away to start "
@@ -64,7 +65,7 @@ Result<void> Locations::open(const std::string& state_dir, const std::string& ho
         std::string l;
         for (unsigned n = 1; std::getline(in, l); n++) {
             const bool last = in.peek() == std::char_traits<char>::eof();
-            auto r = json::parse(l, nullptr, false);
+            auto r = parse_bounded(l);
             if (r.is_discarded() || !r.is_object()) {
                 // Only the last line can be torn (a crash while it was
                 // written): it was never made durable, so never answered.
@@ -99,7 +100,7 @@ Result<void> Locations::compact_locked() {
     for (const auto& [gid, l] : map_)
         entries.push_back(to_json(l));
     const json j = {{"host", host_}, {"next", next_}, {"entries", entries}};
-    if (auto w = write_file_atomic(path_, j.dump(1) + "\n", 0600); !w)
+    if (auto w = write_file_atomic(path_, json_text(j, 1) + "\n", 0600); !w)
         return w;
     hinted_.clear();
     log_records_ = 0;

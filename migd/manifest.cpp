@@ -14,6 +14,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include "json_text.hpp"
 #include "ops.hpp"
 
 namespace migd {
@@ -42,7 +43,7 @@ json Ops::manifest_here(Daemon& d, const json& req) {
     const std::string path = fmt::format("{}/{}.manifest", cfg.server_dir, job);
     std::optional<json> old;
     if (auto text = read_file(path)) {
-        old = json::parse(*text, nullptr, false);
+        old = parse_bounded(*text);
         if (old->is_discarded())
             return error_reply(fmt::format("the manifest of job {} on {} is unreadable ({})", job,
                                            cfg.host, path));
@@ -67,7 +68,7 @@ json Ops::manifest_here(Daemon& d, const json& req) {
     ::chmod(cfg.server_dir.c_str(), 0700);
     const json doc = {
         {"job", job}, {"owner", uid}, {"time_ms", now_ms()}, {"manifest", req["put"]}};
-    if (auto w = write_file_atomic(path, doc.dump() + "\n", 0600); !w)
+    if (auto w = write_file_atomic(path, json_text(doc) + "\n", 0600); !w)
         return error_reply(fmt::format("storing the manifest of job {} on {}: {}", job, cfg.host,
                                        w.error().what()));
     spdlog::info("checkpoint server: stored the manifest of job {} (uid {})", job, uid);

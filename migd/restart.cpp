@@ -14,6 +14,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include "guarded.hpp"
 #include "ops.hpp"
 
 namespace migd {
@@ -31,6 +32,9 @@ struct Fetch {
     std::thread feeder;
     std::unique_ptr<Channel> far;
     ~Fetch() {
+        // Our end first: a feeder still writing (a restart refused before
+        // it read the stream) gets EPIPE instead of waiting for ever.
+        ch.reset();
         if (feeder.joinable())
             feeder.join();
     }
@@ -47,7 +51,7 @@ Result<json> restart_here(Daemon& d, const std::string& server, const std::strin
         f.ch = plain_channel(UniqueFd(sv[0]));
         f.far = plain_channel(UniqueFd(sv[1]));
         f.feeder = std::thread([&d, &f, ask] {
-            Ops::peer_fetch(d, *f.far, ask);
+            guarded("this host's image fetch", [&] { Ops::peer_fetch(d, *f.far, ask); });
             f.far.reset();
         });
     } else {

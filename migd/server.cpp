@@ -6,11 +6,13 @@
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/time.h>
 #include <sys/un.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <list>
 #include <memory>
@@ -23,6 +25,8 @@
 #include <spdlog/spdlog.h>
 
 #include "ghost/fd.hpp"
+#include "guarded.hpp"
+#include "json_text.hpp"
 #include "line_reader.hpp"
 #include "store.hpp"
 
@@ -36,6 +40,8 @@ using ghost::UniqueFd;
 // A request line's bound (bsprun's job manifests are the longest: about
 // 80 bytes per VP).
 constexpr std::size_t max_line = 4 << 20;
+// How long a reply or progress line may wait for a client to read it.
+constexpr std::chrono::seconds client_send_timeout{30};
 
 ghost::Result<UniqueFd> listen_on(const std::string& path) {
     sockaddr_un addr{};
@@ -81,7 +87,7 @@ std::optional<Client> peer_of(int fd) {
 }
 
 bool send_line(int fd, const nlohmann::json& j) {
-    const std::string s = j.dump() + "\n";
+    const std::string s = json_text(j) + "\n";
     std::size_t off = 0;
     while (off < s.size()) {
         const ssize_t n = ::send(fd, s.data() + off, s.size() - off, MSG_NOSIGNAL);
@@ -98,9 +104,17 @@ bool send_line(int fd, const nlohmann::json& j) {
 // client has its own thread, so a long migration never holds up another.
 void serve_client(int fd, const Client& who, const Context& ctx) {
     std::mutex out;
+    // A client that stops reading (a ghostctl suspended with Ctrl-Z) must
+    // not hold up the work it asked for: a reply or progress line waits at
+    // most client_send_timeout (SO_SNDTIMEO) to go out; after one did not,
+    // progress lines are dropped, and the reply ends the connection.
+    const timeval tv{client_send_timeout.count(), 0};
+    (void)::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+    bool deaf = false;
     const Emit emit = [&](const nlohmann::json& j) {
         std::lock_guard lock(out);
-        (void)send_line(fd, j);
+        if (!deaf && !send_line(fd, j))
+            deaf = true;
     };
     ghost::migd_client::LineReader lines(fd, max_line);
     while (const auto line = lines.next()) {
@@ -193,7 +207,7 @@ ghost::Result<void> serve(const ServerConfig& cfg) {
         k.uid = who->uid;
         k.done = std::make_shared<std::atomic<bool>>(false);
         k.thread = std::thread([fd = k.fd.get(), w = *who, &ctx = cfg.ctx, done = k.done] {
-            serve_client(fd, w, ctx);
+            guarded("a local client", [&] { serve_client(fd, w, ctx); });
             *done = true;
         });
     }

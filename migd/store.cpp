@@ -18,6 +18,7 @@
 #include <spdlog/spdlog.h>
 
 #include "ghost/fd.hpp"
+#include "json_text.hpp"
 
 namespace migd {
 
@@ -157,22 +158,23 @@ std::optional<ProcInfo> proc_info(pid_t pid) {
     auto status = read_file(fmt::format("/proc/{}/status", pid));
     p.uid = st.st_uid;
     p.proc_owner = st.st_uid;
-    // The four ids of a "Uid:" or "Gid:" line; all the same.
-    const auto ids_of = [&](const char* key, unsigned long& first) {
+    p.suid = st.st_uid;
+    // The four ids of a "Uid:" or "Gid:" line (real, effective, saved, fs);
+    // whether they are all the same.
+    const auto ids_of = [&](const char* key, unsigned long(&v)[4]) {
         const auto at = status->find(key);
         if (at == std::string::npos)
             return false;
         std::istringstream in(status->substr(at + std::strlen(key), 64));
-        unsigned long v[4];
         if (!(in >> v[0] >> v[1] >> v[2] >> v[3]))
             return false;
-        first = v[0];
         return v[1] == v[0] && v[2] == v[0] && v[3] == v[0];
     };
     if (status) {
-        unsigned long uid = st.st_uid, gid = 0;
+        unsigned long uid[4] = {st.st_uid, st.st_uid, st.st_uid, st.st_uid}, gid[4] = {};
         const bool uids = ids_of("\nUid:", uid), gids = ids_of("\nGid:", gid);
-        p.uid = static_cast<uid_t>(uid);
+        p.uid = static_cast<uid_t>(uid[0]);
+        p.suid = static_cast<uid_t>(uid[2]);
         p.plain_ids = uids && gids;
         const auto cap = status->find("\nCapPrm:");
         p.cap_permitted = cap == std::string::npos
@@ -198,7 +200,7 @@ namespace {
 // file of an older migd is one pretty-printed object). A last line cut
 // short by a crash was never made durable, so never acted on: skipped.
 std::optional<json> latest_state(const std::string& text) {
-    auto whole = json::parse(text, nullptr, false);
+    auto whole = parse_bounded(text);
     if (!whole.is_discarded())
         return whole.is_object() ? std::optional<json>(std::move(whole)) : std::nullopt;
     std::optional<json> last;
@@ -207,7 +209,7 @@ std::optional<json> latest_state(const std::string& text) {
         std::size_t nl = text.find('\n', at);
         if (nl == std::string::npos)
             nl = text.size();
-        auto j = json::parse(text.substr(at, nl - at), nullptr, false);
+        auto j = parse_bounded(text.substr(at, nl - at));
         if (!j.is_discarded() && j.is_object())
             last = std::move(j);
         at = nl + 1;
@@ -235,7 +237,7 @@ Result<void> Journal::put(const json& entry) {
     if (!valid_id(id))
         return Error::from_errno(EINVAL, fmt::format("not a journal entry id: \"{}\"", id));
     const std::string path = file_of(id);
-    const std::string text = entry.dump() + "\n";
+    const std::string text = json_text(entry) + "\n";
     if (stuck_.contains(id))
         return Error::from_errno(EEXIST, fmt::format("journal entry {} was finished but its file "
                                                      "could not be removed",

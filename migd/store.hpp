@@ -66,7 +66,8 @@ std::optional<ProcStat> proc_stat(pid_t pid);
 
 // The same and its owner (/proc/PID/status): what a check of rights needs.
 struct ProcInfo : ProcStat {
-    uid_t uid = 0; // real uid
+    uid_t uid = 0;  // real uid
+    uid_t suid = 0; // saved uid
     // What a user's right to act on it needs besides: its real, effective,
     // saved and filesystem uids all one and the same for its gids, no
     // permitted capability, and dumpable (the kernel then gives /proc/PID

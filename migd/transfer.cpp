@@ -35,6 +35,7 @@
 #include <spdlog/spdlog.h>
 
 #include "ghost/process.hpp"
+#include "guarded.hpp"
 #include "ops.hpp"
 #include "ticker.hpp"
 
@@ -225,8 +226,16 @@ Result<ExportResult> export_to(Daemon& d, Channel& ch, const ProcStat& proc, gho
         wr->reset();
         if (auto r = relayed_f.get(); !r)
             return r;
-        if (auto c = confirm(); !c)
-            return c;
+        // Nothing may be thrown through libghost: a peer's answer of the
+        // wrong type fails the commit (the process runs on).
+        try {
+            if (auto c = confirm(); !c)
+                return c;
+        } catch (const std::exception& e) {
+            return Error::from_errno(EPROTO, fmt::format("the destination's answer to the "
+                                                         "commit is malformed: {}",
+                                                         e.what()));
+        }
         out.confirmed = true;
         return {};
     };
@@ -235,7 +244,7 @@ Result<ExportResult> export_to(Daemon& d, Channel& ch, const ProcStat& proc, gho
     const std::uint64_t before =
         later ? precopy->last_page_bytes() + ghost::kImageOverheadBytes : 0;
     std::thread exporter([&] {
-        stats = ghost::checkpoint(**engine, pid, wr->get(), o);
+        guarded("an export", [&] { stats = ghost::checkpoint(**engine, pid, wr->get(), o); });
         wr->reset();
     });
 
@@ -329,7 +338,7 @@ Result<Imported> import_from(Daemon& d, Channel& ch, const ghost::Owner& owner, 
             taken = n;
             cv.notify_all();
         };
-        restored = ghost::restart(**engine, rd.get(), o);
+        guarded("a restore", [&] { restored = ghost::restart(**engine, rd.get(), o); });
         rd.reset();
         std::lock_guard l(mu);
         over = true;
@@ -373,12 +382,16 @@ Result<Imported> import_from(Daemon& d, Channel& ch, const ghost::Owner& owner, 
                 rest = head.error();
                 break;
             }
-            if (head->value("op", "") != "image") {
+            // Read without throwing: the restorer thread is running.
+            const auto op = head->find("op");
+            const auto is_last = head->find("last");
+            if (op == head->end() || *op != "image" ||
+                (is_last != head->end() && !is_last->is_boolean())) {
                 rest = Error::from_errno(
                     EPROTO, fmt::format("{} sent no pre-copy image header", ch.peer()));
                 break;
             }
-            last = head->value("last", true);
+            last = is_last == head->end() || is_last->get<bool>();
         }
         std::tie(img, rest) = one();
         if (!rest || last)

@@ -8,6 +8,8 @@
 
 #include <fmt/format.h>
 
+#include "json_text.hpp"
+
 namespace migd {
 
 namespace {
@@ -104,7 +106,7 @@ void put_header(std::span<std::byte, frame_header_size> h, FrameType type, std::
 }
 
 Result<void> send_json(Channel& ch, const json& j) {
-    const std::string s = j.dump();
+    const std::string s = json_text(j);
     if (s.size() > max_json_frame)
         return Error::from_errno(EMSGSIZE, "message too long for the peer protocol");
     return send_frame(ch, FrameType::Json, std::as_bytes(std::span(s)), Plane::Message);
@@ -123,7 +125,7 @@ Result<json> recv_json(Channel& ch) {
     auto text = read_text(ch, h->len, Plane::Message);
     if (!text)
         return text.error();
-    auto j = json::parse(*text, nullptr, false);
+    auto j = parse_bounded(*text);
     if (j.is_discarded() || !j.is_object())
         return Error::from_errno(EPROTO, fmt::format("{} sent a message that is not a JSON "
                                                      "object",

@@ -20,6 +20,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <future>
 #include <iterator>
 #include <map>
 #include <mutex>
@@ -382,6 +383,17 @@ TEST(MigdOps, CheckpointServerStoresListsRestartsAndRemoves) {
 // the server's too): stored through the host's own store, left running.
 // A stored image runs as its recorded owner or not at all: here the
 // server's record says uid 1 (an existing user) while the image is nobody's.
+// A field of the wrong type for the host's own store, which answers on a
+// thread of its own: a malformed request, not an exception out of that
+// thread (std::terminate: the daemon and every migration gone).
+TEST(MigdOps, AnImagesRequestWithAFieldOfTheWrongTypeIsMalformed) {
+    Net net(1);
+    const json r = net["h1"].local({{"op", "images"}, {"rm", 1}}, user, {});
+    EXPECT_FALSE(r.value("ok", true)) << r.dump();
+    EXPECT_NE(r.value("error", "").find("malformed"), std::string::npos) << r.dump();
+    EXPECT_TRUE(net["h1"].local({{"op", "images"}}, user, {}).value("ok", false));
+}
+
 TEST(MigdOps, AStoredImageThatIsNotItsOwnersIsRefused) {
     Net net(3);
     Counter a(net.root());
@@ -407,6 +419,39 @@ TEST(MigdOps, AStoredImageThatIsNotItsOwnersIsRefused) {
         << rs.dump();
     EXPECT_NE(rs.value("error", "").find("not all uid 1"), std::string::npos) << rs.dump();
     EXPECT_EQ(net["h2"].local({{"op", "ps"}}, root, {})["processes"].size(), 0u);
+}
+
+// A restart on the server's own host refused before it reads the image
+// (its owner is no user there) ends: the thread feeding the image through
+// the local pair gets EPIPE instead of waiting for ever for a reader.
+TEST(MigdOps, ARestartRefusedOnTheServersOwnHostEnds) {
+    Net net(3);
+    Counter a(net.root(), false, 2'000'000);
+    const json r =
+        net["h1"].local({{"op", "checkpoint"}, {"pids", {a.pid}}, {"server", "h3"}}, user, {});
+    ASSERT_TRUE(r.value("ok", false)) << r.dump();
+    ::waitpid(a.pid, nullptr, 0);
+    a.pid = -1;
+    const std::string id = r["images"][0]["id"];
+    const fs::path meta = net.root() / "h3" / "images" / (id + ".json");
+    json m;
+    {
+        std::ifstream in(meta);
+        in >> m;
+    }
+    m["owner"] = 424242; // no such user
+    std::ofstream(meta) << m.dump();
+    ASSERT_GT(fs::file_size(net.root() / "h3" / "images" / (id + ".ghost")), 1u << 20)
+        << "an image larger than the local pair's buffers";
+    auto done = std::async(std::launch::async, [&] {
+        return net["h3"].local({{"op", "restart"}, {"server", "h3"}, {"id", id}}, root, {});
+    });
+    ASSERT_EQ(done.wait_for(std::chrono::seconds(60)), std::future_status::ready)
+        << "the restart never ended";
+    const json rs = done.get();
+    EXPECT_FALSE(rs.value("ok", true)) << rs.dump();
+    EXPECT_NE(rs.value("error", "").find("uid 424242 does not exist"), std::string::npos)
+        << rs.dump();
 }
 
 TEST(MigdOps, CheckpointOntoTheServerHostItself) {

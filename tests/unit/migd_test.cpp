@@ -18,6 +18,7 @@
 
 #include "control.hpp"
 #include "ghost/fd.hpp"
+#include "json_text.hpp"
 
 namespace {
 
@@ -45,6 +46,24 @@ TEST(MigdControl, MalformedAndUnknownRequestsAreErrors) {
     const auto r = migd::handle_request(R"({"op":"fly"})", ctx);
     EXPECT_EQ(r.at("ok"), false);
     EXPECT_NE(r.at("error").get<std::string>().find("unknown op"), std::string::npos);
+}
+
+// A request nested deeper than any of migd's is malformed: printing or
+// copying it would recurse once per level (100,000 levels: a stack
+// overflow, the daemon gone); and a reply holding bytes that are not UTF-8
+// (a process name may) goes out with them replaced instead of throwing.
+TEST(MigdControl, DeepRequestsAreMalformedAndRepliesAnyBytesArePrinted) {
+    const std::string deep =
+        R"({"op":"ping","x":)" + std::string(100000, '[') + std::string(100000, ']') + "}";
+    const auto r = migd::handle_request(deep, ctx);
+    EXPECT_EQ(r.at("ok"), false);
+    EXPECT_NE(r.at("error").get<std::string>().find("malformed"), std::string::npos);
+    std::string within = R"({"op":"ping","x":)" + std::string(60, '[') + std::string(60, ']') + "}";
+    EXPECT_EQ(migd::handle_request(within, ctx).at("ok"), true);
+    const nlohmann::json odd = {{"ok", false}, {"error", std::string("process 1 (\xff\xfe)")}};
+    std::string text;
+    ASSERT_NO_THROW(text = migd::json_text(odd));
+    EXPECT_NE(text.find("\xEF\xBF\xBD"), std::string::npos) << text; // U+FFFD
 }
 
 ghost::UniqueFd connect_to(const std::string& path) {
