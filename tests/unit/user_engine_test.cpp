@@ -641,6 +641,22 @@ TEST_F(BadImport, MissingMappedFileIsRefusedBeforeTheTracer) {
     expect_refused(ENOENT, "cannot open /nonexistent/ghost-lib.so");
 }
 
+// A mapping whose path is a FIFO now: refused at once (its open waited for
+// a writer for ever, and a FIFO cannot be mapped anyway).
+TEST_F(BadImport, AMappedPathThatIsAFifoIsRefusedWithoutWaiting) {
+    const std::string fifo = "/tmp/ghost-fifo-lib." + std::to_string(::getpid());
+    ::unlink(fifo.c_str());
+    ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+    for (auto& v : img_.vmas)
+        if (v.rec.flags & GHOST_VMA_FILE) {
+            v.path = fifo;
+            v.rec.path_len = static_cast<std::uint32_t>(v.path.size());
+            break;
+        }
+    expect_refused(EINVAL, "is not a file that can be mapped");
+    ::unlink(fifo.c_str());
+}
+
 // An image restored for an owner (RestoreOptions::owner, as migd restores
 // a user's image as root) that runs as another user is refused before any
 // file it names is opened: its missing library is never looked for.

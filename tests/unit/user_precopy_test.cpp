@@ -9,10 +9,12 @@
 
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstring>
 #include <filesystem>
 #include <optional>
 #include <string>
@@ -22,6 +24,7 @@
 #include "ghost/process.hpp"
 #include "ghost/user_engine.hpp"
 #include "user/precopy_state.hpp"
+#include "user/shadow.hpp"
 
 #include "mutating_worker.hpp"
 
@@ -431,6 +434,54 @@ TEST_F(UserStream, AFlippedPageByteInAPipeIsRefused) {
     EXPECT_NE(restored.error().what().find("checksum"), std::string::npos)
         << restored.error().what();
     EXPECT_EQ(w.ask("report"), r0) << "the worker did not run on";
+}
+
+// A pre-copy's first image is read straight into buffers (Shadow::place):
+// the image's kept copy has holes there. When a later image's mapping grew
+// and no buffer can be made for its new extent (RLIMIT_AS here), the pages
+// it inherits are only in the old buffer: apply() fails (ENOMEM) rather
+// than leave the rebuild to copy them, as zeros, from those holes.
+TEST(Shadow, PagesOnlyABufferHoldsAreNeverRestoredFromTheImagesHoles) {
+    const pid_t child = ::fork();
+    if (child == 0) {
+        constexpr std::uint64_t at = 0x7f0000000000ULL, page = 4096;
+        ghost::user::Shadow shadow;
+        ghost::image::Image whole;
+        ghost::image::Vma v;
+        v.rec.start = at;
+        v.rec.end = at + 16 * page;
+        const ghost::image::PageRun part{at, 16, 0, false};
+        const auto placed = shadow.place(whole, v, part);
+        if (placed.size() != 16 * page)
+            ::_exit(2);
+        std::memset(placed.data(), 'x', placed.size());
+        v.runs.push_back(part);
+        whole.vmas.push_back(v);
+        if (!shadow.apply(whole, {}))
+            ::_exit(3);
+        ghost::image::Image next;
+        next.parent = ghost_parent{};
+        ghost::image::Vma grown = v;
+        grown.rec.end = at + (64ULL << 30);
+        grown.runs = {{at, 16, 0, true}};
+        next.vmas.push_back(grown);
+        const rlimit as{16ULL << 30, 16ULL << 30};
+        if (::setrlimit(RLIMIT_AS, &as) != 0)
+            ::_exit(4);
+        const auto r = shadow.apply(next, {});
+        if (r)
+            ::_exit(5);
+        std::fprintf(stderr, "%s\n", r.error().what().c_str());
+        ::_exit(r.error().code.value() == ENOMEM &&
+                        r.error().what().find("read into a buffer only") != std::string::npos
+                    ? 0
+                    : 6);
+    }
+    ASSERT_GT(child, 0);
+    int st = 0;
+    ASSERT_EQ(::waitpid(child, &st, 0), child);
+    ASSERT_TRUE(WIFEXITED(st)) << "status " << st;
+    EXPECT_EQ(WEXITSTATUS(st), 0) << "2-4: setup; 5: applied (the rebuild would restore zeros)";
 }
 
 } // namespace

@@ -163,7 +163,10 @@ Result<void> open_everything(Plan& p) {
         const int mode = rw ? O_RDWR : O_RDONLY;
         auto [it, fresh] = opened.try_emplace({v.path, mode}, -1);
         if (fresh) {
-            const int fd0 = ::open(v.path.c_str(), mode | O_CLOEXEC);
+            // Without waiting on a FIFO the image may name; only what can
+            // be mapped (a FIFO, a directory or a socket would fail the
+            // mmap past the point of no return).
+            const int fd0 = ::open(v.path.c_str(), mode | O_CLOEXEC | O_NONBLOCK);
             if (fd0 < 0 && rw && (v.rec.flags & GHOST_VMA_MAYWRITE)) {
                 char why[GHOST_REASON_LEN];
                 std::snprintf(why, sizeof(why), GHOST_MAYWRITE_REASON, v.path.c_str(),
@@ -174,6 +177,11 @@ Result<void> open_everything(Plan& p) {
                 p, fd0, fmt::format("cannot open {}, mapped at {:#x}", v.path, v.rec.start));
             if (!fd)
                 return fd.error();
+            struct stat st {};
+            if (::fstat(*fd, &st) != 0 || !(S_ISREG(st.st_mode) || S_ISCHR(st.st_mode)))
+                return Error::from_errno(
+                    EINVAL, fmt::format("{}, mapped at {:#x}, is not a file that can be mapped",
+                                        v.path, v.rec.start));
             it->second = *fd;
         }
         if (auto r = check_file_length(v, it->second); !r)
@@ -204,8 +212,12 @@ Result<void> open_everything(Plan& p) {
             continue;
         // O_NOCTTY always: reopening a terminal must not make it the
         // caller's controlling terminal (open(2) keeps no such flag).
+        // O_NONBLOCK until it is known what was opened: a FIFO's open
+        // would wait for its other end (for ever, if the image named one
+        // where it had a file). A FIFO opened for writing without a reader
+        // is refused (ENXIO), as its writes would have nowhere to go.
         const int flags = (static_cast<int>(r.flags) & ~(O_CREAT | O_EXCL | O_TRUNC)) | O_NOCTTY;
-        auto fd = keep_high(p, ::open(f.path.c_str(), flags | O_CLOEXEC),
+        auto fd = keep_high(p, ::open(f.path.c_str(), flags | O_CLOEXEC | O_NONBLOCK),
                             fmt::format("cannot reopen {} as fd {}", f.path, r.fd));
         if (!fd)
             return fd.error();
@@ -214,6 +226,10 @@ Result<void> open_everything(Plan& p) {
             return Error::from_errno(
                 EBADMSG,
                 fmt::format("{} (fd {}) is no longer the same kind of file", f.path, r.fd));
+        if (!(flags & (O_NONBLOCK | O_PATH)) &&
+            ::fcntl(*fd, F_SETFL, ::fcntl(*fd, F_GETFL) & ~O_NONBLOCK) != 0)
+            return Error::from_errno(errno, fmt::format("cannot make {} (fd {}) blocking again: {}",
+                                                        f.path, r.fd, errno_text(errno)));
         if (S_ISREG(r.mode) && !(r.flags & O_PATH) &&
             ::lseek(*fd, static_cast<off_t>(r.pos), SEEK_SET) != static_cast<off_t>(r.pos))
             return Error::from_errno(
@@ -246,8 +262,6 @@ Error restore(const image::Image& img, std::vector<PageData> pages, bool stopped
         return r.error();
     if (auto r = check_mm(img.mm); !r)
         return r.error();
-    if (auto r = check_memlock(img); !r)
-        return r.error();
     if (auto r = check_advice(img); !r)
         return r.error();
     // Made while the caller may (lazy.hpp), before it takes the image's
@@ -262,6 +276,10 @@ Error restore(const image::Image& img, std::vector<PageData> pages, bool stopped
     // The image's files are opened as the image's credentials (creds.cpp),
     // in a session of its own when root restores another user's process.
     if (auto r = assume_image_creds(img); !r)
+        return r.error();
+    // As the image's user, with the limits it will have when its memory is
+    // locked (a root restorer's CAP_IPC_LOCK is gone by then).
+    if (auto r = check_memlock(img); !r)
         return r.error();
     Plan p;
     p.img = &img;

@@ -85,7 +85,17 @@ std::span<std::byte> Shadow::place(const image::Image& so_far, const image::Vma&
     // them: a fault taken per page costs about as much as its copy. Best
     // effort (Linux 5.14+): the read faults in what this did not.
     ::madvise(at, part.nr_pages * kPage, kMadvPopulateWrite);
+    placed_ranges_.emplace_back(part.addr, part.addr + part.nr_pages * kPage);
     return {at, part.nr_pages * kPage};
+}
+
+bool Shadow::inherits_placed(const image::Vma& v) const {
+    for (const auto& r : v.runs)
+        if (r.parent)
+            for (const auto& [s, e] : placed_ranges_)
+                if (overlaps(r.addr, r.addr + r.nr_pages * kPage, s, e))
+                    return true;
+    return false;
 }
 
 bool Shadow::eligible(const image::Vma& v) {
@@ -95,11 +105,32 @@ bool Shadow::eligible(const image::Vma& v) {
 
 Result<void> Shadow::apply(const image::Image& img, std::span<const std::byte> bytes) {
     decltype(bufs_) next;
+    struct Drop { // next's buffers, unless the images all apply
+        decltype(bufs_)* m;
+        ~Drop() {
+            if (m)
+                for (const auto& [range, b] : *m)
+                    ::munmap(reinterpret_cast<void*>(b.addr), b.len);
+        }
+    } drop{&next};
+    // A mapping left to the rebuild, which copies its pages from the
+    // images: not one whose inherited pages only a buffer holds.
+    const auto from_images = [&](const image::Vma& v, const char* why) -> Result<void> {
+        if (!inherits_placed(v))
+            return {};
+        return Error::from_errno(
+            ENOMEM, fmt::format("the pre-copy cannot rebuild mapping {:#x}-{:#x}: {}, and pages "
+                                "it keeps from the first image were read into a buffer only",
+                                v.rec.start, v.rec.end, why));
+    };
     for (const auto& v : img.vmas) {
         // A mapping without pages (a reservation, often huge) is mapped by
         // the rebuild as usual: a buffer would only cost commit charge.
-        if (!eligible(v) || v.runs.empty())
+        if (!eligible(v) || v.runs.empty()) {
+            if (auto r = from_images(v, "it is no longer one built in a buffer"); !r)
+                return r;
             continue;
+        }
         const auto key = std::pair{v.rec.start, v.rec.end};
         if (auto it = placed_.find(key); it != placed_.end()) {
             // Its pages were read straight into it (a whole image: no
@@ -116,7 +147,10 @@ Result<void> Shadow::apply(const image::Image& img, std::span<const std::byte> b
             bufs_.erase(it);
             fresh = false;
         } else if (!make(v, b)) {
-            continue; // no room ahead: the rebuild copies it from the images
+            // No room ahead: the rebuild copies it from the images.
+            if (auto r = from_images(v, "no buffer could be made for its new extent"); !r)
+                return r;
+            continue;
         }
         const auto at = [&](std::uint64_t addr) {
             return reinterpret_cast<std::byte*>(b.addr + (addr - v.rec.start));
@@ -152,6 +186,8 @@ Result<void> Shadow::apply(const image::Image& img, std::span<const std::byte> b
         if (!inherited_all) {
             // Not built here: restored from the images as usual.
             ::munmap(reinterpret_cast<void*>(b.addr), b.len);
+            if (auto r = from_images(v, "some of its inherited pages were in no buffer"); !r)
+                return r;
             continue;
         }
         next.emplace(key, b);
@@ -162,6 +198,7 @@ Result<void> Shadow::apply(const image::Image& img, std::span<const std::byte> b
     placed_.clear();
     unplaced_.clear();
     bufs_ = std::move(next);
+    drop.m = nullptr;
     return {};
 }
 

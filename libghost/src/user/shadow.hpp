@@ -37,7 +37,10 @@ class Shadow {
     // pages from img and its inherited ones from the buffers as they were;
     // no other page. Buffers of mappings img does not have are unmapped. A
     // mapping with no buffer (none could be made, or its inherited pages
-    // were not in one) is restored from the images as usual.
+    // were not in one) is restored from the images as usual, unless one of
+    // its inherited pages was placed (read into a buffer only: the image's
+    // kept copy has a hole there), which fails (ENOMEM) rather than
+    // restore zeros.
     Result<void> apply(const image::Image& img, std::span<const std::byte> bytes);
 
     // Where a part of a whole image's page run goes as it is read
@@ -66,12 +69,17 @@ class Shadow {
     };
     // Maps a new buffer for mapping v (MADV_DONTFORK), or false.
     static bool make(const image::Vma& v, Buffer& b);
+    // Whether an inherited page of v lies in placed_ranges_.
+    bool inherits_placed(const image::Vma& v) const;
 
     std::map<std::pair<std::uint64_t, std::uint64_t>, Buffer> bufs_; // by mapping range
     // Filled by place() for the image being read; apply() takes them.
     std::map<std::pair<std::uint64_t, std::uint64_t>, Buffer> placed_;
     // Mappings of that image whose first part could not be placed.
     std::set<std::pair<std::uint64_t, std::uint64_t>> unplaced_;
+    // Every page range place() gave out (a whole image's, read into a
+    // buffer and not into the image): only a buffer holds those pages.
+    std::vector<std::pair<std::uint64_t, std::uint64_t>> placed_ranges_;
 };
 
 } // namespace ghost::user
