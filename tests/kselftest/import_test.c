@@ -783,41 +783,53 @@ static char *export_walked(void (*work)(int), size_t *len, struct image_sec *sec
 }
 
 /*
- * @img (checksum made valid again after a change) restored by a fresh child
- * through ghost_restore_self_as() with @flags and @owner, root then the
- * image's user, after @limit (if any): 0 when the child was refused with
- * @words in the reason and lived, 1 when refused otherwise, -1 when it was
- * killed (refused only after the point of no return, or not at all).
+ * @img imported by a fresh child through ghost_restore_self_as() with
+ * @flags and @owner, root then the image's user, after @setup (if any):
+ * the child's exit status, the image's own if it was restored; if refused,
+ * 0 when the reason holds @words (never for NULL), else 100 (the reason on
+ * stderr); 2 if @setup failed; -1 if it was killed.
  */
-static int refused_alive_as(char *img, size_t len, const struct image_sec *end,
-			    int (*limit)(void), const char *words, __u32 flags,
-			    __u32 owner)
+static int import_in_child(const char *img, size_t len, int (*setup)(void), __u32 flags,
+			   __u32 owner, const char *words)
 {
-	int g, status;
+	int g = ghost_new_mem(), status;
 	pid_t imp;
 
-	image_set_sum(img, end->off, (struct ghost_end *)end->payload);
-	g = ghost_new_mem();
 	if (g < 0 || write(g, img, len) != (ssize_t)len)
-		return 1;
+		return 100;
 	imp = fork();
 	if (imp == 0) {
 		struct ghost_import im;
 
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
 		drop_shared_anon();
-		if (limit && limit())
+		if (setup && setup())
 			_exit(2);
 		ghost_restore_self_as(g, &im, flags, owner);
 		fprintf(stderr, "import refused: %s (%s)\n", strerror(errno), im.reason);
-		_exit(strstr(im.reason, words) ? 0 : 1);
+		_exit(words && strstr(im.reason, words) ? 0 : 100);
 	}
 	close(g);
 	if (imp < 0 || waitpid(imp, &status, 0) != imp)
-		return 1;
-	if (!WIFEXITED(status))
-		return -1;
-	return WEXITSTATUS(status) ? 1 : 0;
+		return 100;
+	return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+/*
+ * @img (checksum made valid again after a change) restored as
+ * import_in_child() does: 0 when the child was refused with @words in the
+ * reason and lived, 1 when refused otherwise, -1 when it was killed
+ * (refused only after the point of no return, or not at all).
+ */
+static int refused_alive_as(char *img, size_t len, const struct image_sec *end,
+			    int (*limit)(void), const char *words, __u32 flags,
+			    __u32 owner)
+{
+	int st;
+
+	image_set_sum(img, end->off, (struct ghost_end *)end->payload);
+	st = import_in_child(img, len, limit, flags, owner, words);
+	return st < 0 ? -1 : st ? 1 : 0;
 }
 
 static int refused_alive(char *img, size_t len, const struct image_sec *end,
@@ -931,35 +943,6 @@ TEST(pages_past_the_end_of_a_shortened_file_are_refused_with_the_caller_alive)
 }
 
 /*
- * A work_sleeper image restored with GHOST_IMPORT_OWNER for @owner by a
- * fresh child, after @setup (if any): the child's exit status (0: it ran
- * as the sleeper, which exits 0; 100: refused, the reason on stderr).
- */
-static int sleeper_restored_as(const char *img, size_t len, int (*setup)(void), __u32 owner)
-{
-	struct ghost_import im;
-	int g = ghost_new_mem(), status;
-	pid_t imp;
-
-	if (g < 0 || write(g, img, len) != (ssize_t)len)
-		return -1;
-	imp = fork();
-	if (imp == 0) {
-		prctl(PR_SET_PDEATHSIG, SIGKILL);
-		drop_shared_anon();
-		if (setup && setup())
-			_exit(2);
-		ghost_restore_self_as(g, &im, GHOST_IMPORT_OWNER, owner);
-		fprintf(stderr, "import failed: %s (%s)\n", strerror(errno), im.reason);
-		_exit(100);
-	}
-	close(g);
-	if (imp < 0 || waitpid(imp, &status, 0) != imp || !WIFEXITED(status))
-		return -1;
-	return WEXITSTATUS(status);
-}
-
-/*
  * GHOST_IMPORT_OWNER: root restoring an image for a user (migd) refuses an
  * image of another user as soon as it has read its credentials, before it
  * opens a file the image names: here the mapped file is gone, which
@@ -986,7 +969,7 @@ TEST(an_image_of_another_owner_is_refused_before_its_files_are_opened)
 
 	img = export_walked(work_sleeper, &len, secs, ARRAY_SIZE(secs), &n);
 	ASSERT_NE(NULL, img);
-	EXPECT_EQ(0, sleeper_restored_as(img, len, NULL, getuid()));
+	EXPECT_EQ(0, import_in_child(img, len, NULL, GHOST_IMPORT_OWNER, getuid(), NULL));
 	free(img);
 }
 
@@ -1023,7 +1006,8 @@ TEST(an_owners_image_with_a_group_beyond_the_owners_is_refused)
 				      GHOST_IMPORT_OWNER, 65534));
 	c->gid = c->egid = c->sgid = c->fsgid = 65534;
 	image_set_sum(img, secs[n - 1].off, (struct ghost_end *)secs[n - 1].payload);
-	EXPECT_EQ(0, sleeper_restored_as(img, len, take_nobody_groups, 65534));
+	EXPECT_EQ(0, import_in_child(img, len, take_nobody_groups, GHOST_IMPORT_OWNER, 65534,
+				     NULL));
 	free(img);
 }
 
