@@ -143,6 +143,8 @@ static int check_caller(const struct ghost_staged *st, char *reason)
 		return -EBUSY;
 	}
 	err = ghost_check_vma_addrs(st, reason);
+	if (!err)
+		err = ghost_check_posix_locks(st, reason);
 	if (err)
 		return err;
 	return ghost_check_vma_attrs(st, reason);	/* its limit now */

@@ -124,6 +124,7 @@ unsigned long ghost_vm_mmap(struct file *file, const struct ghost_vma *v,
 int ghost_stage_lock(struct ghost_staged *st, const struct ghost_lock *l,
 		     char *reason);
 void ghost_staged_locks_free(struct ghost_staged *st);
+int ghost_check_posix_locks(const struct ghost_staged *st, char *reason);
 int ghost_restore_locks(struct ghost_staged *st);
 
 /* vdso.c */

@@ -149,6 +149,34 @@ int ghost_stage_lock(struct ghost_staged *st, const struct ghost_lock *l,
 	return err;
 }
 
+/*
+ * The image's POSIX locks tested again once all its OFD and flock locks are
+ * held (and by the final call, against whatever others took since): an
+ * OFD lock recorded after a POSIX one on the same bytes would make
+ * ghost_restore_locks() fail past the point of no return.
+ */
+int ghost_check_posix_locks(const struct ghost_staged *st, char *reason)
+{
+	unsigned int i;
+	int err;
+
+	for (i = 0; i < st->nr_locks; i++) {
+		const struct staged_lock *sl = &st->locks[i];
+
+		if (sl->l.kind != GHOST_LOCK_POSIX)
+			continue;
+		err = posix_conflicts(&sl->l, sl->file);
+		if (err == 1 || err == -EAGAIN || err == -EWOULDBLOCK)
+			return conflict(sl, reason);
+		if (err) {
+			ghost_reason(reason, "cannot test the POSIX lock of fd %d (error %d)",
+				     sl->fd, err);
+			return err;
+		}
+	}
+	return 0;
+}
+
 int ghost_restore_locks(struct ghost_staged *st)
 {
 	unsigned int i;

@@ -1247,6 +1247,8 @@ int ghost_stage(struct ghost_stream *s, const struct ghost_import *im,
 		err = stage_vma(s, st, i, reason);
 	if (!err)
 		err = stage_tail(s, st, reason);
+	if (!err)
+		err = ghost_check_posix_locks(st, reason);
 	ghost_creds_revert(old);
 	if (!err)
 		err = check_layout(st, reason);

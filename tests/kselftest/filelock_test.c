@@ -22,6 +22,7 @@
 #include <sys/wait.h>
 
 #include "ghost/ghost.h"
+#include "ghost_util.h"
 #include "kselftest_harness.h"
 
 struct ready {
@@ -324,6 +325,54 @@ TEST_F(filelock, conflict_fails_before_the_point_of_no_return)
 		expect_held(_metadata, self, self->pid);
 		close(self->img);
 	}
+}
+
+/*
+ * An image whose OFD lock, recorded after its POSIX lock, covers the same
+ * bytes of the same file (made so: no process holds both): the POSIX lock
+ * is tested again once the OFD lock is held, and the restart is refused
+ * before the point of no return, its caller alive (taking the POSIX lock
+ * after that point failed, and the importer was killed).
+ */
+TEST_F(filelock, an_ofd_lock_recorded_after_a_posix_one_on_its_bytes_is_refused)
+{
+	static struct image_sec secs[4096];
+	char reason[GHOST_ERROR_REASON_LEN];
+	struct ghost_lock *posix = NULL, *ofd = NULL;
+	size_t len;
+	char *img;
+	int n, k;
+
+	if (!self->dir[0])
+		SKIP(return, "not this engine");
+	checkpoint(_metadata, self, variant->engine);
+	ASSERT_EQ(0, lseek(self->img, 0, SEEK_SET));
+	img = read_all(self->img, &len);
+	ASSERT_NE(NULL, img);
+	n = image_walk(img, len, secs, 4096);
+	ASSERT_LT(0, n);
+	for (k = image_find(secs, n, GHOST_SEC_LOCK, 0); k >= 0;
+	     k = image_find(secs, n, GHOST_SEC_LOCK, k + 1)) {
+		struct ghost_lock *l = (struct ghost_lock *)secs[k].payload;
+
+		if (l->kind == GHOST_LOCK_POSIX)
+			posix = l;
+		else if (l->kind == GHOST_LOCK_OFD && posix)
+			ofd = l;
+	}
+	ASSERT_NE(NULL, posix);
+	ASSERT_NE(NULL, ofd) TH_LOG("no OFD lock recorded after the POSIX one");
+	ofd->file_id = posix->file_id;
+	ofd->type = F_WRLCK;	/* the record holds F_RDLCK / F_WRLCK */
+	ofd->start = posix->start;
+	ofd->len = posix->len;
+	image_set_sum(img, secs[n - 1].off, (struct ghost_end *)secs[n - 1].payload);
+	ASSERT_EQ((ssize_t)len, pwrite(self->img, img, len, 0));
+	EXPECT_EQ(42, restart_conflicted(self->img, reason, sizeof(reason)))
+		TH_LOG("not 42: the importer did not live on (killed past the point of no return?)");
+	EXPECT_NE(NULL, strstr(reason, "the POSIX write lock of fd")) TH_LOG("%s", reason);
+	free(img);
+	close(self->img);
 }
 
 TEST_HARNESS_MAIN

@@ -133,41 +133,48 @@ Error lock_conflict(const image::Image& img, const ghost_lock& l) {
 }
 
 Result<void> take_early_locks(const image::Image& img, const std::vector<int>& file_fd) {
-    for (const auto& l : img.locks) {
-        std::size_t i = 0;
-        while (i < img.files.size() &&
-               (img.files[i].rec.file_id != l.file_id || img.files[i].rec.kind == GHOST_FILE_DUP))
-            i++;
-        const int fd = i < file_fd.size() ? file_fd[i] : -1;
-        if (fd < 0)
-            return Error::from_errno(EBADMSG, fmt::format("a lock names file id {}, which the "
-                                                          "image does not reopen by path",
-                                                          l.file_id));
-        const auto& r = img.files[i].rec;
-        const auto acc = r.flags & O_ACCMODE;
-        const bool ok = l.type == GHOST_LOCK_WRLCK ? acc == O_WRONLY || acc == O_RDWR
-                                                   : acc == O_RDONLY || acc == O_RDWR;
-        if (l.kind != GHOST_LOCK_FLOCK && !ok)
-            return Error::from_errno(
-                EBADMSG, fmt::format("the {} lock of fd {} needs the file open for {}",
-                                     ghost_lock_kind_name(l.kind), r.fd,
-                                     l.type == GHOST_LOCK_WRLCK ? "writing" : "reading"));
-        struct flock fl = posix_request(l);
-        int rc;
-        if (l.kind == GHOST_LOCK_FLOCK)
-            rc = ::flock(fd, (l.type == GHOST_LOCK_WRLCK ? LOCK_EX : LOCK_SH) | LOCK_NB);
-        else if (l.kind == GHOST_LOCK_OFD)
-            rc = ::fcntl(fd, F_OFD_SETLK, &fl);
-        else if ((rc = ::fcntl(fd, F_GETLK, &fl)) == 0 && fl.l_type != F_UNLCK)
-            return lock_conflict(img, l);
-        if (rc != 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EACCES))
-            return lock_conflict(img, l);
-        if (rc != 0)
-            return Error::from_errno(errno, fmt::format("cannot take the {} lock of fd {} "
-                                                        "again: {}",
-                                                        ghost_lock_kind_name(l.kind), r.fd,
-                                                        errno_text(errno)));
-    }
+    // The OFD and flock locks first, then the POSIX ones tested against
+    // everything, those included: an OFD lock recorded after a POSIX one
+    // on the same bytes would make the POSIX lock fail to be taken past the
+    // point of no return.
+    for (const bool posix : {false, true})
+        for (const auto& l : img.locks) {
+            if ((l.kind == GHOST_LOCK_POSIX) != posix)
+                continue;
+            std::size_t i = 0;
+            while (i < img.files.size() && (img.files[i].rec.file_id != l.file_id ||
+                                            img.files[i].rec.kind == GHOST_FILE_DUP))
+                i++;
+            const int fd = i < file_fd.size() ? file_fd[i] : -1;
+            if (fd < 0)
+                return Error::from_errno(EBADMSG, fmt::format("a lock names file id {}, which the "
+                                                              "image does not reopen by path",
+                                                              l.file_id));
+            const auto& r = img.files[i].rec;
+            const auto acc = r.flags & O_ACCMODE;
+            const bool ok = l.type == GHOST_LOCK_WRLCK ? acc == O_WRONLY || acc == O_RDWR
+                                                       : acc == O_RDONLY || acc == O_RDWR;
+            if (l.kind != GHOST_LOCK_FLOCK && !ok)
+                return Error::from_errno(
+                    EBADMSG, fmt::format("the {} lock of fd {} needs the file open for {}",
+                                         ghost_lock_kind_name(l.kind), r.fd,
+                                         l.type == GHOST_LOCK_WRLCK ? "writing" : "reading"));
+            struct flock fl = posix_request(l);
+            int rc;
+            if (l.kind == GHOST_LOCK_FLOCK)
+                rc = ::flock(fd, (l.type == GHOST_LOCK_WRLCK ? LOCK_EX : LOCK_SH) | LOCK_NB);
+            else if (l.kind == GHOST_LOCK_OFD)
+                rc = ::fcntl(fd, F_OFD_SETLK, &fl);
+            else if ((rc = ::fcntl(fd, F_GETLK, &fl)) == 0 && fl.l_type != F_UNLCK)
+                return lock_conflict(img, l);
+            if (rc != 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EACCES))
+                return lock_conflict(img, l);
+            if (rc != 0)
+                return Error::from_errno(errno, fmt::format("cannot take the {} lock of fd {} "
+                                                            "again: {}",
+                                                            ghost_lock_kind_name(l.kind), r.fd,
+                                                            errno_text(errno)));
+        }
     return {};
 }
 
