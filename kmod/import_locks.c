@@ -137,11 +137,11 @@ int ghost_stage_lock(struct ghost_staged *st, const struct ghost_lock *l,
 	sl->l = *l;
 	sl->fd = sf->f.fd;
 	sl->file = get_file(sf->file);
+	/* POSIX locks are tested once all these are held (below). */
 	if (l->kind == GHOST_LOCK_POSIX)
-		err = posix_conflicts(l, sl->file);
-	else
-		err = take(l, sl->file, sl->file);
-	if (err == 1 || err == -EAGAIN || err == -EWOULDBLOCK)
+		return 0;
+	err = take(l, sl->file, sl->file);
+	if (err == -EAGAIN || err == -EWOULDBLOCK)
 		return conflict(sl, reason);
 	if (err)
 		ghost_reason(reason, "cannot take the %s lock of fd %d again (error %d)",
@@ -150,8 +150,8 @@ int ghost_stage_lock(struct ghost_staged *st, const struct ghost_lock *l,
 }
 
 /*
- * The image's POSIX locks tested again once all its OFD and flock locks are
- * held (and by the final call, against whatever others took since): an
+ * The image's POSIX locks tested once all its OFD and flock locks are held
+ * (and again by the final call, against whatever others took since): an
  * OFD lock recorded after a POSIX one on the same bytes would make
  * ghost_restore_locks() fail past the point of no return.
  */

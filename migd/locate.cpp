@@ -95,8 +95,8 @@ json act_here(Daemon& d, const Location& l, const std::string& op, const json& e
         // another process by the time the signal goes), and the kernel's
         // rule for kill(2) on its ids now: the asker's uid its real or
         // saved one (it may have become another user's since it arrived).
-        ghost::UniqueFd pidfd(static_cast<int>(::syscall(SYS_pidfd_open, l.pid, 0)));
-        if (!pidfd || !proc_alive(l.pid, l.starttime))
+        const ghost::UniqueFd pidfd = pidfd_of(l.pid, l.starttime);
+        if (!pidfd)
             return error_reply(fmt::format("{} (pid {} on {}) has exited", l.gid, l.pid, l.host));
         if (uid != 0) {
             const auto now = proc_info(l.pid);

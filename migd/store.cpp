@@ -4,6 +4,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -187,6 +188,13 @@ std::optional<ProcInfo> proc_info(pid_t pid) {
 bool proc_alive(pid_t pid, std::uint64_t starttime) {
     auto p = proc_stat(pid);
     return p && p->starttime == starttime && p->state != 'Z' && p->state != 'X';
+}
+
+ghost::UniqueFd pidfd_of(pid_t pid, std::uint64_t starttime) {
+    ghost::UniqueFd pidfd(static_cast<int>(::syscall(SYS_pidfd_open, pid, 0)));
+    if (!pidfd || !proc_alive(pid, starttime))
+        return {};
+    return pidfd;
 }
 
 Result<void> Journal::open(const std::string& state_dir) {

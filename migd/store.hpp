@@ -80,6 +80,9 @@ struct ProcInfo : ProcStat {
 std::optional<ProcInfo> proc_info(pid_t pid);
 // The same process (pid and start time) still exists and is not a zombie.
 bool proc_alive(pid_t pid, std::uint64_t starttime);
+// A pidfd of that process, taken before it is checked to be alive (so the
+// pid cannot name another process by the time it is used); none if gone.
+ghost::UniqueFd pidfd_of(pid_t pid, std::uint64_t starttime);
 
 // One in-flight operation. Fields: id, role ("source"|"dest"|"server"),
 // kind ("migrate"|"dup"|"checkpoint"|"restart"), state, peer, gid, pid,

@@ -102,8 +102,8 @@ Result<void> check_movable_fds(pid_t pid) {
 }
 
 Result<void> kill_process(pid_t pid, std::uint64_t starttime) {
-    UniqueFd pidfd(static_cast<int>(::syscall(SYS_pidfd_open, pid, 0)));
-    if (!pidfd || !proc_alive(pid, starttime))
+    const UniqueFd pidfd = pidfd_of(pid, starttime);
+    if (!pidfd)
         return {}; // gone already (or the pid is another process now)
     // A migrated original was killed at SCHED_IDLE, so that its teardown
     // left the CPU to the commit (ghost::CheckpointOptions::wait_for_exit):

@@ -555,7 +555,12 @@ Result<void> Chain::flatten(int out) const {
 
 namespace {
 
-Result<UniqueFd> flatten_link(Link top) {
+// With owner, an image that does not run as that user is refused before
+// any parent of it is opened.
+Result<UniqueFd> flatten_link(Link top, const Owner* owner) {
+    if (owner)
+        if (auto r = image::check_owner(top.img, *owner); !r)
+            return r.error();
     auto c = Chain::follow(std::move(top));
     if (!c)
         return c.error();
@@ -581,10 +586,7 @@ Result<UniqueFd> flatten_if_incremental(int fd, const Owner* owner) {
     auto l = load_fd(fd, path);
     if (!l)
         return l.error();
-    if (owner)
-        if (auto r = image::check_owner(l->img, *owner); !r)
-            return r.error();
-    return flatten_link(std::move(*l));
+    return flatten_link(std::move(*l), owner);
 }
 
 Result<UniqueFd> flatten_if_incremental(std::span<const std::byte> bytes, const std::string& dir,
@@ -599,10 +601,7 @@ Result<UniqueFd> flatten_if_incremental(std::span<const std::byte> bytes, const 
                                            : (fs::path(dir) / "(standard input)").string());
     if (!l)
         return l.error();
-    if (owner)
-        if (auto r = image::check_owner(l->img, *owner); !r)
-            return r.error();
-    return flatten_link(std::move(*l));
+    return flatten_link(std::move(*l), owner);
 }
 
 } // namespace ghost::chain

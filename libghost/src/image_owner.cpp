@@ -2,8 +2,11 @@
 // Whose image it is: the owner rule of common/ghost_creds.h (which ghost.ko
 // applies for GHOST_IMPORT_OWNER) for the user engine, restart() and migd.
 #include <sys/resource.h>
+#include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <cstring>
 #include <vector>
 
 #include <fmt/format.h>
@@ -11,7 +14,22 @@
 #include "ghost/image.hpp"
 #include "ghost_creds.h"
 
-namespace ghost::image {
+namespace ghost {
+
+Result<bool> runs_among_groups_of(const Owner& o) {
+    const auto among = [&o](gid_t g) {
+        return g == o.gid || std::find(o.groups.begin(), o.groups.end(), g) != o.groups.end();
+    };
+    gid_t r = 0, e = 0, s = 0;
+    std::vector<gid_t> mine(static_cast<std::size_t>(std::max(::getgroups(0, nullptr), 0)));
+    if (::getresgid(&r, &e, &s) != 0 ||
+        ::getgroups(static_cast<int>(mine.size()), mine.data()) != static_cast<int>(mine.size()))
+        return Error::from_errno(
+            errno, fmt::format("reading this process's groups: {}", std::strerror(errno)));
+    return among(r) && among(e) && among(s) && std::all_of(mine.begin(), mine.end(), among);
+}
+
+namespace image {
 
 Result<void> check_owner(const Image& img, const Owner& owner) {
     ghost_creds who{};
@@ -40,4 +58,6 @@ Result<void> check_owner(const Image& img, const Owner& owner) {
     return {};
 }
 
-} // namespace ghost::image
+} // namespace image
+
+} // namespace ghost

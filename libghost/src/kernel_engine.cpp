@@ -4,12 +4,9 @@
 #include <fcntl.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
-#include <unistd.h>
 
-#include <algorithm>
 #include <cerrno>
 #include <cstring>
-#include <vector>
 
 #include <fmt/format.h>
 #include <linux/ghost.h>
@@ -63,28 +60,6 @@ Error target_error(int err, pid_t pid, std::string_view step) {
         err, fmt::format("exporting process {}: {} failed: {}", pid, step, errno_text(err)));
 }
 
-// ghost.ko checks an owner's image's gids against the caller's own
-// (GHOST_IMPORT_OWNER): they must lie among the owner's, or the check
-// would be weaker than asked (the restore stub takes the owner's first).
-Result<void> runs_among_owners_groups(const Owner& o) {
-    const auto among = [&o](gid_t g) {
-        return g == o.gid || std::find(o.groups.begin(), o.groups.end(), g) != o.groups.end();
-    };
-    gid_t r = 0, e = 0, s = 0;
-    std::vector<gid_t> mine(static_cast<std::size_t>(std::max(::getgroups(0, nullptr), 0)));
-    if (::getresgid(&r, &e, &s) != 0 ||
-        ::getgroups(static_cast<int>(mine.size()), mine.data()) != static_cast<int>(mine.size()))
-        return Error::from_errno(
-            errno, fmt::format("reading this process's groups: {}", errno_text(errno)));
-    if (among(r) && among(e) && among(s) && std::all_of(mine.begin(), mine.end(), among))
-        return {};
-    return Error::from_errno(EINVAL, fmt::format("the kernel engine checks the image of uid {} "
-                                                 "against the caller's own gid and groups, which "
-                                                 "are not all among that user's: take them first "
-                                                 "(the restore stub does)",
-                                                 o.uid));
-}
-
 // What every kernel ghost does; Base is Ghost or MemoryGhost.
 template <class Base> class KernelGhostBase : public Base {
   public:
@@ -126,9 +101,21 @@ template <class Base> class KernelGhostBase : public Base {
         if (o.lazy)
             return Error::from_errno(EOPNOTSUPP, "the kernel engine does not restart lazily "
                                                  "(a lazy restart is the user engine's)");
-        if (o.owner)
-            if (auto r = runs_among_owners_groups(*o.owner); !r)
-                return r.error();
+        // ghost.ko checks the image's gids against the caller's own: they
+        // must lie among the owner's, or the check would be weaker than
+        // asked (the restore stub takes the owner's first).
+        if (o.owner) {
+            auto among = runs_among_groups_of(*o.owner);
+            if (!among)
+                return among.error();
+            if (!*among)
+                return Error::from_errno(
+                    EINVAL, fmt::format("the kernel engine checks the image of uid {} against "
+                                        "the caller's own gid and groups, which are not all "
+                                        "among that user's: take them first (the restore stub "
+                                        "does)",
+                                        o.owner->uid));
+        }
         ghost_import im{};
         const __u32 flags =
             (o.stopped ? GHOST_IMPORT_STOPPED : 0) | (o.owner ? GHOST_IMPORT_OWNER : 0);

@@ -35,7 +35,6 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <cerrno>
 #include <cstdint>
 #include <cstdio>
@@ -115,14 +114,10 @@ std::optional<ghost::Owner> parse_owner(const std::string& spec) {
 // image's gids against. Changing its gid leaves a process not dumpable,
 // which the user engine's tracer needs it to be: put back.
 ghost::Result<void> take_owners_groups(const ghost::Owner& o) {
-    const auto among = [&o](gid_t g) {
-        return g == o.gid || std::find(o.groups.begin(), o.groups.end(), g) != o.groups.end();
-    };
-    gid_t r, e, sv;
-    std::vector<gid_t> mine(static_cast<std::size_t>(std::max(::getgroups(0, nullptr), 0)));
-    if (::getresgid(&r, &e, &sv) == 0 &&
-        ::getgroups(static_cast<int>(mine.size()), mine.data()) == static_cast<int>(mine.size()) &&
-        among(r) && among(e) && among(sv) && std::all_of(mine.begin(), mine.end(), among))
+    auto among = ghost::runs_among_groups_of(o);
+    if (!among)
+        return among.error();
+    if (*among)
         return {};
     const int dumpable = ::prctl(PR_GET_DUMPABLE);
     if (::setgroups(o.groups.size(), o.groups.data()) != 0 || ::setresgid(o.gid, o.gid, o.gid) != 0)

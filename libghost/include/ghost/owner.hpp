@@ -7,6 +7,8 @@
 
 #include <vector>
 
+#include "ghost/result.hpp"
+
 namespace ghost {
 
 // A user as this host knows it: the image must run as uid and as nothing
@@ -18,5 +20,10 @@ struct Owner {
     gid_t gid = 0;
     std::vector<gid_t> groups;
 };
+
+// Whether this process's real, effective and saved gids and its
+// supplementary groups all lie among o's gid and groups: what ghost.ko
+// checks an owner's image's gids against (GHOST_IMPORT_OWNER).
+Result<bool> runs_among_groups_of(const Owner& o);
 
 } // namespace ghost
