@@ -269,6 +269,8 @@ ghost::Result<Config> parse_config(std::string_view text, std::string_view origi
         r.integer("max_image_bytes", 0, INT64_MAX, u64(cfg.max_image_bytes));
         r.integer("max_transfers", 1, 1024, uint(cfg.max_transfers));
         r.integer("io_timeout_ms", 100, 3600 * 1000, uint(cfg.io_timeout_ms));
+        r.integer("max_handshakes", 1, 65536, uint(cfg.max_handshakes));
+        r.integer("max_handshakes_per_address", 1, 65536, uint(cfg.max_handshakes_per_address));
         r.integer("max_clients", 1, 65536, uint(cfg.max_clients));
         r.integer("max_clients_per_user", 1, 65536, uint(cfg.max_clients_per_user));
         r.integer("forget_exited_s", 0, 100LL * 365 * 86400, u64(cfg.forget_exited_s));

@@ -45,10 +45,14 @@ struct Config {
     std::string server_dir = "/var/lib/ghost/images"; // "" : not a checkpoint server
     std::uint64_t server_max_bytes = 0;               // store quota, 0: the disk's
     // [limits]
-    bool allow_root = false;            // accept root-owned processes from peers
-    std::uint64_t max_image_bytes = 0;  // refuse larger incoming images, 0: none
-    unsigned max_transfers = 4;         // concurrent incoming + outgoing streams
-    unsigned io_timeout_ms = 10000;     // a peer silent this long is gone
+    bool allow_root = false;           // accept root-owned processes from peers
+    std::uint64_t max_image_bytes = 0; // refuse larger incoming images, 0: none
+    unsigned max_transfers = 4;        // concurrent incoming + outgoing streams
+    unsigned io_timeout_ms = 10000;    // a peer silent this long is gone
+    // TLS handshakes under way from addresses that are not a [[peer]]'s:
+    // together, and from one source (an IPv4 address, an IPv6 /64)
+    unsigned max_handshakes = 32;
+    unsigned max_handshakes_per_address = 4;
     unsigned max_clients = 256;         // local control connections at once
     unsigned max_clients_per_user = 16; // of those, one uid's (root: no own limit)
     // A process that ended here leaves the location table this long after

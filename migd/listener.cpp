@@ -71,16 +71,25 @@ ghost::Result<std::unique_ptr<Listener>> Listener::start(const Config& cfg,
 Listener::Listener(const Config& cfg, std::shared_ptr<TlsContext> tls, PeerHandler handler,
                    ghost::UniqueFd listening)
     : cfg_(cfg), tls_(std::move(tls)), handler_(std::move(handler)),
-      listening_(std::move(listening)), wake_(::eventfd(0, EFD_CLOEXEC)) {}
+      listening_(std::move(listening)), wake_(::eventfd(0, EFD_CLOEXEC)),
+      // Each peer may also keep a few idle connections for short requests.
+      limit_(cfg.max_transfers + spare_connections + unsigned(kept_per_peer * cfg.peers.size())) {
+    for (const auto& p : cfg_.peers) {
+        auto sources = net::sources_of(p.address);
+        if (!sources) {
+            spdlog::warn("peer {}: {}; its handshakes count as a stranger's", p.name,
+                         sources.error().what());
+            continue;
+        }
+        peer_sources_.insert(sources->begin(), sources->end());
+    }
+}
 
 Listener::~Listener() {
     stop();
 }
 
 void Listener::accept_loop() {
-    // Each peer may also keep a few idle connections for short requests.
-    const unsigned kept = unsigned(kept_per_peer * cfg_.peers.size());
-    const unsigned limit = cfg_.max_transfers + spare_connections + kept;
     for (;;) {
         pollfd p[2] = {{listening_.get(), POLLIN, 0}, {wake_.get(), POLLIN, 0}};
         if (::poll(p, 2, -1) < 0) {
@@ -98,30 +107,71 @@ void Listener::accept_loop() {
             continue;
         }
         std::string address = net::peer_address(tcp.get());
+        std::string source = net::source_of(tcp.get());
         reap(false);
-        if (active_.load() >= limit) {
-            spdlog::warn("refused peer {}: too many connections ({} at once, limit {} = "
-                         "[limits] max_transfers + {} + {} kept by peers)",
-                         address, active_.load(), limit, spare_connections, kept);
+        if (auto refused = admit_handshake(source)) {
+            spdlog::warn("refused peer {}: {}", address, *refused);
             continue;
         }
         std::lock_guard lock(mu_);
         Worker& w = workers_.emplace_back();
         w.socket = ghost::UniqueFd(::fcntl(tcp.get(), F_DUPFD_CLOEXEC, 0));
-        ++active_;
-        w.thread = std::thread(
-            [this, &w, fd = tcp.release(), address] { serve(w, ghost::UniqueFd(fd), address); });
+        w.thread = std::thread([this, &w, fd = tcp.release(), address, source] {
+            serve(w, ghost::UniqueFd(fd), address, source);
+        });
     }
 }
 
-void Listener::serve(Worker& w, ghost::UniqueFd tcp, std::string address) {
+// A stranger's connection costs a thread and a descriptor until its
+// handshake ends or times out. Without budgets apart from the peers', a few
+// silent connections from anywhere would take every slot and lock the
+// cluster's own hosts out.
+std::optional<std::string> Listener::admit_handshake(const std::string& source) {
+    std::lock_guard lock(mu_);
+    const bool peer = peer_sources_.count(source) != 0;
+    unsigned& mine = handshakes_by_source_[source];
+    if (peer && peer_handshakes_ >= limit_)
+        return fmt::format("{} TLS handshakes from peers' addresses under way, the limit "
+                           "([limits] max_transfers + {} + {} kept by peers)",
+                           peer_handshakes_, spare_connections,
+                           limit_ - cfg_.max_transfers - spare_connections);
+    if (!peer && mine >= cfg_.max_handshakes_per_address)
+        return fmt::format("{} TLS handshakes from {} under way, the limit for an address that "
+                           "is no [[peer]]'s ([limits] max_handshakes_per_address)",
+                           mine, source);
+    if (!peer && other_handshakes_ >= cfg_.max_handshakes)
+        return fmt::format("{} TLS handshakes from addresses that are no [[peer]]'s under way, "
+                           "their limit ([limits] max_handshakes)",
+                           other_handshakes_);
+    ++mine;
+    ++(peer ? peer_handshakes_ : other_handshakes_);
+    ++handshaking_;
+    return std::nullopt;
+}
+
+void Listener::end_handshake(const std::string& source) {
+    std::lock_guard lock(mu_);
+    auto it = handshakes_by_source_.find(source);
+    if (it != handshakes_by_source_.end() && --it->second == 0)
+        handshakes_by_source_.erase(it);
+    --(peer_sources_.count(source) ? peer_handshakes_ : other_handshakes_);
+    --handshaking_;
+}
+
+void Listener::serve(Worker& w, ghost::UniqueFd tcp, std::string address, std::string source) {
     const std::chrono::milliseconds timeout(cfg_.io_timeout_ms);
     auto ch = tls_->accept(std::move(tcp), timeout);
+    end_handshake(source);
     if (!ch) {
         spdlog::warn("refused peer {}: {}", address, ch.error().what());
     } else if (!cfg_.peer((*ch)->peer())) {
         spdlog::warn("refused peer {}: {} is not a peer of this host", address, (*ch)->peer());
         (void)(*ch)->finish();
+    } else if (!take_slot()) {
+        spdlog::warn("refused peer {} ({}): too many connections ({} at once, the limit = "
+                     "[limits] max_transfers + {} + {} kept by peers)",
+                     (*ch)->peer(), address, limit_, spare_connections,
+                     limit_ - cfg_.max_transfers - spare_connections);
     } else {
         spdlog::info("peer {} connected from {}", (*ch)->peer(), address);
         try {
@@ -129,9 +179,21 @@ void Listener::serve(Worker& w, ghost::UniqueFd tcp, std::string address) {
         } catch (const std::exception& e) {
             spdlog::error("peer {}: handler failed: {}", address, e.what());
         }
+        --active_;
     }
-    --active_;
+    // The duplicate would keep a refused connection open until reaped.
+    std::lock_guard lock(mu_);
+    w.socket.reset();
     w.done = true;
+}
+
+bool Listener::take_slot() {
+    unsigned n = active_.load();
+    do {
+        if (n >= limit_)
+            return false;
+    } while (!active_.compare_exchange_weak(n, n + 1));
+    return true;
 }
 
 void Listener::reap(bool all) {

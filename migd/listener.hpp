@@ -9,8 +9,11 @@
 #include <atomic>
 #include <functional>
 #include <list>
+#include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
+#include <set>
 #include <thread>
 
 #include "channel.hpp"
@@ -33,10 +36,15 @@ class Listener {
     // Listens on cfg.listen:cfg.port; see the other overload.
     static ghost::Result<std::unique_ptr<Listener>>
     start(const Config& cfg, std::shared_ptr<TlsContext> tls, PeerHandler handler);
-    // Serves an already listening socket (tests: port 0). At most
-    // cfg.max_transfers + 4 connections at once (handshakes and handlers
-    // together); more are closed at once and logged. The handshake must end
-    // within cfg.io_timeout_ms.
+    // Serves an already listening socket (tests: port 0). Admission, each
+    // refusal closing the connection and logged:
+    //  - a TLS handshake must end within cfg.io_timeout_ms;
+    //  - handshakes from the addresses of cfg.peers (resolved here, once):
+    //    at most limit() at once;
+    //  - from any other address, which holds no slot a peer needs: at most
+    //    cfg.max_handshakes_per_address per source (net::source_of) and
+    //    cfg.max_handshakes together;
+    //  - authenticated connections in a handler: at most limit().
     static ghost::Result<std::unique_ptr<Listener>> start(const Config& cfg,
                                                           std::shared_ptr<TlsContext> tls,
                                                           PeerHandler handler,
@@ -47,8 +55,12 @@ class Listener {
 
     // The port it listens on.
     std::uint16_t port() const { return port_; }
-    // Connections in a handshake or a handler now.
+    // cfg.max_transfers + 4 + what the peers may keep idle (pool.hpp).
+    unsigned limit() const { return limit_; }
+    // Authenticated connections in a handler now.
     unsigned active() const { return active_.load(); }
+    // Connections in a TLS handshake now.
+    unsigned handshaking() const { return handshaking_.load(); }
     // Stops accepting, shuts the open connections down (their handlers see
     // an error on their next read or write), joins every thread. Idempotent.
     void stop();
@@ -63,7 +75,12 @@ class Listener {
     Listener(const Config& cfg, std::shared_ptr<TlsContext> tls, PeerHandler handler,
              ghost::UniqueFd listening);
     void accept_loop();
-    void serve(Worker& w, ghost::UniqueFd tcp, std::string address);
+    // Counts a handshake from source in, or says why not.
+    std::optional<std::string> admit_handshake(const std::string& source);
+    void end_handshake(const std::string& source);
+    // One of limit() places for an authenticated connection, if free.
+    bool take_slot();
+    void serve(Worker& w, ghost::UniqueFd tcp, std::string address, std::string source);
     void reap(bool all);
 
     Config cfg_;
@@ -72,8 +89,14 @@ class Listener {
     ghost::UniqueFd listening_;
     ghost::UniqueFd wake_; // eventfd: stop() wakes the accept loop
     std::uint16_t port_ = 0;
+    unsigned limit_ = 0;
+    std::set<std::string> peer_sources_; // where cfg.peers connect from
     std::atomic<unsigned> active_{0};
+    std::atomic<unsigned> handshaking_{0};
     std::mutex mu_;
+    std::map<std::string, unsigned> handshakes_by_source_; // under mu_
+    unsigned peer_handshakes_ = 0;                         // under mu_
+    unsigned other_handshakes_ = 0;                        // under mu_
     std::list<Worker> workers_;
     std::thread acceptor_;
     bool stopped_ = false;

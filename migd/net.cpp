@@ -57,7 +57,48 @@ ghost::Result<void> resolve(AddrInfo& ai, std::string_view address, std::uint16_
     return {};
 }
 
+// A source as source_of() names it.
+std::string source_name(const sockaddr* sa) {
+    char text[INET6_ADDRSTRLEN] = "?";
+    if (sa->sa_family == AF_INET) {
+        const auto* in = reinterpret_cast<const sockaddr_in*>(sa);
+        ::inet_ntop(AF_INET, &in->sin_addr, text, sizeof(text));
+        return text;
+    }
+    if (sa->sa_family != AF_INET6)
+        return "?";
+    in6_addr a = reinterpret_cast<const sockaddr_in6*>(sa)->sin6_addr;
+    if (IN6_IS_ADDR_V4MAPPED(&a)) {
+        ::inet_ntop(AF_INET, &a.s6_addr[12], text, sizeof(text));
+        return text;
+    }
+    std::fill(std::begin(a.s6_addr) + 8, std::end(a.s6_addr), std::uint8_t{0});
+    ::inet_ntop(AF_INET6, &a, text, sizeof(text));
+    return std::string(text) + "/64";
+}
+
 } // namespace
+
+std::string source_of(int fd) {
+    sockaddr_storage ss{};
+    socklen_t len = sizeof(ss);
+    if (::getpeername(fd, reinterpret_cast<sockaddr*>(&ss), &len) != 0)
+        return "?";
+    return source_name(reinterpret_cast<const sockaddr*>(&ss));
+}
+
+ghost::Result<std::vector<std::string>> sources_of(std::string_view address) {
+    AddrInfo ai;
+    if (auto r = resolve(ai, address, 0, false); !r)
+        return r.error();
+    std::vector<std::string> out;
+    for (addrinfo* a = ai.list; a; a = a->ai_next) {
+        std::string s = source_name(a->ai_addr);
+        if (s != "?" && std::find(out.begin(), out.end(), s) == out.end())
+            out.push_back(std::move(s));
+    }
+    return out;
+}
 
 bool wait_fd(int fd, short events, Clock::time_point deadline) {
     for (;;) {

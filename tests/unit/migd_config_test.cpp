@@ -53,6 +53,8 @@ allow_root = true
 max_image_bytes = 4096
 max_transfers = 8
 io_timeout_ms = 2500
+max_handshakes = 12
+max_handshakes_per_address = 2
 max_clients = 40
 max_clients_per_user = 5
 forget_exited_s = 600
@@ -87,6 +89,8 @@ forget_exited_s = 600
     EXPECT_EQ(c.max_image_bytes, 4096u);
     EXPECT_EQ(c.max_transfers, 8u);
     EXPECT_EQ(c.io_timeout_ms, 2500u);
+    EXPECT_EQ(c.max_handshakes, 12u);
+    EXPECT_EQ(c.max_handshakes_per_address, 2u);
     EXPECT_EQ(c.max_clients, 40u);
     EXPECT_EQ(c.max_clients_per_user, 5u);
     EXPECT_EQ(c.forget_exited_s, 600u);
@@ -110,6 +114,8 @@ TEST(MigdConfig, EmptyFileGivesTheDefaultsAndTheHostName) {
     EXPECT_FALSE(r->clear_images);
     EXPECT_EQ(r->max_transfers, 4u);
     EXPECT_EQ(r->io_timeout_ms, 10000u);
+    EXPECT_EQ(r->max_handshakes, 32u);
+    EXPECT_EQ(r->max_handshakes_per_address, 4u);
     EXPECT_EQ(r->max_clients, 256u);
     EXPECT_EQ(r->max_clients_per_user, 16u);
     EXPECT_EQ(r->forget_exited_s, 86400u);

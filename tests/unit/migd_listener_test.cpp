@@ -18,6 +18,7 @@
 
 #include "listener.hpp"
 #include "migd_certs.hpp"
+#include "net.hpp"
 #include "pool.hpp"
 
 namespace {
@@ -126,6 +127,36 @@ TEST(MigdListener, OnlyPeersReachTheHandlerOthersAreRefusedAndLogged) {
     l->stop();
 }
 
+// A TCP connection to the listener from source (any 127/8 address is this
+// host's), silent: it holds a handshake slot until its timeout.
+ghost::UniqueFd silent(std::uint16_t port, const char* source) {
+    ghost::UniqueFd s(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+    sockaddr_in from{};
+    from.sin_family = AF_INET;
+    ::inet_pton(AF_INET, source, &from.sin_addr);
+    EXPECT_EQ(::bind(s.get(), reinterpret_cast<sockaddr*>(&from), sizeof(from)), 0);
+    sockaddr_in to{};
+    to.sin_family = AF_INET;
+    to.sin_port = htons(port);
+    to.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    EXPECT_EQ(::connect(s.get(), reinterpret_cast<sockaddr*>(&to), sizeof(to)), 0);
+    return s;
+}
+
+// True when the listener closes s (within 3 s).
+bool closed_by_listener(const ghost::UniqueFd& s) {
+    const timeval tv{3, 0}; // not closed: fail, do not hang
+    ::setsockopt(s.get(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+    char b;
+    return ::recv(s.get(), &b, 1, 0) == 0;
+}
+
+template <class F> bool eventually(F f) {
+    for (int i = 0; i < 300 && !f(); ++i)
+        std::this_thread::sleep_for(10ms);
+    return f();
+}
+
 TEST(MigdListener, ExcessConnectionsAreRefusedAndStopEndsOpenOnes) {
     Capture cap;
     std::atomic<int> handler_errors{0};
@@ -134,39 +165,86 @@ TEST(MigdListener, ExcessConnectionsAreRefusedAndStopEndsOpenOnes) {
         if (!ch->read(std::as_writable_bytes(std::span(buf)))) // blocks until stop()
             ++handler_errors;
     });
-    // One authenticated connection in its handler, the rest stuck before
-    // their handshake: the limit (max_transfers 1 + 4 spare + what the one
-    // peer may keep idle) is reached.
+    // max_transfers 1 + 4 spare + what the one peer may keep idle.
     const unsigned limit = 1 + 4 + unsigned(migd::kept_per_peer);
-    auto h2 = client("h2")->connect("127.0.0.1", l->port(), "h1", 5s);
-    ASSERT_TRUE(h2) << h2.error().what();
-    std::vector<ghost::UniqueFd> idle;
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_port = htons(l->port());
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    auto tcp = [&] {
-        ghost::UniqueFd s(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
-        EXPECT_EQ(::connect(s.get(), reinterpret_cast<sockaddr*>(&a), sizeof(a)), 0);
-        return s;
-    };
-    for (unsigned i = 1; i < limit; ++i)
-        idle.push_back(tcp());
-    for (int i = 0; i < 100 && l->active() < limit; ++i)
-        std::this_thread::sleep_for(10ms);
+    EXPECT_EQ(l->limit(), limit);
+    std::vector<std::unique_ptr<migd::Channel>> open;
+    for (unsigned i = 0; i < limit; ++i) {
+        auto h2 = client("h2")->connect("127.0.0.1", l->port(), "h1", 5s);
+        ASSERT_TRUE(h2) << h2.error().what();
+        open.push_back(std::move(*h2));
+    }
+    EXPECT_TRUE(eventually([&] { return l->active() == limit; })) << l->active();
+    // One more authenticated connection is closed after its handshake.
+    auto extra = client("h2")->connect("127.0.0.1", l->port(), "h1", 5s);
+    if (extra) {
+        char b;
+        auto n = (*extra)->read(std::as_writable_bytes(std::span(&b, 1)));
+        EXPECT_TRUE(!n || *n == 0) << "the connection past the limit should be closed";
+    }
+    cap.log->wait_for(fmt::format("too many connections ({} at once, the limit", limit));
     EXPECT_EQ(l->active(), limit);
-    ghost::UniqueFd extra = tcp();
-    const timeval tv{3, 0}; // not closed: fail, do not hang
-    ::setsockopt(extra.get(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-    char b;
-    EXPECT_EQ(::recv(extra.get(), &b, 1, 0), 0) << "the connection past the limit should be closed";
-    cap.log->wait_for(fmt::format("too many connections ({} at once, limit {}", limit, limit));
 
+    // A silent connection: stop() must not wait for its handshake's 5 s.
+    ghost::UniqueFd idle = silent(l->port(), "127.0.0.1");
+    EXPECT_TRUE(eventually([&] { return l->handshaking() == 1u; }));
     const auto t0 = steady_clock::now();
-    l->stop(); // the handshakes would wait 5 s; stop() must not
+    l->stop();
     EXPECT_LT(steady_clock::now() - t0, 2s);
     EXPECT_EQ(l->active(), 0u);
-    EXPECT_EQ(handler_errors.load(), 1);
+    EXPECT_EQ(l->handshaking(), 0u);
+    EXPECT_EQ(handler_errors.load(), int(limit));
+}
+
+TEST(MigdListener, SilentStrangersCannotLockThePeersOut) {
+    Capture cap;
+    std::atomic<int> served{0};
+    migd::Config c = config(1);
+    c.max_handshakes = 5;
+    c.max_handshakes_per_address = 3;
+    auto l = start(c, [&](std::unique_ptr<migd::Channel>) { ++served; });
+    // Three silent connections from one address take its budget; a fourth
+    // is closed at once.
+    std::vector<ghost::UniqueFd> strangers;
+    for (int i = 0; i < 3; ++i)
+        strangers.push_back(silent(l->port(), "127.0.0.3"));
+    EXPECT_TRUE(eventually([&] { return l->handshaking() == 3u; }));
+    EXPECT_TRUE(closed_by_listener(silent(l->port(), "127.0.0.3")));
+    cap.log->wait_for("3 TLS handshakes from 127.0.0.3 under way, the limit for an address that "
+                      "is no [[peer]]'s ([limits] max_handshakes_per_address)");
+    // Two more addresses reach the strangers' budget together.
+    strangers.push_back(silent(l->port(), "127.0.0.4"));
+    strangers.push_back(silent(l->port(), "127.0.0.4"));
+    EXPECT_TRUE(eventually([&] { return l->handshaking() == 5u; }));
+    EXPECT_TRUE(closed_by_listener(silent(l->port(), "127.0.0.5")));
+    cap.log->wait_for("5 TLS handshakes from addresses that are no [[peer]]'s under way, their "
+                      "limit ([limits] max_handshakes)");
+
+    // The peer, from its configured address, still gets in, again and again
+    // (more connections than the strangers' budgets and the whole limit).
+    for (unsigned i = 0; i < l->limit() + 2; ++i) {
+        auto h2 = client("h2")->connect("127.0.0.1", l->port(), "h1", 5s);
+        ASSERT_TRUE(h2) << i << ": " << h2.error().what();
+        (void)(*h2)->finish();
+    }
+    EXPECT_TRUE(eventually([&] { return served.load() == int(l->limit()) + 2; })) << served.load();
+
+    // A stranger's slot frees when its connection ends.
+    strangers.pop_back();
+    EXPECT_TRUE(eventually([&] { return l->handshaking() == 4u; }));
+    ghost::UniqueFd again = silent(l->port(), "127.0.0.5");
+    EXPECT_TRUE(eventually([&] { return l->handshaking() == 5u; }));
+    l->stop();
+}
+
+TEST(MigdListener, SourcesAreIPv4AddressesAndIPv6Prefixes) {
+    using V = std::vector<std::string>;
+    EXPECT_EQ(migd::net::sources_of("127.0.0.1").value_or(V{}), V{"127.0.0.1"});
+    EXPECT_EQ(migd::net::sources_of("::ffff:10.1.2.3").value_or(V{}), V{"10.1.2.3"});
+    EXPECT_EQ(migd::net::sources_of("2001:db8:1:2:3:4:5:6").value_or(V{}), V{"2001:db8:1:2::/64"});
+    auto bad = migd::net::sources_of("no-such-host.invalid");
+    ASSERT_FALSE(bad);
+    EXPECT_NE(bad.error().what().find("cannot resolve no-such-host.invalid"), std::string::npos);
 }
 
 TEST(MigdListener, LoadTlsChecksTheCertificateNamesTheHost) {
