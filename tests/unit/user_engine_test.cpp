@@ -10,6 +10,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -467,6 +468,74 @@ TEST(UserEngine, DuplicateGivesAnIndependentCopy) {
     lines.drain();
     EXPECT_EQ(lines.next().pid, *copy);
     kill_wait(*copy);
+}
+
+// Descriptors at the numbers the restore stub takes for itself (512 up:
+// restart()'s status pipe) come back as they were, and restart() returns
+// only once the process runs as the image, released by the restorer: not
+// when the stub's own copy of the status pipe closes among the caller's
+// descriptors, with the process's locks, name and tracer still to come.
+TEST(UserEngine, DescriptorsAtTheStubsNumbersComeBackAndRestartWaitsForTheRelease) {
+    TmpImage a("fd512"), b("fd700");
+    ASSERT_EQ(::write(a.fd, "a", 1), 1);
+    Lines lines;
+    const pid_t pid = ::fork();
+    if (pid == 0) {
+        if (::dup2(a.fd, 512) != 512 || ::dup2(b.fd, 700) != 700)
+            ::_exit(4);
+        // A POSIX lock: the restorer takes it after the descriptors.
+        struct flock fl {};
+        fl.l_type = F_WRLCK;
+        fl.l_whence = SEEK_SET;
+        fl.l_len = 1;
+        if (::fcntl(512, F_SETLK, &fl) != 0)
+            ::_exit(5);
+        ::prctl(PR_SET_NAME, "fd-worker");
+        worker(lines.wr());
+    }
+    ASSERT_EQ(lines.next().pid, pid);
+    auto engine = user_engine();
+    TmpImage img("fds");
+    ghost::CheckpointOptions o;
+    o.fate = ghost::Fate::Kill;
+    auto st = ghost::checkpoint(*engine, pid, img.fd, o);
+    ASSERT_TRUE(st) << st.error().what();
+    ::waitpid(pid, nullptr, 0);
+    lines.drain();
+    const Line last = lines.last();
+
+    ASSERT_EQ(::lseek(img.fd, 0, SEEK_SET), 0);
+    ghost::RestartOptions ro;
+    ro.inherit_fds = {{lines.rd(), lines.rd()}, {lines.wr(), lines.wr()}};
+    auto child = ghost::restart(*engine, img.fd, ro);
+    ASSERT_TRUE(child) << child.error().what();
+    // At once, without waiting: released and whole.
+    const std::string proc = "/proc/" + std::to_string(*child);
+    auto text = [](const std::string& path) {
+        std::ifstream in(path);
+        return std::string(std::istreambuf_iterator<char>(in), {});
+    };
+    const std::string status = text(proc + "/status");
+    EXPECT_NE(status.find("\nTracerPid:\t0\n"), std::string::npos) << status;
+    EXPECT_EQ(text(proc + "/comm"), "fd-worker\n");
+    struct flock probe {};
+    probe.l_type = F_WRLCK;
+    probe.l_whence = SEEK_SET;
+    probe.l_len = 1;
+    ASSERT_EQ(::fcntl(a.fd, F_OFD_GETLK, &probe), 0);
+    EXPECT_EQ(probe.l_type, F_WRLCK) << "the restored process holds its lock";
+    auto target = [&](int fd) {
+        char buf[4096];
+        const ssize_t n =
+            ::readlink((proc + "/fd/" + std::to_string(fd)).c_str(), buf, sizeof(buf));
+        return n > 0 ? std::string(buf, static_cast<std::size_t>(n)) : std::string("?");
+    };
+    EXPECT_EQ(target(512), a.path);
+    EXPECT_EQ(target(700), b.path);
+    const Line after = lines.next();
+    EXPECT_EQ(after.pid, *child);
+    EXPECT_EQ(after.count, last.count + 1);
+    kill_wait(*child);
 }
 
 // State out of scope: refused with EOPNOTSUPP and a reason, the process left

@@ -331,11 +331,14 @@ Error restore(const image::Image& img, std::vector<PageData> pages, bool stopped
         }
         // The caller's descriptors (the image's numbers) go: the restored
         // process's peers must not see them held open by us. The
-        // restorer's own, from fd_base up, stay until we exit, after the
-        // release: whoever waits for them to close (restart()'s status
+        // restorer's own, from high_fd_base up, stay until we exit, after
+        // the release: whoever waits for them to close (restart()'s status
         // pipe) learns of the restore only once the process runs as the
         // image and is no longer held (it may be checkpointed at once).
-        close_below(static_cast<unsigned>(p.fd_base), {2, rep_wr.get(), go_rd.get()});
+        // Not only from fd_base: below it, an image with descriptors from
+        // high_fd_base up has the caller's own copies closed or replaced
+        // as its descriptors are placed, before its locks and its task.
+        close_below(static_cast<unsigned>(high_fd_base), {2, rep_wr.get(), go_rd.get()});
         char c;
         if (::read(go_rd.get(), &c, 1) != 1)
             ::_exit(1);
