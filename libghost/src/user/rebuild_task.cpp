@@ -248,7 +248,11 @@ Result<void> Rebuild::commit() {
         ::_exit(1);
     }
     if (auto r = rb.commit(); !r) {
+        // Gone before we exit: restart() reads the end of its status pipe
+        // when our copy closes, and must find the process exiting by then
+        // (killed, not restored), its own copy already closed.
         ::kill(p.self, SIGKILL);
+        t->kill_and_wait();
         std::fprintf(stderr,
                      "ghost: user engine: restoring pid %d failed after the point of no "
                      "return (it is killed): %s\n",
