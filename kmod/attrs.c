@@ -8,6 +8,7 @@
  * between GHOST_IMPORT_PREPARE and the import), and past the point of no
  * return the rest, each written as its own system call writes it.
  */
+#include <linux/bitops.h>
 #include <linux/capability.h>
 #include <linux/mm.h>
 #include <linux/nsproxy.h>
@@ -94,6 +95,8 @@ int ghost_write_attrs(struct ghost_stream *s, struct task_struct *task,
 		a.flags |= GHOST_ATTRS_THP_DISABLE;
 	if (task->signal->is_child_subreaper)
 		a.flags |= GHOST_ATTRS_CHILD_SUBREAPER;
+	if (get_dumpable(mm) != SUID_DUMP_USER)
+		a.flags |= GHOST_ATTRS_NOT_DUMPABLE;
 	return ghost_section_write(s, GHOST_SEC_ATTRS, &a, sizeof(a), NULL, 0);
 }
 
@@ -148,6 +151,12 @@ int ghost_check_attrs_caller(const struct ghost_staged *st, char *reason)
 	return 0;
 }
 
+/* set_dumpable() is not exported: the same bits, set as it sets them. */
+static void ghost_set_dumpable(struct mm_struct *mm, int value)
+{
+	set_mask_bits(&mm->flags, MMF_DUMPABLE_MASK, value);
+}
+
 /* Past the point of no return. An image without ATTRS keeps the caller's. */
 void ghost_restore_attrs(const struct ghost_staged *st)
 {
@@ -170,6 +179,12 @@ void ghost_restore_attrs(const struct ghost_staged *st)
 	 * mark has_child_subreaper.
 	 */
 	current->signal->is_child_subreaper = !!(a->flags & GHOST_ATTRS_CHILD_SUBREAPER);
+	/*
+	 * As prctl(PR_SET_DUMPABLE, 0). Only ever lowered: a process the
+	 * import's change of credentials made not dumpable stays so.
+	 */
+	if (a->flags & GHOST_ATTRS_NOT_DUMPABLE)
+		ghost_set_dumpable(mm, SUID_DUMP_DISABLE);
 	/* as prctl(PR_SET_TIMERSLACK): 0 is the default */
 	current->timer_slack_ns = a->timerslack_ns ? a->timerslack_ns :
 				  current->default_timer_slack_ns;

@@ -4,7 +4,7 @@
  * engine: a child (a fresh exec of this program) sets no_new_privs,
  * oom_score_adj, THP disabled, child subreaper, membarrier registrations, a
  * nice value and a timer slack, and leads a session, a process group or
- * neither. It is checkpointed (killed) and restarted by this process, in
+ * neither (and is then not dumpable). It is checkpointed (killed) and restarted by this process, in
  * another session and group, and the restored process reports what it
  * sees from inside: every attribute as before, a session leader in a new
  * session of its own, a group leader in its own group in the restarter's
@@ -37,7 +37,7 @@ enum lead { MEMBER, GROUP, SESSION };
 /* What the child sees of itself. */
 struct seen {
 	int pid, sid, pgid;
-	int nnp, oom, thp, subreaper, nice;
+	int nnp, oom, thp, subreaper, nice, dumpable;
 	unsigned long slack;
 	int private_exp, sync_core, rseq;	/* a private barrier works */
 	int registrations;	/* MEMBARRIER_CMD_GET_REGISTRATIONS, or -1 */
@@ -63,6 +63,7 @@ static void look(struct seen *s)
 	close(fd);
 	s->thp = prctl(PR_GET_THP_DISABLE, 0, 0, 0, 0);
 	prctl(PR_GET_CHILD_SUBREAPER, &s->subreaper, 0, 0, 0);
+	s->dumpable = prctl(PR_GET_DUMPABLE, 0, 0, 0, 0);
 	errno = 0;
 	s->nice = getpriority(PRIO_PROCESS, 0);
 	s->slack = prctl(PR_GET_TIMERSLACK, 0, 0, 0, 0);
@@ -71,7 +72,6 @@ static void look(struct seen *s)
 	s->rseq = membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED_RSEQ) == 0;
 	s->registrations = membarrier(CMD_GET_REGISTRATIONS);
 }
-
 
 /*
  * Drops CAP_SYS_NICE (root has it): a worker without it, whose image then
@@ -89,6 +89,7 @@ static void drop_sys_nice(void)
 		syscall(SYS_capset, &h, d);
 	}
 }
+
 static void child(enum lead lead, int cmd, int rep)
 {
 	struct seen s;
@@ -99,6 +100,8 @@ static void child(enum lead lead, int cmd, int rep)
 		setsid();
 	else if (lead == GROUP)
 		setpgid(0, 0);
+	if (lead != MEMBER)
+		prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
 	prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
 	fd = open("/proc/self/oom_score_adj", O_WRONLY);
 	if (fd < 0 || dprintf(fd, "%d", OOM) < 0)
@@ -230,6 +233,7 @@ TEST_F(attrs, carried)
 		EXPECT_EQ(NICE, before.nice);
 		EXPECT_EQ(SLACK, before.slack);
 		EXPECT_EQ(1, before.private_exp);
+		EXPECT_EQ(variant->lead == MEMBER, before.dumpable);
 
 		out = image_file();
 		ASSERT_GE(out, 0);
@@ -248,6 +252,7 @@ TEST_F(attrs, carried)
 		EXPECT_EQ(before.oom, after.oom);
 		EXPECT_EQ(before.thp, after.thp);
 		EXPECT_EQ(before.subreaper, after.subreaper);
+		EXPECT_EQ(before.dumpable, after.dumpable);
 		EXPECT_EQ(before.nice, after.nice);
 		EXPECT_EQ(before.slack, after.slack);
 		EXPECT_EQ(before.private_exp, after.private_exp);

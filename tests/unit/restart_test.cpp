@@ -12,14 +12,16 @@
 //  - the stub is found or named in the error; a refused image's reason
 //    comes back through it;
 //  - RestartOptions::owner: another user's image is refused, the owner's
-//    restarts.
+//    restarts; a process that is not dumpable comes back so.
 #include <gtest/gtest.h>
 
 #include <fcntl.h>
+#include <grp.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -29,6 +31,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <functional>
 #include <memory>
 #include <string>
 #include <thread>
@@ -104,10 +107,13 @@ class Restart : public ::testing::Test {
     }
 
     // A worker, checkpointed (killed) into a file at offset 0; its fd.
-    ghost::UniqueFd checkpointed() {
+    // setup runs in it first.
+    ghost::UniqueFd checkpointed(const std::function<void()>& setup = {}) {
         const pid_t pid = ::fork();
         if (pid == 0) {
             ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+            if (setup)
+                setup();
             worker();
         }
         EXPECT_GT(next_line().first, 0);
@@ -391,6 +397,42 @@ TEST_F(Restart, AnImageRestartsOnlyAsTheOwnerItIsGiven) {
     const auto [pid, n] = next_line();
     EXPECT_EQ(pid, *child);
     EXPECT_EQ(n, last + 1) << "the owner's image goes on counting";
+}
+
+// A process that is not dumpable (its owner may not ptrace it or read its
+// memory) comes back not dumpable, also from a restorer acting as that
+// owner (migd's stub: without CAP_SYS_PTRACE, the user engine's tracer
+// must be done writing its memory first); a dumpable one stays dumpable.
+// /proc/PID/status belongs to root while a process is not dumpable.
+TEST_F(Restart, ANonDumpableProcessComesBackNotDumpable) {
+    if (::getuid() != 0)
+        GTEST_SKIP() << "needs root: checkpoints another user's process that is not dumpable";
+    constexpr uid_t kNobody = 65534;
+    for (const bool dumpable : {false, true}) {
+        auto img = checkpointed([dumpable] {
+            if (::setgroups(0, nullptr) != 0 || ::setresgid(kNobody, kNobody, kNobody) != 0 ||
+                ::setresuid(kNobody, kNobody, kNobody) != 0)
+                ::_exit(5);
+            // A change of uid left it not dumpable.
+            if (dumpable)
+                ::prctl(PR_SET_DUMPABLE, 1);
+        });
+        const unsigned long last = last_;
+        auto o = opts();
+        o.owner = ghost::Owner{kNobody, kNobody, {}};
+        auto child = ghost::restart(*eng_, img.get(), o);
+        ASSERT_TRUE(child) << (dumpable ? "dumpable: " : "not dumpable: ") << child.error().what();
+        pids_.push_back(*child);
+        const auto [pid, n] = next_line();
+        EXPECT_EQ(pid, *child);
+        EXPECT_EQ(n, last + 1);
+        struct stat st {};
+        ASSERT_EQ(::stat(("/proc/" + std::to_string(*child) + "/status").c_str(), &st), 0);
+        EXPECT_EQ(st.st_uid, dumpable ? kNobody : 0u)
+            << (dumpable ? "a dumpable process came back not dumpable"
+                         : "a process that was not dumpable came back dumpable");
+        ::kill(*child, SIGKILL);
+    }
 }
 
 TEST_F(Restart, RefusedImageReasonComesBackThroughTheStub) {

@@ -240,6 +240,7 @@ std::string attrs_list(std::uint32_t flags) {
         {GHOST_ATTRS_NO_NEW_PRIVS, "no_new_privs"},
         {GHOST_ATTRS_THP_DISABLE, "thp_disable"},
         {GHOST_ATTRS_CHILD_SUBREAPER, "child_subreaper"},
+        {GHOST_ATTRS_NOT_DUMPABLE, "not_dumpable"},
         {GHOST_ATTRS_SESSION_LEADER, "session_leader"},
         {GHOST_ATTRS_GROUP_LEADER, "group_leader"},
     };

@@ -596,7 +596,14 @@ struct ghost_creds {
 #define GHOST_ATTRS_CHILD_SUBREAPER	_BITUL(2) /* PR_SET_CHILD_SUBREAPER */
 #define GHOST_ATTRS_SESSION_LEADER	_BITUL(3) /* its pid was its session id */
 #define GHOST_ATTRS_GROUP_LEADER	_BITUL(4) /* its pid was its process group id */
-#define GHOST_ATTRS_FLAGS		0x1f
+/*
+ * Not dumpable (PR_GET_DUMPABLE 0, or 2 after a setuid exec): restored
+ * with PR_SET_DUMPABLE 0, so that its owner can no more ptrace it or read
+ * its memory after a restart than before. Readers before this flag refuse
+ * the image (an unknown flag).
+ */
+#define GHOST_ATTRS_NOT_DUMPABLE	_BITUL(5)
+#define GHOST_ATTRS_FLAGS		0x3f
 
 /* ghost_attrs.membarrier: registrations, membarrier(2) MEMBARRIER_CMD_REGISTER_* */
 #define GHOST_MEMBARRIER_GLOBAL_EXPEDITED		_BITUL(0)

@@ -127,6 +127,7 @@ void queue_attrs(std::vector<CallEntry>& calls, std::uint64_t scratch) {
     q(SYS_prctl, PR_GET_THP_DISABLE);
     q(SYS_prctl, PR_GET_CHILD_SUBREAPER, scratch);
     q(SYS_prctl, PR_GET_TIMERSLACK);
+    q(SYS_prctl, PR_GET_DUMPABLE);
     q(SYS_membarrier, kCmdGetRegistrations);
     q(SYS_membarrier, MEMBARRIER_CMD_QUERY);
     // Each private command, whose EPERM says it is not registered: read only
@@ -148,6 +149,10 @@ void attrs_answered(std::span<const CallEntry> answers, std::int32_t subreaper, 
         a.flags |= GHOST_ATTRS_CHILD_SUBREAPER;
     if (const long slack = next(); !is_err(slack))
         a.timerslack_ns = static_cast<std::uint64_t>(slack);
+    // 0, or 2 (SUID_DUMP_ROOT) after a setuid exec: either way not its
+    // owner's to trace.
+    if (const long dumpable = next(); !is_err(dumpable) && dumpable != 1)
+        a.flags |= GHOST_ATTRS_NOT_DUMPABLE;
 
     // Linux 6.3+ says which commands it registered for. Before, a private
     // command fails with EPERM unless registered, and nothing tells the

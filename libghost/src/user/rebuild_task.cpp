@@ -209,6 +209,13 @@ Result<void> Rebuild::commit() {
           &Rebuild::set_locks, &Rebuild::set_task, &Rebuild::set_signals})
         if (auto r = (this->*step)(); !r)
             return r;
+    // After the last write to its memory: a process that is not dumpable
+    // is out of reach of process_vm_writev, and of a /proc/PID/mem opened
+    // from then on, for a tracer without CAP_SYS_PTRACE (as its tracer we
+    // keep the registers and the system calls).
+    if (p_.attrs.present && (p_.attrs.want.flags & GHOST_ATTRS_NOT_DUMPABLE))
+        if (auto r = call("prctl(PR_SET_DUMPABLE, 0)", SYS_prctl, PR_SET_DUMPABLE, 0); !r)
+            return r.error();
     if (auto r = t_.set_xstate(xsave_); !r)
         return r;
 
