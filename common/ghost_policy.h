@@ -57,7 +57,8 @@ struct ghost_target_facts {
 	 * Its memory or descriptor table shared with another process
 	 * (clone(CLONE_VM) or clone(CLONE_FILES) without CLONE_THREAD): that
 	 * process would change them while the image is read. ghost.ko knows;
-	 * the user engine cannot see it.
+	 * the user engine asks kcmp(2) about the processes that can share
+	 * them (sharing_of()).
 	 */
 	bool shares_mm;
 	bool shares_files;

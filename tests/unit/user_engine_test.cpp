@@ -8,6 +8,7 @@
 #include <fcntl.h>
 #include <linux/capability.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
@@ -558,6 +559,85 @@ TEST(UserEngine, RefusesASocketAndLeavesTheProcessRunning) {
     EXPECT_EQ(a.pid, pid);
     EXPECT_EQ(b.count, a.count + 1);
     kill_wait(pid);
+}
+
+std::string fmt_sharing(int flag, bool sharer_is_parent) {
+    return std::string(flag == CLONE_VM ? "CLONE_VM" : "CLONE_FILES") +
+           (sharer_is_parent ? ", shared with its parent" : ", shared with its sibling");
+}
+
+int pause_forever(void*) {
+    for (;;)
+        ::pause();
+}
+
+// Clones pause_forever() with flags on a stack of its own; its pid.
+pid_t clone_pausing(int flags) {
+    static std::vector<char> stack(256 << 10);
+    return ::clone(pause_forever, stack.data() + stack.size(), flags | SIGCHLD, nullptr);
+}
+
+// A process that shares its memory or its descriptor table with another
+// (clone(CLONE_VM or CLONE_FILES) without CLONE_THREAD) is refused as
+// ghost.ko refuses it, and left running: the other would change them
+// while the image is read, and a restored copy would share nothing. The
+// sharer is its sibling (CLONE_PARENT) or its parent.
+TEST(UserEngine, AProcessSharingItsMemoryOrDescriptorsWithAnotherIsRefused) {
+    for (const int flag : {CLONE_VM, CLONE_FILES}) {
+        for (const bool sharer_is_parent : {false, true}) {
+            SCOPED_TRACE(fmt_sharing(flag, sharer_is_parent));
+            int p[2];
+            ASSERT_EQ(::pipe(p), 0);
+            // [target, sharer], sent by the first process once both run.
+            const pid_t first = ::fork();
+            if (first == 0) {
+                pid_t pids[2];
+                if (sharer_is_parent) {
+                    pids[0] = clone_pausing(flag); // the target: our child
+                    pids[1] = ::getpid();
+                } else {
+                    pids[0] = ::getpid();
+                    pids[1] = clone_pausing(flag | CLONE_PARENT); // our sibling
+                }
+                if (::write(p[1], pids, sizeof(pids)) != sizeof(pids))
+                    ::_exit(1);
+                for (;;)
+                    ::pause();
+            }
+            ::close(p[1]);
+            pid_t pids[2] = {-1, -1};
+            const bool told = ::read(p[0], pids, sizeof(pids)) == sizeof(pids);
+            ::close(p[0]);
+            // Whatever happens below: all of them killed (a sharer through
+            // CLONE_PARENT is our child too), none left holding our output.
+            struct Reap {
+                pid_t first;
+                const pid_t* pids;
+                bool sibling;
+                ~Reap() {
+                    for (const pid_t pid : {pids[0], pids[1], first})
+                        if (pid > 0)
+                            ::kill(pid, SIGKILL);
+                    ::waitpid(first, nullptr, __WALL);
+                    if (sibling && pids[1] > 0)
+                        ::waitpid(pids[1], nullptr, __WALL);
+                }
+            } reap{first, pids, !sharer_is_parent};
+            ASSERT_TRUE(told && pids[0] > 0 && pids[1] > 0);
+            auto g = user_engine()->create_memory();
+            auto st = (*g)->export_process(pids[0], ghost::Fate::Kill);
+            ASSERT_FALSE(st) << "exported";
+            EXPECT_EQ(st.error().code.value(), EOPNOTSUPP) << st.error().what();
+            const std::string words =
+                flag == CLONE_VM
+                    ? "shares its memory with another process (clone(CLONE_VM))"
+                    : "shares its descriptor table with another process (clone(CLONE_FILES))";
+            EXPECT_NE(st.error().what().find(words), std::string::npos) << st.error().what();
+            EXPECT_EQ(::kill(pids[0], 0), 0) << "a refused export must leave the process alive";
+            const char state = state_of(pids[0]);
+            EXPECT_TRUE(state == 'S' || state == 'R') << "left in state " << state;
+        }
+    }
 }
 
 TEST(UserEngine, RefusesAMultiThreadedProcess) {

@@ -94,6 +94,12 @@ Result<void> check_target(pid_t pid, const Result<std::string>& status) {
     t.self = pid == ::getpid();
     t.threads = status ? static_cast<int>(parse_u64(status_field(*status, "Threads"))) : 1;
     t.children = has_children(pid);
+    if (status && !t.self) {
+        const auto shared =
+            sharing_of(pid, static_cast<pid_t>(parse_u64(status_field(*status, "PPid"))));
+        t.shares_mm = shared.mm;
+        t.shares_files = shared.files;
+    }
     t.traced = status && parse_u64(status_field(*status, "TracerPid")) != 0;
     t.stopped = !state.empty() && (state[0] == 'T' || state[0] == 't');
     Reason reason{};

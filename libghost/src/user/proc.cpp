@@ -344,4 +344,53 @@ bool uses_io_uring(pid_t pid) {
     return false;
 }
 
+namespace {
+
+// The children of every thread of pid (/proc/PID/task/TID/children,
+// CONFIG_PROC_CHILDREN); without that file, the PPid of every process.
+std::vector<pid_t> children_of(pid_t pid) {
+    std::vector<pid_t> out;
+    bool listed = false;
+    if (auto tasks = list_numeric(fmt::format("/proc/{}/task", pid)))
+        for (const int tid : *tasks)
+            if (auto c = read_text(fmt::format("/proc/{}/task/{}/children", pid, tid))) {
+                listed = true;
+                std::string_view v = *c;
+                while (!v.empty()) {
+                    const auto end = v.find(' ');
+                    if (const auto n = parse_u64(v.substr(0, end)); n > 0)
+                        out.push_back(static_cast<pid_t>(n));
+                    v = end == std::string_view::npos ? std::string_view() : v.substr(end + 1);
+                }
+            }
+    if (listed)
+        return out;
+    if (auto all = list_numeric("/proc"))
+        for (const int p : *all)
+            if (auto st = read_text(fmt::format("/proc/{}/status", p));
+                st && parse_u64(status_field(*st, "PPid")) == static_cast<std::uint64_t>(pid))
+                out.push_back(p);
+    return out;
+}
+
+} // namespace
+
+Sharing sharing_of(pid_t pid, pid_t ppid) {
+    Sharing s;
+    const auto compare = [&](pid_t other) {
+        if (other <= 0 || other == pid)
+            return;
+        if (!s.mm && ::syscall(SYS_kcmp, pid, other, KCMP_VM, 0, 0) == 0)
+            s.mm = true;
+        if (!s.files && ::syscall(SYS_kcmp, pid, other, KCMP_FILES, 0, 0) == 0)
+            s.files = true;
+    };
+    if (ppid > 0) {
+        compare(ppid);
+        for (const pid_t sibling : children_of(ppid))
+            compare(sibling);
+    }
+    return s;
+}
+
 } // namespace ghost::user

@@ -82,4 +82,15 @@ bool holds_sysvsem(pid_t pid);
 // Whether pid has an io_uring ring open or mapped.
 bool uses_io_uring(pid_t pid);
 
+// Whether pid shares its memory (CLONE_VM) or its descriptor table
+// (CLONE_FILES) with another process, ppid its parent: kcmp(2) against the
+// processes that can, but its children (refused before) and the rare
+// sharer whose parent exited in between: its parent (pid was cloned so)
+// and its siblings (CLONE_PARENT, or sharers reparented together). A
+// process we may not read (kcmp's EPERM) is not counted.
+struct Sharing {
+    bool mm = false, files = false;
+};
+Sharing sharing_of(pid_t pid, pid_t ppid);
+
 } // namespace ghost::user
