@@ -528,4 +528,35 @@ static int set_in_time_ns(struct state *s)
 	return err ? -1 : 0;
 }
 
+static int sharer(void *arg)
+{
+	(void)arg;
+	prctl(PR_SET_PDEATHSIG, SIGKILL);	/* ends with the test */
+	for (;;)
+		pause();
+	return 0;
+}
+
+/*
+ * Another process sharing the child's memory or descriptor table: a
+ * sibling (CLONE_PARENT), as a child would be refused for being one.
+ */
+static int set_sharing(struct state *s, int flags)
+{
+	static char stack[64 * 1024] __attribute__((aligned(16)));
+
+	s->other = clone(sharer, stack + sizeof(stack), flags | CLONE_PARENT | SIGCHLD, NULL);
+	return s->other > 0 ? 0 : -1;
+}
+
+static int set_shared_mm(struct state *s)
+{
+	return set_sharing(s, CLONE_VM);
+}
+
+static int set_shared_files(struct state *s)
+{
+	return set_sharing(s, CLONE_FILES);
+}
+
 #endif /* GHOST_REFUSAL_STATES_H */
