@@ -18,14 +18,6 @@
 
 namespace migd {
 
-namespace {
-
-// Connections beyond max_transfers that may be in a handshake or a short
-// request (ping, location update) while the transfers run.
-constexpr unsigned spare_connections = 4;
-
-} // namespace
-
 ghost::Result<std::shared_ptr<TlsContext>> load_tls(const Config& cfg) {
     if (cfg.tls_ca.empty())
         return ghost::Error::from_errno(
@@ -75,13 +67,13 @@ Listener::Listener(const Config& cfg, std::shared_ptr<TlsContext> tls, PeerHandl
       // Each peer may also keep a few idle connections for short requests.
       limit_(cfg.max_transfers + spare_connections + unsigned(kept_per_peer * cfg.peers.size())) {
     for (const auto& p : cfg_.peers) {
-        auto sources = net::sources_of(p.address);
-        if (!sources) {
+        auto hosts = net::hosts_of(p.address);
+        if (!hosts) {
             spdlog::warn("peer {}: {}; its handshakes count as a stranger's", p.name,
-                         sources.error().what());
+                         hosts.error().what());
             continue;
         }
-        peer_sources_.insert(sources->begin(), sources->end());
+        peer_hosts_.insert(hosts->begin(), hosts->end());
     }
 }
 
@@ -107,61 +99,83 @@ void Listener::accept_loop() {
             continue;
         }
         std::string address = net::peer_address(tcp.get());
-        std::string source = net::source_of(tcp.get());
         reap(false);
-        if (auto refused = admit_handshake(source)) {
+        Admission a;
+        if (auto refused = admit_handshake(net::origin_of(tcp.get()), a)) {
             spdlog::warn("refused peer {}: {}", address, *refused);
             continue;
         }
         std::lock_guard lock(mu_);
-        Worker& w = workers_.emplace_back();
-        w.socket = ghost::UniqueFd(::fcntl(tcp.get(), F_DUPFD_CLOEXEC, 0));
-        w.thread = std::thread([this, &w, fd = tcp.release(), address, source] {
-            serve(w, ghost::UniqueFd(fd), address, source);
-        });
+        try {
+            Worker& w = workers_.emplace_back();
+            w.socket = ghost::UniqueFd(::fcntl(tcp.get(), F_DUPFD_CLOEXEC, 0));
+            w.thread = std::thread([this, &w, fd = std::move(tcp), address, a]() mutable {
+                serve(w, std::move(fd), address, a);
+            });
+        } catch (const std::exception& e) {
+            // No thread (EAGAIN: out of threads): the connection is closed.
+            if (!workers_.empty() && !workers_.back().thread.joinable())
+                workers_.pop_back();
+            end_handshake_locked(a);
+            spdlog::error("refused peer {}: no thread to serve it: {}", address, e.what());
+        }
     }
 }
 
 // A stranger's connection costs a thread and a descriptor until its
 // handshake ends or times out. Without budgets apart from the peers', a few
 // silent connections from anywhere would take every slot and lock the
-// cluster's own hosts out.
-std::optional<std::string> Listener::admit_handshake(const std::string& source) {
+// cluster's own hosts out; each peer has its own, so that one (or a user
+// of its host) cannot take the others' either.
+std::optional<std::string> Listener::admit_handshake(const net::Origin& o, Admission& a) {
     std::lock_guard lock(mu_);
-    const bool peer = peer_sources_.count(source) != 0;
-    unsigned& mine = handshakes_by_source_[source];
-    if (peer && peer_handshakes_ >= limit_)
-        return fmt::format("{} TLS handshakes from peers' addresses under way, the limit "
-                           "([limits] max_transfers + {} + {} kept by peers)",
-                           peer_handshakes_, spare_connections,
-                           limit_ - cfg_.max_transfers - spare_connections);
-    if (!peer && mine >= cfg_.max_handshakes_per_address)
+    a.peer = peer_hosts_.count(o.host) != 0;
+    a.key = a.peer ? o.host : o.source;
+    const auto it = handshakes_.find(a.key);
+    const unsigned mine = it == handshakes_.end() ? 0 : it->second;
+    if (a.peer && mine >= peer_budget())
+        return fmt::format("{} TLS handshakes from {}, a peer's address, under way: the limit "
+                           "for one peer ([limits] max_transfers + {} + {})",
+                           mine, o.host, spare_connections, kept_per_peer);
+    if (!a.peer && mine >= cfg_.max_handshakes_per_address)
         return fmt::format("{} TLS handshakes from {} under way, the limit for an address that "
                            "is no [[peer]]'s ([limits] max_handshakes_per_address)",
-                           mine, source);
-    if (!peer && other_handshakes_ >= cfg_.max_handshakes)
+                           mine, o.source);
+    if (!a.peer && stranger_handshakes_ >= cfg_.max_handshakes)
         return fmt::format("{} TLS handshakes from addresses that are no [[peer]]'s under way, "
                            "their limit ([limits] max_handshakes)",
-                           other_handshakes_);
-    ++mine;
-    ++(peer ? peer_handshakes_ : other_handshakes_);
+                           stranger_handshakes_);
+    ++handshakes_[a.key];
+    if (!a.peer)
+        ++stranger_handshakes_;
     ++handshaking_;
     return std::nullopt;
 }
 
-void Listener::end_handshake(const std::string& source) {
+void Listener::end_handshake(const Admission& a) {
     std::lock_guard lock(mu_);
-    auto it = handshakes_by_source_.find(source);
-    if (it != handshakes_by_source_.end() && --it->second == 0)
-        handshakes_by_source_.erase(it);
-    --(peer_sources_.count(source) ? peer_handshakes_ : other_handshakes_);
+    end_handshake_locked(a);
+}
+
+void Listener::end_handshake_locked(const Admission& a) {
+    auto it = handshakes_.find(a.key);
+    if (it != handshakes_.end() && --it->second == 0)
+        handshakes_.erase(it);
+    if (!a.peer)
+        --stranger_handshakes_;
     --handshaking_;
 }
 
-void Listener::serve(Worker& w, ghost::UniqueFd tcp, std::string address, std::string source) {
+void Listener::serve(Worker& w, ghost::UniqueFd tcp, std::string address, Admission a) {
     const std::chrono::milliseconds timeout(cfg_.io_timeout_ms);
-    auto ch = tls_->accept(std::move(tcp), timeout);
-    end_handshake(source);
+    auto ch = [&] {
+        struct End {
+            Listener* l;
+            const Admission& a;
+            ~End() { l->end_handshake(a); }
+        } end{this, a};
+        return tls_->accept(std::move(tcp), timeout);
+    }();
     if (!ch) {
         spdlog::warn("refused peer {}: {}", address, ch.error().what());
     } else if (!cfg_.peer((*ch)->peer())) {
@@ -178,6 +192,8 @@ void Listener::serve(Worker& w, ghost::UniqueFd tcp, std::string address, std::s
             handler_(std::move(*ch));
         } catch (const std::exception& e) {
             spdlog::error("peer {}: handler failed: {}", address, e.what());
+        } catch (...) {
+            spdlog::error("peer {}: handler failed", address);
         }
         --active_;
     }

@@ -20,6 +20,8 @@
 #include "config.hpp"
 #include "ghost/fd.hpp"
 #include "ghost/result.hpp"
+#include "net.hpp"
+#include "pool.hpp"
 
 namespace migd {
 
@@ -33,16 +35,20 @@ ghost::Result<std::shared_ptr<TlsContext>> load_tls(const Config& cfg);
 
 class Listener {
   public:
+    // Connections beyond max_transfers that may be in a handshake or a
+    // short request (ping, location update) while the transfers run.
+    static constexpr unsigned spare_connections = 4;
+
     // Listens on cfg.listen:cfg.port; see the other overload.
     static ghost::Result<std::unique_ptr<Listener>>
     start(const Config& cfg, std::shared_ptr<TlsContext> tls, PeerHandler handler);
     // Serves an already listening socket (tests: port 0). Admission, each
     // refusal closing the connection and logged:
     //  - a TLS handshake must end within cfg.io_timeout_ms;
-    //  - handshakes from the addresses of cfg.peers (resolved here, once):
-    //    at most limit() at once;
+    //  - from each address of cfg.peers (resolved here, once): at most
+    //    cfg.max_transfers + 4 + kept_per_peer handshakes at once;
     //  - from any other address, which holds no slot a peer needs: at most
-    //    cfg.max_handshakes_per_address per source (net::source_of) and
+    //    cfg.max_handshakes_per_address per source (net::Origin) and
     //    cfg.max_handshakes together;
     //  - authenticated connections in a handler: at most limit().
     static ghost::Result<std::unique_ptr<Listener>> start(const Config& cfg,
@@ -75,12 +81,21 @@ class Listener {
     Listener(const Config& cfg, std::shared_ptr<TlsContext> tls, PeerHandler handler,
              ghost::UniqueFd listening);
     void accept_loop();
-    // Counts a handshake from source in, or says why not.
-    std::optional<std::string> admit_handshake(const std::string& source);
-    void end_handshake(const std::string& source);
+    // Whose budget a handshake counts against.
+    struct Admission {
+        std::string key; // a peer's host, else the source
+        bool peer = false;
+    };
+    // Counts a handshake from o in (a says where), or says why not.
+    std::optional<std::string> admit_handshake(const net::Origin& o, Admission& a);
+    void end_handshake(const Admission& a);
+    void end_handshake_locked(const Admission& a);
+    unsigned peer_budget() const {
+        return cfg_.max_transfers + spare_connections + unsigned(kept_per_peer);
+    }
     // One of limit() places for an authenticated connection, if free.
     bool take_slot();
-    void serve(Worker& w, ghost::UniqueFd tcp, std::string address, std::string source);
+    void serve(Worker& w, ghost::UniqueFd tcp, std::string address, Admission a);
     void reap(bool all);
 
     Config cfg_;
@@ -90,13 +105,12 @@ class Listener {
     ghost::UniqueFd wake_; // eventfd: stop() wakes the accept loop
     std::uint16_t port_ = 0;
     unsigned limit_ = 0;
-    std::set<std::string> peer_sources_; // where cfg.peers connect from
+    std::set<std::string> peer_hosts_; // where cfg.peers connect from
     std::atomic<unsigned> active_{0};
     std::atomic<unsigned> handshaking_{0};
     std::mutex mu_;
-    std::map<std::string, unsigned> handshakes_by_source_; // under mu_
-    unsigned peer_handshakes_ = 0;                         // under mu_
-    unsigned other_handshakes_ = 0;                        // under mu_
+    std::map<std::string, unsigned> handshakes_; // by Admission::key, under mu_
+    unsigned stranger_handshakes_ = 0;           // under mu_
     std::list<Worker> workers_;
     std::thread acceptor_;
     bool stopped_ = false;

@@ -57,8 +57,8 @@ ghost::Result<void> resolve(AddrInfo& ai, std::string_view address, std::uint16_
     return {};
 }
 
-// A source as source_of() names it.
-std::string source_name(const sockaddr* sa) {
+// An address as origin_of() names it: host, or source with slash64.
+std::string address_name(const sockaddr* sa, bool slash64) {
     char text[INET6_ADDRSTRLEN] = "?";
     if (sa->sa_family == AF_INET) {
         const auto* in = reinterpret_cast<const sockaddr_in*>(sa);
@@ -72,6 +72,10 @@ std::string source_name(const sockaddr* sa) {
         ::inet_ntop(AF_INET, &a.s6_addr[12], text, sizeof(text));
         return text;
     }
+    if (!slash64) {
+        ::inet_ntop(AF_INET6, &a, text, sizeof(text));
+        return text;
+    }
     std::fill(std::begin(a.s6_addr) + 8, std::end(a.s6_addr), std::uint8_t{0});
     ::inet_ntop(AF_INET6, &a, text, sizeof(text));
     return std::string(text) + "/64";
@@ -79,21 +83,22 @@ std::string source_name(const sockaddr* sa) {
 
 } // namespace
 
-std::string source_of(int fd) {
+Origin origin_of(int fd) {
     sockaddr_storage ss{};
     socklen_t len = sizeof(ss);
     if (::getpeername(fd, reinterpret_cast<sockaddr*>(&ss), &len) != 0)
-        return "?";
-    return source_name(reinterpret_cast<const sockaddr*>(&ss));
+        return {"?", "?"};
+    const auto* sa = reinterpret_cast<const sockaddr*>(&ss);
+    return {address_name(sa, false), address_name(sa, true)};
 }
 
-ghost::Result<std::vector<std::string>> sources_of(std::string_view address) {
+ghost::Result<std::vector<std::string>> hosts_of(std::string_view address) {
     AddrInfo ai;
     if (auto r = resolve(ai, address, 0, false); !r)
         return r.error();
     std::vector<std::string> out;
     for (addrinfo* a = ai.list; a; a = a->ai_next) {
-        std::string s = source_name(a->ai_addr);
+        std::string s = address_name(a->ai_addr, false);
         if (s != "?" && std::find(out.begin(), out.end(), s) == out.end())
             out.push_back(std::move(s));
     }

@@ -24,15 +24,19 @@ ghost::Result<ghost::UniqueFd> tcp_connect(std::string_view address, std::uint16
 // "ADDR:PORT" of the socket's peer ("[ADDR]:PORT" for IPv6), "?" if unknown.
 std::string peer_address(int fd);
 
-// Where the socket's peer connects from, for limits per source: its IPv4
-// address (also behind an IPv4-mapped IPv6 one), or the /64 prefix of an
-// IPv6 address ("2001:db8:1:2::/64": one host usually holds a whole /64).
-// "?" if unknown.
-std::string source_of(int fd);
+// Where the socket's peer connects from: host, its address (an IPv4
+// address also behind an IPv4-mapped IPv6 one), and source, what limits
+// per source count: the IPv4 address, or the /64 prefix of an IPv6 one
+// ("2001:db8:1:2::/64": one host usually holds a whole /64). "?" if
+// unknown.
+struct Origin {
+    std::string host, source;
+};
+Origin origin_of(int fd);
 
-// The sources (as source_of() names them) of every address `address`
+// The hosts (as origin_of() names them) of every address `address`
 // resolves to; an error naming the address if it does not resolve.
-ghost::Result<std::vector<std::string>> sources_of(std::string_view address);
+ghost::Result<std::vector<std::string>> hosts_of(std::string_view address);
 
 // Waits until fd is readable (events POLLIN) or writable (POLLOUT) or the
 // deadline passes: true when ready, false on timeout.

@@ -66,7 +66,9 @@ migd::Config config(unsigned max_transfers = 4) {
     c.host = "h1";
     c.peers = {{"h2", "127.0.0.1", 0}};
     c.max_transfers = max_transfers;
-    c.io_timeout_ms = 5000;
+    // Long: a handshake or a handler's read that timed out under load
+    // would free a slot the tests count; stop() ends them anyway.
+    c.io_timeout_ms = 60000;
     return c;
 }
 
@@ -200,9 +202,11 @@ TEST(MigdListener, SilentStrangersCannotLockThePeersOut) {
     Capture cap;
     std::atomic<int> served{0};
     migd::Config c = config(1);
-    c.max_handshakes = 5;
+    // The strangers together may hold more than the whole limit (7).
+    c.max_handshakes = 8;
     c.max_handshakes_per_address = 3;
     auto l = start(c, [&](std::unique_ptr<migd::Channel>) { ++served; });
+    ASSERT_GT(c.max_handshakes, l->limit());
     // Three silent connections from one address take its budget; a fourth
     // is closed at once.
     std::vector<ghost::UniqueFd> strangers;
@@ -212,16 +216,16 @@ TEST(MigdListener, SilentStrangersCannotLockThePeersOut) {
     EXPECT_TRUE(closed_by_listener(silent(l->port(), "127.0.0.3")));
     cap.log->wait_for("3 TLS handshakes from 127.0.0.3 under way, the limit for an address that "
                       "is no [[peer]]'s ([limits] max_handshakes_per_address)");
-    // Two more addresses reach the strangers' budget together.
-    strangers.push_back(silent(l->port(), "127.0.0.4"));
-    strangers.push_back(silent(l->port(), "127.0.0.4"));
-    EXPECT_TRUE(eventually([&] { return l->handshaking() == 5u; }));
-    EXPECT_TRUE(closed_by_listener(silent(l->port(), "127.0.0.5")));
-    cap.log->wait_for("5 TLS handshakes from addresses that are no [[peer]]'s under way, their "
+    // More addresses reach the strangers' budget together.
+    for (const char* from : {"127.0.0.4", "127.0.0.4", "127.0.0.4", "127.0.0.5", "127.0.0.5"})
+        strangers.push_back(silent(l->port(), from));
+    EXPECT_TRUE(eventually([&] { return l->handshaking() == 8u; }));
+    EXPECT_TRUE(closed_by_listener(silent(l->port(), "127.0.0.6")));
+    cap.log->wait_for("8 TLS handshakes from addresses that are no [[peer]]'s under way, their "
                       "limit ([limits] max_handshakes)");
 
     // The peer, from its configured address, still gets in, again and again
-    // (more connections than the strangers' budgets and the whole limit).
+    // (more connections than its budget and the whole limit).
     for (unsigned i = 0; i < l->limit() + 2; ++i) {
         auto h2 = client("h2")->connect("127.0.0.1", l->port(), "h1", 5s);
         ASSERT_TRUE(h2) << i << ": " << h2.error().what();
@@ -231,20 +235,56 @@ TEST(MigdListener, SilentStrangersCannotLockThePeersOut) {
 
     // A stranger's slot frees when its connection ends.
     strangers.pop_back();
-    EXPECT_TRUE(eventually([&] { return l->handshaking() == 4u; }));
-    ghost::UniqueFd again = silent(l->port(), "127.0.0.5");
-    EXPECT_TRUE(eventually([&] { return l->handshaking() == 5u; }));
+    EXPECT_TRUE(eventually([&] { return l->handshaking() == 7u; }));
+    ghost::UniqueFd again = silent(l->port(), "127.0.0.6");
+    EXPECT_TRUE(eventually([&] { return l->handshaking() == 8u; }));
+
+    // The peer's own address has a budget too: what one peer may use.
+    const unsigned budget = 1 + 4 + unsigned(migd::kept_per_peer);
+    std::vector<ghost::UniqueFd> from_peer;
+    for (unsigned i = 0; i < budget; ++i)
+        from_peer.push_back(silent(l->port(), "127.0.0.1"));
+    EXPECT_TRUE(eventually([&] { return l->handshaking() == 8u + budget; }));
+    EXPECT_TRUE(closed_by_listener(silent(l->port(), "127.0.0.1")));
+    cap.log->wait_for(fmt::format("{} TLS handshakes from 127.0.0.1, a peer's address, under way: "
+                                  "the limit for one peer",
+                                  budget));
     l->stop();
 }
 
-TEST(MigdListener, SourcesAreIPv4AddressesAndIPv6Prefixes) {
+TEST(MigdListener, HostsAreAddressesAndSourcesIPv4AddressesOrIPv6Prefixes) {
     using V = std::vector<std::string>;
-    EXPECT_EQ(migd::net::sources_of("127.0.0.1").value_or(V{}), V{"127.0.0.1"});
-    EXPECT_EQ(migd::net::sources_of("::ffff:10.1.2.3").value_or(V{}), V{"10.1.2.3"});
-    EXPECT_EQ(migd::net::sources_of("2001:db8:1:2:3:4:5:6").value_or(V{}), V{"2001:db8:1:2::/64"});
-    auto bad = migd::net::sources_of("no-such-host.invalid");
+    EXPECT_EQ(migd::net::hosts_of("127.0.0.1").value_or(V{}), V{"127.0.0.1"});
+    EXPECT_EQ(migd::net::hosts_of("::ffff:10.1.2.3").value_or(V{}), V{"10.1.2.3"});
+    EXPECT_EQ(migd::net::hosts_of("2001:db8:1:2:3:4:5:6").value_or(V{}), V{"2001:db8:1:2:3:4:5:6"});
+    auto bad = migd::net::hosts_of("no-such-host.invalid");
     ASSERT_FALSE(bad);
     EXPECT_NE(bad.error().what().find("cannot resolve no-such-host.invalid"), std::string::npos);
+
+    auto origin = [](const char* listen, const char* to) {
+        auto l = migd::tcp_listen(listen, 0);
+        if (!l)
+            return migd::net::Origin{};
+        sockaddr_storage ss{};
+        socklen_t len = sizeof(ss);
+        ::getsockname(l->get(), reinterpret_cast<sockaddr*>(&ss), &len);
+        const auto port =
+            ntohs(ss.ss_family == AF_INET6 ? reinterpret_cast<sockaddr_in6*>(&ss)->sin6_port
+                                           : reinterpret_cast<sockaddr_in*>(&ss)->sin_port);
+        auto c = migd::net::tcp_connect(to, port, 2s);
+        if (!c)
+            return migd::net::Origin{};
+        ghost::UniqueFd a(::accept4(l->get(), nullptr, nullptr, SOCK_CLOEXEC));
+        return migd::net::origin_of(a.get());
+    };
+    const auto v4 = origin("127.0.0.1", "127.0.0.1");
+    EXPECT_EQ(v4.host, "127.0.0.1");
+    EXPECT_EQ(v4.source, "127.0.0.1");
+    const auto v6 = origin("::1", "::1");
+    if (v6.host.empty())
+        return; // no IPv6 here
+    EXPECT_EQ(v6.host, "::1");
+    EXPECT_EQ(v6.source, "::/64");
 }
 
 TEST(MigdListener, LoadTlsChecksTheCertificateNamesTheHost) {
