@@ -72,7 +72,7 @@ bool exiting(pid_t pid) {
 // any descriptor of it changed. A dying task is marked exiting before its
 // descriptors close, so at end of file it either runs as the image or
 // has begun to exit; a start that ends in SIGKILL is that failure.
-Result<void> not_killed_in_import(pid_t child) {
+Result<void> not_killed_in_import(pid_t child, bool user_engine) {
     siginfo_t si{};
     int flags = WEXITED | WNOWAIT | WNOHANG;
     if (exiting(child))
@@ -83,6 +83,14 @@ Result<void> not_killed_in_import(pid_t child) {
     if (si.si_pid != child || si.si_code != CLD_KILLED || si.si_status != SIGKILL)
         return {};
     reap(child);
+    if (user_engine)
+        return Error::from_errno(EBADMSG,
+                                 fmt::format("the restored process {} was killed while it was "
+                                             "being rebuilt, past the point of no return: the "
+                                             "user engine's restorer says why on its standard "
+                                             "error (\"ghost: user engine: restoring pid {} "
+                                             "failed after the point of no return\")",
+                                             child, child));
     return Error::from_errno(EBADMSG,
                              fmt::format("the restored process {} was killed while it was being "
                                          "rebuilt, past the point of no return: the image's page "
@@ -96,7 +104,7 @@ Result<void> not_killed_in_import(pid_t child) {
 // replaced it and the close-on-exec descriptor closed) or "errno reason".
 Result<void> await_restored(pid_t child, int status_fd, std::uint64_t total,
                             const ProgressFn& progress, const std::string& stub,
-                            const std::function<void(unsigned)>& image_done) {
+                            const std::function<void(unsigned)>& image_done, bool user_engine) {
     std::string report;
     unsigned images = 0;
     const std::uint64_t base = progress ? rchar_of(child) : 0;
@@ -139,7 +147,7 @@ Result<void> await_restored(pid_t child, int status_fd, std::uint64_t total,
                                           : fmt::format("signal {}", WTERMSIG(status))));
     }
     if (report == "+") {
-        if (auto alive = not_killed_in_import(child); !alive)
+        if (auto alive = not_killed_in_import(child, user_engine); !alive)
             return alive.error();
         if (progress)
             progress({total, total});
@@ -356,7 +364,9 @@ Result<pid_t> run_stub(StubLaunch& l, std::uint64_t total, const ProgressFn& pro
     const pid_t child = started->first;
     if (spawned)
         spawned(child);
-    if (auto r = await_restored(child, started->second.get(), total, progress, l.stub, image_done);
+    const bool user = l.engine && l.engine->name() == "user";
+    if (auto r =
+            await_restored(child, started->second.get(), total, progress, l.stub, image_done, user);
         !r)
         return r.error();
     if (l.stopped)

@@ -236,6 +236,20 @@ Result<void> Rebuild::commit() {
                                p_.stopped ? SIGSTOP : 0, SYS_munmap, layout_.scratch, kScratchLen);
 }
 
+// Kills pid and returns once it is gone or exiting (PF_EXITING, set before
+// its descriptors close): as its tracer by waiting, and if no longer
+// attached by looking, for at most 5 s.
+static void kill_until_gone(Tracee& t, pid_t pid) {
+    ::kill(pid, SIGKILL);
+    t.kill_and_wait();
+    for (int i = 0; i < 5000; ++i) {
+        const auto st = read_stat(pid);
+        if (!st || st->size() <= 9 || (parse_u64((*st)[9]) & kPfExiting))
+            return;
+        ::usleep(1000);
+    }
+}
+
 // The tracer's whole life: report (errno, reason) on the pipe if the caller
 // is still itself, else kill it.
 [[noreturn]] void tracer_main(const Plan& p, int report) {
@@ -258,8 +272,7 @@ Result<void> Rebuild::commit() {
         // Gone before we exit: restart() reads the end of its status pipe
         // when our copy closes, and must find the process exiting by then
         // (killed, not restored), its own copy already closed.
-        ::kill(p.self, SIGKILL);
-        t->kill_and_wait();
+        kill_until_gone(*t, p.self);
         std::fprintf(stderr,
                      "ghost: user engine: restoring pid %d failed after the point of no "
                      "return (it is killed): %s\n",
