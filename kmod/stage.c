@@ -300,7 +300,8 @@ static int stage_task(struct ghost_stream *s, struct ghost_staged *st,
 	    !user_addr(t->rseq) || !user_addr(t->clear_child_tid) ||
 	    !user_addr(t->robust_list) ||
 	    (t->robust_list && t->robust_list_len != GHOST_ROBUST_LIST_LEN) ||
-	    (t->rseq && t->rseq_len != GHOST_RSEQ_LEN))
+	    (t->rseq && t->rseq_len != GHOST_RSEQ_LEN) ||
+	    (t->rseq & (GHOST_RSEQ_LEN - 1)))	/* rseq(2)'s alignment */
 		return ghost_bad(reason, "the task section is malformed");
 	t->comm[sizeof(t->comm) - 1] = 0;
 	return 0;

@@ -485,6 +485,11 @@ class Reader {
         if (t.robust_list && t.robust_list_len != 24)
             return bad(fmt::format("{}: robust_list_len is {} (byte {}), not 24", where,
                                    t.robust_list_len, FIELD(*s, ghost_task, robust_list_len)));
+        // rseq(2)'s rule: a misaligned area would fail the restore past
+        // the user engine's point of no return.
+        if (t.rseq % GHOST_RSEQ_LEN)
+            return bad(fmt::format("{}: the rseq area {:#x} (byte {}) is not 32-byte aligned",
+                                   where, t.rseq, FIELD(*s, ghost_task, rseq)));
         if (t.rseq && t.rseq_len != 32)
             return bad(fmt::format("{}: rseq_len is {} (byte {}), not 32", where, t.rseq_len,
                                    FIELD(*s, ghost_task, rseq_len)));

@@ -844,6 +844,9 @@ const RejectCase kRejects[] = {
      "rseq area"},
     {"RseqAtUserEnd", [] { return changed([](auto& m) { m.task.rseq = kUserEnd; }); },
      "rseq area 0x7ffffffff000"},
+    // rseq(2) refuses it (EINVAL) past the user engine's point of no return.
+    {"RseqMisaligned", [] { return changed([](auto& m) { m.task.rseq = 0x602108; }); },
+     "the rseq area 0x602108 (byte 104) is not 32-byte aligned"},
     {"ClearChildTid", [] { return changed([](auto& m) { m.task.clear_child_tid = ~0ULL; }); },
      "clear_child_tid"},
     {"RobustList", [] { return changed([](auto& m) { m.task.robust_list = 1ULL << 47; }); },
