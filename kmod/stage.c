@@ -509,8 +509,11 @@ static int stage_signals(struct ghost_stream *s, struct ghost_staged *st,
 			return ghost_bad(reason, "the action of signal %d is invalid", sig);
 	}
 	if (sg->__pad || (sg->pending & ~GHOST_SIG_PENDING_MASK) ||
+	    (sg->pending & (sigmask(SIGKILL) | sigmask(SIGSTOP))) ||
 	    (sg->altstack_flags & ~GHOST_SS_FLAGS) ||
-	    !user_addr(sg->altstack_sp))
+	    !user_addr(sg->altstack_sp) ||
+	    (sg->altstack_size && !(sg->altstack_flags & GHOST_SS_DISABLE) &&
+	     sg->altstack_size < GHOST_MINSIGSTKSZ))	/* sigaltstack(2)'s rule */
 		return ghost_bad(reason, "the signal section is malformed");
 	return 0;
 }

@@ -12,6 +12,7 @@
 #include "ghost/image.hpp"
 
 #include <poll.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -667,6 +668,11 @@ class Reader {
             return bad(fmt::format("{}: pending {:#x} (byte {}) holds real-time or unknown "
                                    "signals",
                                    where, sg.pending, FIELD(*s, ghost_signals, pending)));
+        // Never exported; the user engine would send them into the process
+        // it is rebuilding.
+        if (sg.pending & ((1ULL << (SIGKILL - 1)) | (1ULL << (SIGSTOP - 1))))
+            return bad(fmt::format("{}: pending {:#x} (byte {}) holds SIGKILL or SIGSTOP", where,
+                                   sg.pending, FIELD(*s, ghost_signals, pending)));
         if (sg.altstack_flags & ~kSsFlags)
             return bad(fmt::format("{}: the alternate stack has unknown flags {:#x} (byte {})",
                                    where, sg.altstack_flags,
@@ -674,6 +680,16 @@ class Reader {
         if (!user_addr(sg.altstack_sp))
             return bad(fmt::format("{}: the alternate stack {:#x} (byte {}) is not a user address",
                                    where, sg.altstack_sp, FIELD(*s, ghost_signals, altstack_sp)));
+        // sigaltstack(2)'s rule: the user engine would meet its ENOMEM past
+        // its point of no return. (Size 0 is no stack, whatever the flags:
+        // ghost.ko records the task's own flags, 0 for a task that never
+        // had one.)
+        if (sg.altstack_size && !(sg.altstack_flags & GHOST_SS_DISABLE) &&
+            sg.altstack_size < GHOST_MINSIGSTKSZ)
+            return bad(fmt::format("{}: the alternate stack's size {} (byte {}) is below "
+                                   "MINSIGSTKSZ ({})",
+                                   where, sg.altstack_size, FIELD(*s, ghost_signals, altstack_size),
+                                   GHOST_MINSIGSTKSZ));
         return {};
     }
 

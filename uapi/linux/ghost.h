@@ -474,6 +474,9 @@ struct ghost_image_header {
 #define GHOST_SA_FLAGS		0xdc000807ULL
 /* ghost_signals.altstack_flags: SS_ONSTACK, SS_DISABLE, SS_AUTODISARM. */
 #define GHOST_SS_FLAGS		0x80000003U
+/* An alternate stack (size not 0, not SS_DISABLE): at least MINSIGSTKSZ. */
+#define GHOST_SS_DISABLE	2U
+#define GHOST_MINSIGSTKSZ	2048ULL
 /* ghost_signals.pending: standard signals only (1 to 31). */
 #define GHOST_SIG_PENDING_MASK	0x7fffffffULL
 #define GHOST_RSEQ_LEN		32	/* ghost_task.rseq_len when rseq is set */

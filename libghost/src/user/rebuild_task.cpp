@@ -188,6 +188,11 @@ Result<void> Rebuild::set_signals() {
     ss.ss_sp = reinterpret_cast<void*>(sg.altstack_sp);
     ss.ss_size = sg.altstack_size;
     ss.ss_flags = static_cast<int>(sg.altstack_flags & ~1u); // never SS_ONSTACK
+    // Size 0 is no stack (ghost.ko's images record the task's flags as
+    // they are: 0 for a task that never had one), which sigaltstack(2)
+    // takes only as SS_DISABLE.
+    if (sg.altstack_size == 0)
+        ss.ss_flags = SS_DISABLE;
     if (auto w = poke(kAltOff, std::as_bytes(std::span(&ss, 1))); !w)
         return w;
     if (auto r = call("sigaltstack", SYS_sigaltstack, data(kAltOff), 0); !r)
