@@ -59,13 +59,6 @@ void reap(pid_t child) {
     }
 }
 
-// Whether /proc says the task is exiting (PF_EXITING in its stat flags,
-// proc(5)'s field 9), or is gone.
-bool exiting(pid_t pid) {
-    auto stat = user::read_stat(pid);
-    return !stat || stat->size() <= 9 || (user::parse_u64((*stat)[9]) & user::kPfExiting);
-}
-
 // The status pipe also reads end of file when the importer dies: a kernel
 // import that fails past its point of no return (page data read after it,
 // GHOST_IMPORT_DIRECT, not matching the image's checksum) kills it before
@@ -75,7 +68,7 @@ bool exiting(pid_t pid) {
 Result<void> not_killed_in_import(pid_t child, bool user_engine) {
     siginfo_t si{};
     int flags = WEXITED | WNOWAIT | WNOHANG;
-    if (exiting(child))
+    if (user::exiting(child))
         flags &= ~WNOHANG; // it ends now: see how
     while (::waitid(P_PID, static_cast<id_t>(child), &si, flags) != 0)
         if (errno != EINTR)

@@ -64,22 +64,6 @@ Error refused(int err, const Reason& reason) {
     return Error::from_errno(-err, reason);
 }
 
-// Any child of @pid, a zombie too (the children list keeps it until it is
-// reaped): /proc/PID/task/PID/children (CONFIG_PROC_CHILDREN), or else the
-// PPid of every process.
-bool has_children(pid_t pid) {
-    if (auto c = read_text(fmt::format("/proc/{}/task/{}/children", pid, pid)))
-        return c->find_first_not_of(" \n") != std::string::npos;
-    auto all = list_numeric("/proc");
-    if (!all)
-        return false;
-    for (const int p : *all)
-        if (auto s = read_text(fmt::format("/proc/{}/status", p));
-            s && parse_u64(status_field(*s, "PPid")) == static_cast<std::uint64_t>(pid))
-            return true;
-    return false;
-}
-
 // What is refused before the process is touched (ghost_policy_target()),
 // status the text of its /proc/PID/status.
 Result<void> check_target(pid_t pid, const Result<std::string>& status) {
@@ -93,7 +77,7 @@ Result<void> check_target(pid_t pid, const Result<std::string>& status) {
         stat && stat->size() > 9 && (parse_u64((*stat)[9]) & (kPfKthread | kPfExiting));
     t.self = pid == ::getpid();
     t.threads = status ? static_cast<int>(parse_u64(status_field(*status, "Threads"))) : 1;
-    t.children = has_children(pid);
+    t.children = !children_of(pid).empty();
     if (status && !t.self) {
         const auto shared =
             sharing_of(pid, static_cast<pid_t>(parse_u64(status_field(*status, "PPid"))));
@@ -116,7 +100,7 @@ Result<void> check_held(pid_t pid, const std::string& status) {
     ghost_target_facts t{};
     t.pid = pid;
     t.threads = static_cast<int>(parse_u64(status_field(status, "Threads")));
-    t.children = has_children(pid);
+    t.children = !children_of(pid).empty();
     Reason reason{};
     if (const int err = ghost_policy_target(&t, reason, sizeof(reason)); err < 0)
         return refused(err, reason);

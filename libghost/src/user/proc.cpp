@@ -344,10 +344,11 @@ bool uses_io_uring(pid_t pid) {
     return false;
 }
 
-namespace {
+bool exiting(pid_t pid) {
+    auto stat = read_stat(pid);
+    return !stat || stat->size() <= 9 || (parse_u64((*stat)[9]) & kPfExiting);
+}
 
-// The children of every thread of pid (/proc/PID/task/TID/children,
-// CONFIG_PROC_CHILDREN); without that file, the PPid of every process.
 std::vector<pid_t> children_of(pid_t pid) {
     std::vector<pid_t> out;
     bool listed = false;
@@ -372,8 +373,6 @@ std::vector<pid_t> children_of(pid_t pid) {
                 out.push_back(p);
     return out;
 }
-
-} // namespace
 
 Sharing sharing_of(pid_t pid, pid_t ppid) {
     Sharing s;

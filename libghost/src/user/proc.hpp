@@ -76,6 +76,15 @@ Result<std::vector<int>> list_fds(pid_t pid);
 // The target of a symlink in /proc ("/path", "pipe:[123]").
 Result<std::string> read_link(const std::string& path);
 
+// Whether /proc says the task is exiting (PF_EXITING in its stat flags,
+// proc(5)'s field 9, set before its descriptors close), or is gone.
+bool exiting(pid_t pid);
+
+// The children of every thread of pid (/proc/PID/task/TID/children,
+// CONFIG_PROC_CHILDREN); without that file, the PPid of every process.
+// Zombies too: the children list keeps them until they are reaped.
+std::vector<pid_t> children_of(pid_t pid);
+
 // Whether pid holds a SysV semaphore undo list (kcmp(KCMP_SYSVSEM)).
 bool holds_sysvsem(pid_t pid);
 

@@ -247,12 +247,8 @@ Result<void> Rebuild::commit() {
 static void kill_until_gone(Tracee& t, pid_t pid) {
     ::kill(pid, SIGKILL);
     t.kill_and_wait();
-    for (int i = 0; i < 5000; ++i) {
-        const auto st = read_stat(pid);
-        if (!st || st->size() <= 9 || (parse_u64((*st)[9]) & kPfExiting))
-            return;
+    for (int i = 0; i < 5000 && !exiting(pid); ++i)
         ::usleep(1000);
-    }
 }
 
 // The tracer's whole life: report (errno, reason) on the pipe if the caller
