@@ -8,6 +8,7 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <memory>
@@ -168,16 +169,33 @@ TEST(SimApps, AllToAllSendsToEveryOtherProcess) {
     EXPECT_FALSE(ghost::sim::make_app({"lbm", 3, 0, 1}).has_value());
 }
 
-// A file as bsprun --record writes it, in a temporary directory.
-std::string recorded(const std::string& text) {
-    char dir[] = "/tmp/ghost-replay-test.XXXXXX";
-    EXPECT_NE(::mkdtemp(dir), nullptr);
-    const std::string path = std::string(dir) + "/job.jsonl";
-    std::ofstream(path) << text;
-    return path;
-}
+// Files as bsprun --record writes them, in a temporary directory that
+// goes with the test.
+class Recorded {
+  public:
+    Recorded() {
+        char dir[] = "/tmp/ghost-replay-test.XXXXXX";
+        EXPECT_NE(::mkdtemp(dir), nullptr);
+        dir_ = dir;
+    }
+    ~Recorded() { std::filesystem::remove_all(dir_); }
+    Recorded(const Recorded&) = delete;
+    Recorded& operator=(const Recorded&) = delete;
+
+    std::string operator()(const std::string& text) {
+        const std::string path = dir_ + "/" + std::to_string(++files_) + "/job.jsonl";
+        std::filesystem::create_directories(std::filesystem::path(path).parent_path());
+        std::ofstream(path) << text;
+        return path;
+    }
+
+  private:
+    std::string dir_;
+    int files_ = 0;
+};
 
 TEST(SimApps, ReplayComputesTheRecordedCpuTimeAndSendsWhatWasReceived) {
+    Recorded recorded;
     const std::string path = recorded(
         R"({"superstep":0,"cpu":[0.5,0.25,0],"wall":[0.5,1.25,0],"memory":[1000,0,0],)"
         R"("from":[[0,0,0],[300,0,0],[7,0,0]]})"
