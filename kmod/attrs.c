@@ -157,6 +157,19 @@ static void ghost_set_dumpable(struct mm_struct *mm, int value)
 	set_mask_bits(&mm->flags, MMF_DUMPABLE_MASK, value);
 }
 
+/*
+ * Past the point of no return, before the first page of the image goes in:
+ * as prctl(PR_SET_DUMPABLE, 0). The memory is the caller's, so whoever
+ * could read it while it was dumpable (a /proc/PID/mem opened then keeps
+ * reading) would read the image's pages. Only ever lowered: a process the
+ * import's change of credentials made not dumpable stays so.
+ */
+void ghost_restore_dumpable(const struct ghost_staged *st)
+{
+	if (st->has_attrs && (st->attrs.flags & GHOST_ATTRS_NOT_DUMPABLE))
+		ghost_set_dumpable(current->mm, SUID_DUMP_DISABLE);
+}
+
 /* Past the point of no return. An image without ATTRS keeps the caller's. */
 void ghost_restore_attrs(const struct ghost_staged *st)
 {
@@ -179,12 +192,6 @@ void ghost_restore_attrs(const struct ghost_staged *st)
 	 * mark has_child_subreaper.
 	 */
 	current->signal->is_child_subreaper = !!(a->flags & GHOST_ATTRS_CHILD_SUBREAPER);
-	/*
-	 * As prctl(PR_SET_DUMPABLE, 0). Only ever lowered: a process the
-	 * import's change of credentials made not dumpable stays so.
-	 */
-	if (a->flags & GHOST_ATTRS_NOT_DUMPABLE)
-		ghost_set_dumpable(mm, SUID_DUMP_DISABLE);
 	/* as prctl(PR_SET_TIMERSLACK): 0 is the default */
 	current->timer_slack_ns = a->timerslack_ns ? a->timerslack_ns :
 				  current->default_timer_slack_ns;

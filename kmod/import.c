@@ -225,8 +225,8 @@ int ghost_import(struct ghost *g, struct ghost_import *im, struct file *self,
 	im->vvar_start = sv ? sv->v.start : 0;
 	sv = ghost_staged_vma(st, GHOST_VMA_VDSO);
 	im->vdso_start = sv ? sv->v.start : 0;
-	im->attrs = st->attrs.flags &
-		    (GHOST_ATTRS_SESSION_LEADER | GHOST_ATTRS_GROUP_LEADER);
+	im->attrs = st->attrs.flags & (GHOST_ATTRS_SESSION_LEADER | GHOST_ATTRS_GROUP_LEADER |
+				       GHOST_ATTRS_NOT_DUMPABLE);
 	im->membarrier = st->attrs.membarrier;
 
 	err = ghost_check_vdso(st, im->reason);

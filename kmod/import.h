@@ -133,6 +133,7 @@ int ghost_check_vdso(const struct ghost_staged *st, char *reason);
 /* attrs.c */
 int ghost_check_attrs_import(const struct ghost_staged *st, char *reason);
 int ghost_check_attrs_caller(const struct ghost_staged *st, char *reason);
+void ghost_restore_dumpable(const struct ghost_staged *st);
 void ghost_restore_attrs(const struct ghost_staged *st);
 
 /* late_pages.c: GHOST_IMPORT_DIRECT's page data, past the point of no return */

@@ -405,6 +405,7 @@ int ghost_restore(struct ghost_staged *st, struct file *self)
 {
 	int err;
 
+	ghost_restore_dumpable(st);
 	err = restore_mm(st);
 	if (err)
 		return err;

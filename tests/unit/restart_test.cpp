@@ -15,6 +15,7 @@
 //    restarts; a process that is not dumpable comes back so.
 #include <gtest/gtest.h>
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <grp.h>
 #include <poll.h>
@@ -56,6 +57,10 @@ void on_fork_child() {
 bool watch_forks() {
     static const int registered = ::pthread_atfork(nullptr, nullptr, on_fork_child);
     return registered == 0;
+}
+
+std::string fmt_proc(pid_t pid, const char* what) {
+    return "/proc/" + std::to_string(pid) + "/" + what;
 }
 
 std::unique_ptr<ghost::Engine> engine() {
@@ -431,6 +436,90 @@ TEST_F(Restart, ANonDumpableProcessComesBackNotDumpable) {
         EXPECT_EQ(st.st_uid, dumpable ? kNobody : 0u)
             << (dumpable ? "a dumpable process came back not dumpable"
                          : "a process that was not dumpable came back dumpable");
+        ::kill(*child, SIGKILL);
+    }
+}
+
+// Forks a process of uid `uid` that waits for a restore stub to appear
+// (its comm, truncated to 15 bytes) and then opens its /proc/PID/mem as
+// often as it can, until killed. It writes one byte to `out` once an open
+// succeeds: from then on that descriptor would read whatever memory the
+// process is given, whatever it is made later (the check is at open).
+pid_t watch_for_open_stub(uid_t uid, int out) {
+    const pid_t w = ::fork();
+    if (w != 0)
+        return w;
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (::setgroups(0, nullptr) != 0 || ::setresgid(uid, uid, uid) != 0 ||
+        ::setresuid(uid, uid, uid) != 0)
+        ::_exit(5);
+    pid_t stub = 0;
+    while (!stub) {
+        DIR* d = ::opendir("/proc");
+        if (!d)
+            ::_exit(6);
+        while (dirent* e = ::readdir(d)) {
+            const pid_t n = static_cast<pid_t>(std::atoi(e->d_name));
+            char comm[32] = {};
+            const int fd = n > 0 ? ::open(fmt_proc(n, "comm").c_str(), O_RDONLY | O_CLOEXEC) : -1;
+            if (fd < 0)
+                continue;
+            const ssize_t len = ::read(fd, comm, sizeof(comm) - 1);
+            ::close(fd);
+            if (len > 0 && std::strncmp(comm, "ghost-restore-s", 15) == 0) {
+                stub = n;
+                break;
+            }
+        }
+        ::closedir(d);
+    }
+    const std::string mem = fmt_proc(stub, "mem");
+    for (;;) {
+        const int fd = ::open(mem.c_str(), O_RDONLY | O_CLOEXEC);
+        if (fd >= 0) {
+            (void)!::write(out, "!", 1);
+            ::_exit(0);
+        }
+    }
+}
+
+// While root restarts another user's process that is not dumpable, that
+// user's own processes never get at the image's pages: the restarter is
+// not dumpable from the moment it takes the user's credentials (a
+// /proc/PID/mem opened in between would read the restored memory for
+// good). The kernel engine only: the user engine's tracer, running as the
+// owner, needs the stub dumpable to seize it (image-format.md, "not
+// dumpable").
+TEST_F(Restart, ANonDumpableImageIsNeverOpenToItsOwnerWhileRestarting) {
+    if (::getuid() != 0)
+        GTEST_SKIP() << "needs root: checkpoints another user's process that is not dumpable";
+    if (eng_->name() == "user")
+        GTEST_SKIP() << "the user engine's tracer needs the stub dumpable while it rebuilds it";
+    constexpr uid_t kNobody = 65534;
+    for (int round = 0; round < 3; round++) {
+        auto img = checkpointed([] {
+            if (::setgroups(0, nullptr) != 0 || ::setresgid(kNobody, kNobody, kNobody) != 0 ||
+                ::setresuid(kNobody, kNobody, kNobody) != 0)
+                ::_exit(5);
+        });
+        int p[2];
+        ASSERT_EQ(::pipe2(p, O_CLOEXEC | O_NONBLOCK), 0);
+        ghost::UniqueFd seen(p[0]), tell(p[1]);
+        const pid_t watcher = watch_for_open_stub(kNobody, tell.get());
+        ASSERT_GT(watcher, 0);
+        tell.reset();
+        auto o = opts();
+        o.owner = ghost::Owner{kNobody, kNobody, {}};
+        auto child = ghost::restart(*eng_, img.get(), o);
+        ::kill(watcher, SIGKILL);
+        ASSERT_EQ(::waitpid(watcher, nullptr, 0), watcher);
+        ASSERT_TRUE(child) << child.error().what();
+        pids_.push_back(*child);
+        EXPECT_EQ(next_line().first, *child);
+        char c = 0;
+        EXPECT_NE(::read(seen.get(), &c, 1), 1)
+            << "uid " << kNobody << " opened the memory of its process being restarted (round "
+            << round << ")";
         ::kill(*child, SIGKILL);
     }
 }

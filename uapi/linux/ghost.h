@@ -275,7 +275,11 @@ struct ghost_export {
  *              no CREDS section
  * @attrs:      out (PREPARE): GHOST_ATTRS_SESSION_LEADER or _GROUP_LEADER:
  *              what the caller must make itself before the import
- *              (setsid(), setpgid(0, 0)), which no module can do
+ *              (setsid(), setpgid(0, 0)), which no module can do; and
+ *              GHOST_ATTRS_NOT_DUMPABLE: the caller should make itself not
+ *              dumpable now and after any change of its credentials, as
+ *              the import's pages go into its memory (the import makes it
+ *              so too, before the first page)
  * @membarrier: out (PREPARE): GHOST_MEMBARRIER_* registrations the caller
  *              must make before the import (membarrier(2) REGISTER_*)
  * @owner:      in (GHOST_IMPORT_OWNER): the uid the image must run as

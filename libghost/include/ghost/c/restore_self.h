@@ -138,6 +138,14 @@ static inline int ghost_restore_self_as(int g, struct ghost_import *im,
 	im->creds_size = creds_max;
 	if (ioctl(g, GHOST_IOC_IMPORT, im))
 		goto fail;
+	/*
+	 * The image's pages will be this process's memory: from here on no
+	 * one may open /proc/PID/mem (which keeps reading after a later
+	 * PR_SET_DUMPABLE 0) or ptrace it. Again after a change of
+	 * credentials, which sets suid_dumpable (1 on some systems).
+	 */
+	if (im->attrs & GHOST_ATTRS_NOT_DUMPABLE)
+		prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
 	if (im->creds_len && ghost_creds_own_session(creds, im->reason, sizeof(im->reason)))
 		goto fail;
 	if (ghost_become_image(im))
@@ -153,6 +161,8 @@ static inline int ghost_restore_self_as(int g, struct ghost_import *im,
 	    ghost_assume_creds(creds, (const __u32 *)(creds + 1), im->reason,
 			       sizeof(im->reason)))
 		goto fail;
+	if (im->attrs & GHOST_ATTRS_NOT_DUMPABLE)
+		prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
 	im->flags = flags;
 	im->creds = 0;
 	im->creds_size = 0;
