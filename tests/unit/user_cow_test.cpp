@@ -11,6 +11,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -25,12 +26,14 @@
 #include <fstream>
 #include <iterator>
 #include <memory>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "ghost/engine.hpp"
 #include "ghost/image.hpp"
+#include "ghost/process.hpp"
 #include "ghost/user_engine.hpp"
 #include "proc_state.hpp"
 
@@ -191,6 +194,113 @@ TEST(UserCow, RepeatedExportsLeaveNoChildAndNoSignal) {
     }
     EXPECT_EQ(w.read_for(300).find("sigchld"), std::string::npos);
     EXPECT_NE(state_of(w.pid), 'T');
+}
+
+// Field n (from 1) of /proc/PID/stat, empty if unreadable.
+std::string stat_field(pid_t pid, int n) {
+    std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+    std::string line;
+    std::getline(in, line);
+    const auto paren = line.rfind(')');
+    if (paren == std::string::npos)
+        return {};
+    std::istringstream rest(line.substr(paren + 2));
+    std::string field;
+    for (int i = 3; i <= n && rest >> field; i++)
+        if (i == n)
+            return field;
+    return {};
+}
+
+// utime + stime (fields 14 and 15), in clock ticks.
+std::uint64_t cpu_ticks_of(pid_t pid) {
+    const std::string u = stat_field(pid, 14), s = stat_field(pid, 15);
+    return u.empty() || s.empty() ? 0 : std::stoull(u) + std::stoull(s);
+}
+
+// "SigBlk:" of /proc/PID/status.
+std::string blocked_of(pid_t pid) {
+    std::ifstream in("/proc/" + std::to_string(pid) + "/status");
+    for (std::string line; std::getline(in, line);)
+        if (line.rfind("SigBlk:", 0) == 0)
+            return line;
+    return {};
+}
+
+// A process exporting w's (as migd does) into a pipe nobody reads: it
+// blocks once the pipe is full, in the middle of the page copy, and is
+// then killed, as migd would be. Returns once it is gone.
+void kill_exporter_mid_copy(const Writer& w, ghost::Fate fate) {
+    int p[2];
+    ASSERT_EQ(::pipe2(p, O_CLOEXEC), 0);
+    const pid_t e = ::fork();
+    if (e == 0) {
+        ghost::UserEngine engine;
+        ghost::CheckpointOptions o;
+        o.fate = fate;
+        (void)ghost::checkpoint(engine, w.pid, p[1], o);
+        ::_exit(0);
+    }
+    ::close(p[1]);
+    // Full: the image's first bytes and some of its pages are in the pipe.
+    int queued = 0;
+    for (int i = 0; i < 500 && queued < 65536; i++) {
+        ::usleep(10000);
+        ASSERT_EQ(::ioctl(p[0], FIONREAD, &queued), 0);
+    }
+    EXPECT_GE(queued, 65536) << "the exporter never filled its pipe";
+    ::usleep(100000);
+    ::kill(e, SIGKILL);
+    ASSERT_EQ(::waitpid(e, nullptr, 0), e);
+    ::close(p[0]);
+}
+
+// An exporter that dies while it copies the pages leaves the process
+// running as it was and no second copy: stop-and-copy, the process was
+// held with our registers and every signal blocked, and must come back
+// with its own (it runs on writing, its mask unchanged); copy-on-write,
+// the snapshot child must not run on as a copy of it (killed with its
+// tracer; a zombie until the process reaps its children, which keeps
+// it from being exported again until then).
+TEST(UserCow, AnExporterKilledDuringTheCopyLeavesOneProcessAsItWas) {
+    for (const ghost::Fate fate : {ghost::Fate::Kill, ghost::Fate::Run}) {
+        SCOPED_TRACE(fate == ghost::Fate::Kill ? "stop-and-copy" : "copy-on-write");
+        Writer w(false);
+        const std::string mask = blocked_of(w.pid);
+        ASSERT_FALSE(mask.empty());
+        kill_exporter_mid_copy(w, fate);
+        std::string kids = children_of(w.pid);
+        for (int i = 0; i < 200 && !kids.empty(); i++) {
+            bool all_dead = true;
+            std::istringstream in(kids);
+            for (pid_t k; in >> k;)
+                all_dead &= state_of(k) == 'Z' || state_of(k) == '?';
+            if (all_dead)
+                break;
+            ::usleep(10000);
+            kids = children_of(w.pid);
+        }
+        std::istringstream in(kids);
+        for (pid_t k; in >> k;) {
+            EXPECT_TRUE(state_of(k) == 'Z' || state_of(k) == '?')
+                << "the snapshot " << k << " runs on (state " << state_of(k) << ")";
+            // Killed with its tracer, before it ran a single instruction
+            // (left to run, it would return from our clone into the
+            // process's code and die of whatever that does).
+            if (state_of(k) == 'Z') {
+                EXPECT_EQ(stat_field(k, 52), std::to_string(SIGKILL)) << "its exit status";
+            }
+        }
+        ::usleep(100000);
+        ASSERT_NE(state_of(w.pid), 'Z') << "the process died";
+        EXPECT_NE(state_of(w.pid), 'T') << "the process stays stopped";
+        EXPECT_EQ(blocked_of(w.pid), mask);
+        // It runs on: it spins writing, so its CPU time grows.
+        const auto t0 = cpu_ticks_of(w.pid);
+        ::usleep(300000);
+        EXPECT_GT(cpu_ticks_of(w.pid), t0) << "it no longer runs";
+        EXPECT_EQ(w.read_for(100).find("sigchld"), std::string::npos);
+    }
 }
 
 // A fork's child sees a MADV_WIPEONFORK mapping zeroed: such a process is

@@ -527,6 +527,17 @@ Result<ExportStats> export_once(pid_t pid, Fate fate, int out, std::string_view 
                                                     "as they are");
     }
 
+    if (!snap && !live) {
+        // Held for the whole copy, but as it was: no system call of ours
+        // runs in it after this, and an exporter that dies during the
+        // copy (migd killed, its journal resuming the process) must not
+        // leave it with our registers and every signal blocked.
+        if (auto s = t.set_regs(restarted(*regs0, true)); !s)
+            return fail(s.error());
+        clobbered = false;
+        if (auto s = t.set_signal_mask(*mask0); !s)
+            return fail(s.error());
+    }
     again = false; // from here bytes go out: no second try
     if (live && precopy->before_pages)
         precopy->before_pages();
@@ -556,10 +567,6 @@ Result<ExportStats> export_once(pid_t pid, Fate fate, int out, std::string_view 
     stats.copy_on_write = snap.has_value() || live;
     if (snap || live)
         return stats;
-    if (auto s = t.set_regs(restarted(*regs0, true)); !s)
-        return fail(s.error());
-    if (auto s = t.set_signal_mask(*mask0); !s)
-        return fail(s.error());
     const int sig = fate == Fate::Kill ? SIGKILL : fate == Fate::Stop ? SIGSTOP : 0;
     stats.frozen_ns = frozen_for();
     if (auto d = t.detach(sig); !d)

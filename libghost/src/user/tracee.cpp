@@ -350,6 +350,13 @@ Result<Tracee> Tracee::fork_snapshot() {
         child.kill_and_wait();
         return st.error();
     }
+    // It would run on if we died (an exporter inside migd, killed): a
+    // second running copy, returning from our clone into the original's
+    // code. Ours to kill when its tracer goes.
+    if (auto k = child.kill_on_exit(); !k) {
+        child.kill_and_wait();
+        return k.error();
+    }
     return child;
 }
 
