@@ -128,12 +128,21 @@ Result<std::string> store_one(Daemon& d, Channel& ch, const json& item, uid_t ow
                    {"role", "server"},
                    {"kind", "checkpoint"},
                    {"state", "receiving"},
-                   {"tmp", tmp}};
-    (void)d.journal_.put(jentry);
-    UniqueFd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600));
+                   {"tmp", tmp},
+                   {"meta", meta_path(cfg, id)},
+                   {"image", image_path(cfg, id)}};
     Error werr;
     bool werr_set = false;
-    if (!fd) {
+    UniqueFd fd;
+    // Without its entry a crash would leave files no one names: refused
+    // (the stream is still read to its END).
+    if (auto j = d.journal_.put(jentry); !j) {
+        werr = j.error();
+        werr_set = true;
+    } else {
+        fd.reset(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600));
+    }
+    if (!werr_set && !fd) {
         werr = Error::from_errno(errno,
                                  fmt::format("cannot create {}: {}", tmp, std::strerror(errno)));
         werr_set = true;
@@ -162,7 +171,9 @@ Result<std::string> store_one(Daemon& d, Channel& ch, const json& item, uid_t ow
         written += b.size();
         return {};
     });
-    auto img = ghost::image::read(src);
+    ghost::image::ReadOptions ro;
+    ro.max_bytes = cfg.max_image_bytes; // as for a migration's image
+    auto img = ghost::image::read(src, ro);
     Result<void> rest = img ? src.drain() : Result<void>(img.error());
     auto cleanup = [&](const Error& e) -> Result<std::string> {
         ::unlink(tmp.c_str());
@@ -194,6 +205,14 @@ Result<std::string> store_one(Daemon& d, Channel& ch, const json& item, uid_t ow
     UniqueFd dir(::open(cfg.server_dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
     if (dir)
         ::fsync(dir.get());
+    // Durable before the answer: a recovery finding "receiving" removes
+    // the image (never announced), one finding "stored" keeps it.
+    jentry["state"] = "stored";
+    if (auto j = d.journal_.put(jentry); !j) {
+        ::unlink(image_path(cfg, id).c_str());
+        ::unlink(meta_path(cfg, id).c_str());
+        return cleanup(j.error());
+    }
     d.journal_.remove("store-" + id);
     spdlog::info("checkpoint server: stored {} ({}, pid {} on {}, uid {}, {} bytes{})", id,
                  meta["comm"].get<std::string>(), meta["pid"].get<int>(), ch.peer(), owner, written,
@@ -375,9 +394,20 @@ void Ops::peer_store(Daemon& d, Channel& ch, const json& req) {
         (void)send_json(ch, error_reply("malformed store request"));
         return;
     }
+    // The peer's estimates: each within the limit a migration has, their
+    // sum saturating (the stream's real size is checked as it comes).
     std::uint64_t want = 0;
-    for (const auto& i : items)
-        want += i.value("estimate", std::uint64_t{0});
+    for (const auto& i : items) {
+        const auto e = i.value("estimate", std::uint64_t{0});
+        if (cfg.max_image_bytes && e > cfg.max_image_bytes) {
+            (void)send_json(ch, error_reply(fmt::format(
+                                    "checkpoint server {}: an image of about {} bytes is above "
+                                    "[limits] max_image_bytes ({})",
+                                    cfg.host, e, cfg.max_image_bytes)));
+            return;
+        }
+        want = e > UINT64_MAX - want ? UINT64_MAX : want + e;
+    }
     auto ready = server_ready(cfg);
     if (ready)
         ready = check_room(cfg, want);

@@ -521,6 +521,10 @@ void Ops::recover_entry(Daemon& d, const json& e) {
             ::kill(pid, SIGCONT);
         spdlog::info("recovery: {} {} rolled back, pid {} runs on", e.value("kind", ""), id, pid);
         d.journal_.remove(id);
+    } else if (role == "server" && state == "stored") {
+        // Stored whole (and maybe announced): kept.
+        spdlog::info("recovery: stored image of {} kept", id);
+        d.journal_.remove(id);
     } else if ((role == "dest" && state == "receiving") || role == "server") {
         // Before the copy was ready: the stub (or the copy it became) is
         // killed; a partial stored image is removed.
@@ -528,6 +532,12 @@ void Ops::recover_entry(Daemon& d, const json& e) {
             (void)kill_process(e.value("stub_pid", 0), e.value("stub_starttime", std::uint64_t{0}));
         if (e.contains("tmp"))
             ::unlink(e.value("tmp", "").c_str());
+        // A stored image whose entry is still here was never announced
+        // (the entry goes before the answer): its metadata and, if the
+        // rename was done, the image go with it.
+        for (const char* key : {"meta", "image"})
+            if (e.contains(key))
+                ::unlink(e.value(key, "").c_str());
         spdlog::info("recovery: incomplete {} {} dropped", e.value("kind", ""), id);
         d.journal_.remove(id);
     }

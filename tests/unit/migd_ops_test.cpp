@@ -16,6 +16,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
@@ -377,6 +378,77 @@ TEST(MigdOps, CheckpointServerStoresListsRestartsAndRemoves) {
     EXPECT_TRUE(rm.value("ok", false)) << rm.dump();
     const json after = net["h1"].local({{"op", "images"}, {"server", "h3"}}, root, {});
     EXPECT_EQ(after["images"].size(), 1u);
+}
+
+// A checkpoint server that died while storing: what its journal says was
+// never announced ("receiving": the partial image, its metadata, or the
+// image already renamed) goes at its next start; what was stored whole
+// ("stored", whose answer may have gone out) stays and is listed.
+TEST(MigdOps, AServerRestartedAfterACrashKeepsOnlyWholeStoredImages) {
+    const fs::path base = fs::temp_directory_path() / ("migd-ops-" + std::to_string(::getpid()));
+    const fs::path images = base / "h3" / "images", journal = base / "h3" / "state" / "journal";
+    fs::create_directories(images);
+    fs::create_directories(journal);
+    const auto file = [](const fs::path& p, const std::string& text) {
+        std::ofstream(p) << text;
+        ::chmod(p.c_str(), 0600);
+    };
+    const auto meta = [](const std::string& id) {
+        return json{{"id", id},   {"comm", "c"}, {"pid", 1},    {"origin", "h1"},
+                    {"owner", 0}, {"bytes", 4},  {"time_ms", 1}}
+            .dump();
+    };
+    // Crashed after its metadata and the rename, before its answer.
+    file(images / "1-1.ghost", "data");
+    file(images / "1-1.json", meta("1-1"));
+    // Crashed after its metadata, before the rename.
+    file(images / ".1-2.tmp", "data");
+    file(images / "1-2.json", meta("1-2"));
+    // Stored whole.
+    file(images / "1-3.ghost", "data");
+    file(images / "1-3.json", meta("1-3"));
+    for (const auto& [id, state] : {std::pair{"1-1", "receiving"}, std::pair{"1-2", "receiving"},
+                                    std::pair{"1-3", "stored"}}) {
+        const json e = {{"id", std::string("store-") + id},
+                        {"role", "server"},
+                        {"kind", "checkpoint"},
+                        {"state", state},
+                        {"tmp", (images / (std::string(".") + id + ".tmp")).string()},
+                        {"meta", (images / (std::string(id) + ".json")).string()},
+                        {"image", (images / (std::string(id) + ".ghost")).string()}};
+        file(journal / (std::string("store-") + id + ".json"), e.dump() + "\n");
+    }
+    Net net(3);
+    EXPECT_TRUE(fs::is_empty(journal));
+    std::vector<std::string> left;
+    for (const auto& e : fs::directory_iterator(images))
+        left.push_back(e.path().filename());
+    std::sort(left.begin(), left.end());
+    EXPECT_EQ(left, (std::vector<std::string>{"1-3.ghost", "1-3.json"}));
+    const json list = net["h1"].local({{"op", "images"}, {"server", "h3"}}, root, {});
+    ASSERT_TRUE(list.value("ok", false)) << list.dump();
+    ASSERT_EQ(list["images"].size(), 1u) << list.dump();
+    EXPECT_EQ(list["images"][0]["id"], "1-3");
+}
+
+// [limits] max_image_bytes holds for the checkpoint server's store as for a
+// migration: a larger image is refused, the process runs on, nothing is kept.
+TEST(MigdOps, TheServerRefusesAnImageAboveMaxImageBytes) {
+    Net net(3, [](migd::Config& c) {
+        if (c.host == "h3")
+            c.max_image_bytes = 64 * 1024;
+    });
+    Counter a(net.root());
+    const json r =
+        net["h1"].local({{"op", "checkpoint"}, {"pids", {a.pid}}, {"server", "h3"}}, user, {});
+    EXPECT_FALSE(r.value("ok", true)) << r.dump();
+    EXPECT_NE(r.dump().find("max_image_bytes"), std::string::npos) << r.dump();
+    EXPECT_TRUE(alive(a.pid));
+    const auto n = a.last().first;
+    EXPECT_TRUE(eventually([&] { return a.last().first > n; })); // still counting
+    const fs::path images = net.root() / "h3" / "images";
+    EXPECT_TRUE(!fs::exists(images) || fs::is_empty(images));
+    EXPECT_TRUE(eventually([&] { return fs::is_empty(net.root() / "h3" / "state" / "journal"); }));
 }
 
 // A field of the wrong type for the host's own store, which answers on a
