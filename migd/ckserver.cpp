@@ -124,12 +124,8 @@ Result<std::string> store_one(Daemon& d, Channel& ch, const json& item, uid_t ow
                               const std::string& id) {
     const Config& cfg = d.config();
     const std::string tmp = fmt::format("{}/.{}.tmp", cfg.server_dir, id);
-    json jentry = {{"id", "store-" + id},
-                   {"role", "server"},
-                   {"kind", "checkpoint"},
-                   {"state", "receiving"},
-                   {"tmp", tmp},
-                   {"meta", meta_path(cfg, id)},
+    json jentry = {{"id", "store-" + id},         {"role", "server"}, {"kind", "checkpoint"},
+                   {"state", "receiving"},        {"tmp", tmp},       {"meta", meta_path(cfg, id)},
                    {"image", image_path(cfg, id)}};
     Error werr;
     bool werr_set = false;
@@ -294,13 +290,36 @@ void run_session(Daemon& d, const std::string& server, std::vector<Job*> jobs, g
                 return Error::from_errno(EIO, fmt::format("checkpoint server {}: {}", server,
                                                           r->value("error", "refused")));
             id = r->value("id", "");
+            // Stored; the process, held stopped, is killed after this.
+            maybe_crash("checkpoint-after-confirm");
             return {};
         };
+        // Held stopped from its export until the server confirmed, then
+        // killed: a migd that dies in between must find it to resume it
+        // (recovery's "sending" source, as for a migration).
+        const std::string jid = fmt::format("{}.{}.{}", d.config().host, now_ms(), d.next_op_++);
+        Daemon::Busy busy(d, jid);
+        if (auto w = d.journal_.put({{"id", jid},
+                                     {"role", "source"},
+                                     {"kind", "checkpoint"},
+                                     {"state", "sending"},
+                                     {"peer", server},
+                                     {"pid", j->pid},
+                                     {"starttime", j->proc.starttime},
+                                     {"uid", j->proc.uid},
+                                     {"comm", j->proc.comm}});
+            !w) {
+            j->result = error_reply(fmt::format("checkpoint of process {} not started, it runs "
+                                                "on: {}",
+                                                j->pid, w.error().what()));
+            break; // the server awaits this image: the session cannot go on
+        }
         auto ex = export_to(d, **ch, j->proc, fate, confirm, jobs.size() == 1 ? emit : Emit{});
         const auto ms =
             std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0)
                 .count();
         if (!ex) {
+            d.journal_.remove(jid);
             j->result = error_reply(fmt::format("checkpoint of process {} failed, it runs on: {}",
                                                 j->pid, ex.error().what()));
             break; // the session is out of step: the rest are reported as not done
@@ -308,6 +327,7 @@ void run_session(Daemon& d, const std::string& server, std::vector<Job*> jobs, g
         if (fate == ghost::Fate::Kill) // export_to() does not wait for it to be gone
             if (auto k = kill_process(j->pid, j->proc.starttime); !k)
                 spdlog::warn("checkpoint of process {}: {}", j->pid, k.error().what());
+        d.journal_.remove(jid);
         j->result = {{"ok", true}, {"pid", j->pid},   {"id", id}, {"bytes", ex->stats.bytes},
                      {"ms", ms},   {"server", server}};
     }

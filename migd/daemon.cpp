@@ -73,6 +73,10 @@ Result<void> Daemon::start() {
     if (auto r = locations_.open(cfg_.state_dir, cfg_.host); !r)
         return r;
     recover();
+    sweep_temporaries(cfg_.state_dir);
+    sweep_temporaries(cfg_.state_dir + "/journal");
+    if (!cfg_.server_dir.empty())
+        sweep_temporaries(cfg_.server_dir);
     resolver_ = std::thread([this] { resolver_loop(); });
     sweeper_.emplace(sweep_period(), [this] { sweep(); });
     return {};

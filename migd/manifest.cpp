@@ -9,6 +9,7 @@
 
 #include <cerrno>
 #include <filesystem>
+#include <mutex>
 #include <regex>
 
 #include <fmt/format.h>
@@ -41,6 +42,10 @@ json Ops::manifest_here(Daemon& d, const json& req) {
                                        "'.', '_' or '-'",
                                        job));
     const std::string path = fmt::format("{}/{}.manifest", cfg.server_dir, job);
+    // The owner check and the write as one: two first puts of a job at
+    // once must not both find it free (the last would take another's job).
+    static std::mutex mu;
+    std::lock_guard lock(mu);
     std::optional<json> old;
     if (auto text = read_file(path)) {
         old = parse_bounded(*text);

@@ -74,9 +74,34 @@ Result<json> restart_here(Daemon& d, const std::string& server, const std::strin
     auto who = incoming_owner(cfg, owner);
     if (!who)
         return who.error();
-    auto im = import_from(d, *f.ch, *who, true);
+    // Journaled with the stub's pid as soon as it exists, until the copy
+    // runs with its gid: a migd that dies in between kills it when it
+    // starts again (recovery's "receiving" destination), rather than leave
+    // it stopped and unnamed for ever.
+    json entry = {{"id", fmt::format("{}.{}.{}", cfg.host, now_ms(), d.next_op_++)},
+                  {"role", "dest"},
+                  {"kind", "restart"},
+                  {"state", "receiving"},
+                  {"peer", server},
+                  {"image", id}};
+    const std::string jid = entry["id"];
+    Daemon::Busy busy(d, jid);
+    if (auto j = d.journal_.put(entry); !j)
+        return j.error();
+    struct Drop {
+        Daemon& d;
+        const std::string& id;
+        ~Drop() { d.journal_.remove(id); }
+    } drop{d, jid};
+    auto im = import_from(d, *f.ch, *who, true, [&](pid_t stub) {
+        entry["stub_pid"] = stub;
+        if (auto p = proc_stat(stub))
+            entry["stub_starttime"] = p->starttime;
+        (void)d.journal_.put(entry);
+    });
     if (!im)
         return im.error();
+    maybe_crash("restart-after-import");
     // It runs as its recorded owner or not at all, whatever the stored
     // bytes or a clear stream say (the owner was checked above).
     d.adopt(im->pid);

@@ -95,6 +95,16 @@ std::optional<std::string> read_file(const std::string& path) {
     return text ? std::move(*text) : std::nullopt;
 }
 
+void sweep_temporaries(const std::string& dir) {
+    std::error_code ec;
+    for (const auto& e : std::filesystem::directory_iterator(dir, ec)) {
+        const std::string name = e.path().filename().string();
+        if (name.ends_with(".tmp") && e.is_regular_file(ec) &&
+            std::filesystem::remove(e.path(), ec))
+            spdlog::info("removed {}, left by a write a crash cut short", e.path().string());
+    }
+}
+
 Result<void> write_file_atomic(const std::string& path, std::string_view data, int mode) {
     const std::string tmp = path + ".tmp";
     UniqueFd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode));

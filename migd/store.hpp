@@ -42,6 +42,11 @@ ghost::Result<void> append_durably(int fd, const std::string& path, std::string_
 // Writes data to path atomically (tmp, fsync, rename, fsync of the directory).
 ghost::Result<void> write_file_atomic(const std::string& path, std::string_view data, int mode);
 
+// Removes DIR's files whose names end in ".tmp": what write_file_atomic()
+// and the checkpoint server's store leave when a crash cuts them short.
+// Only at start, before anything writes there.
+void sweep_temporaries(const std::string& dir);
+
 // Makes path (and its parents) if needed, mode 0700.
 ghost::Result<void> make_dir(const std::string& path);
 

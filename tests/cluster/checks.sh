@@ -86,6 +86,8 @@ eventually() {
 	"$@"
 }
 exactly_one() { [ "$(live_named "$1" | wc -l)" = 1 ]; }
+none_named() { [ -z "$(live_named "$1")" ]; }
+not_stopped() { [ "$(state_of "$1")" != T ]; }
 
 move_and_expect_one() { # DESCRIPTION FILE HOST_EXPECTED: after the failure, one counter, on HOST
 	local d=$1 file=$2 want=$3 p

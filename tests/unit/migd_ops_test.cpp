@@ -383,7 +383,8 @@ TEST(MigdOps, CheckpointServerStoresListsRestartsAndRemoves) {
 // A checkpoint server that died while storing: what its journal says was
 // never announced ("receiving": the partial image, its metadata, or the
 // image already renamed) goes at its next start; what was stored whole
-// ("stored", whose answer may have gone out) stays and is listed.
+// ("stored", whose answer may have gone out) stays and is listed. The
+// temporary files of other writes a crash cut short go too.
 TEST(MigdOps, AServerRestartedAfterACrashKeepsOnlyWholeStoredImages) {
     const fs::path base = fs::temp_directory_path() / ("migd-ops-" + std::to_string(::getpid()));
     const fs::path images = base / "h3" / "images", journal = base / "h3" / "state" / "journal";
@@ -407,6 +408,12 @@ TEST(MigdOps, AServerRestartedAfterACrashKeepsOnlyWholeStoredImages) {
     // Stored whole.
     file(images / "1-3.ghost", "data");
     file(images / "1-3.json", meta("1-3"));
+    // Temporary files of writes a crash cut short (metadata, a manifest,
+    // a journal entry's first state, the location table).
+    file(images / "1-4.json.tmp", "{");
+    file(images / "job.manifest.tmp", "{");
+    file(journal / "h3.1.1.json.tmp", "{");
+    file(base / "h3" / "state" / "locations.json.tmp", "{");
     for (const auto& [id, state] : {std::pair{"1-1", "receiving"}, std::pair{"1-2", "receiving"},
                                     std::pair{"1-3", "stored"}}) {
         const json e = {{"id", std::string("store-") + id},
@@ -425,6 +432,7 @@ TEST(MigdOps, AServerRestartedAfterACrashKeepsOnlyWholeStoredImages) {
         left.push_back(e.path().filename());
     std::sort(left.begin(), left.end());
     EXPECT_EQ(left, (std::vector<std::string>{"1-3.ghost", "1-3.json"}));
+    EXPECT_FALSE(fs::exists(base / "h3" / "state" / "locations.json.tmp"));
     const json list = net["h1"].local({{"op", "images"}, {"server", "h3"}}, root, {});
     ASSERT_TRUE(list.value("ok", false)) << list.dump();
     ASSERT_EQ(list["images"].size(), 1u) << list.dump();
