@@ -82,6 +82,16 @@ static inline int ghost_file_inheritable(__u32 mode)
 }
 
 /*
+ * Whether a FILE record of kind PATH may have @mode: what the exporter
+ * reopens by path (a regular file, a directory, a memory-class device).
+ * Opening anything else could block (a FIFO) or act on another process.
+ */
+static inline int ghost_file_reopenable(__u32 mode)
+{
+	return S_ISREG(mode) || S_ISDIR(mode) || S_ISCHR(mode);
+}
+
+/*
  * Whether the pages an image carries for a private file mapping lie within
  * the file as it is now: @end_page is the file page after the last carried
  * one (the mapping's offset in pages plus the pages up to the end of its

@@ -128,6 +128,8 @@ static int check_caller(const struct ghost_staged *st, char *reason)
 	unsigned short gs;
 	int err = ghost_creds_check_now(st, reason);
 
+	if (!err)
+		err = ghost_check_rlimits_now(st, reason);
 	if (err)
 		return err;
 	if (vdso && (have != vdso->v.start ||

@@ -66,6 +66,8 @@ struct ghost_staged {
 	u32 umask;
 	struct path cwd;
 	struct ghost_rlimits rlim;
+	u64 rlim_max_then[GHOST_NRLIMITS];	/* the caller's hard limits, staging */
+	bool may_raise_limits;		/* then: CAP_SYS_RESOURCE, not for_user */
 	struct ghost_mm mm;
 	unsigned int nr_vmas;
 	struct staged_vma *vmas;
@@ -97,6 +99,7 @@ __printf(2, 3) int ghost_bad(char *reason, const char *fmt, ...);
 int ghost_stage(struct ghost_stream *s, const struct ghost_import *im,
 		struct ghost_staged **out, char *reason);
 void ghost_staged_free(struct ghost_staged *st);
+int ghost_check_rlimits_now(const struct ghost_staged *st, char *reason);
 const struct staged_vma *ghost_staged_vma(const struct ghost_staged *st,
 					  u32 flag);
 const struct staged_file *ghost_staged_file(const struct ghost_staged *st,

@@ -168,6 +168,8 @@ static int restore_mm(struct ghost_staged *st)
 		return err;
 
 	mmap_write_lock(mm);
+	/* prctl(PR_SET_MM_MAP)'s locks: /proc/PID/cmdline reads under arg_lock */
+	spin_lock(&mm->arg_lock);
 	mm->start_code = m->start_code;
 	mm->end_code = m->end_code;
 	mm->start_data = m->start_data;
@@ -179,6 +181,7 @@ static int restore_mm(struct ghost_staged *st)
 	mm->arg_end = m->arg_end;
 	mm->env_start = m->env_start;
 	mm->env_end = m->env_end;
+	spin_unlock(&mm->arg_lock);
 	memset(mm->saved_auxv, 0, sizeof(mm->saved_auxv));
 	memcpy(mm->saved_auxv, m->auxv, m->auxv_words * sizeof(m->auxv[0]));
 	mmap_write_unlock(mm);
@@ -321,9 +324,19 @@ static void restore_signals(const struct ghost_staged *st)
 		k->sa_restorer = (__sigrestore_t)(unsigned long)a->restorer;
 		k->sa_mask.sig[0] = a->mask & ~(sigmask(SIGKILL) | sigmask(SIGSTOP));
 	}
-	current->sas_ss_sp = sg->altstack_sp;
-	current->sas_ss_size = sg->altstack_size;
-	current->sas_ss_flags = sg->altstack_flags;
+	/*
+	 * As sigaltstack(2) with SS_DISABLE: no stack. The kernel takes any
+	 * non-zero size for an enabled stack, whatever the flags say.
+	 */
+	if (sg->altstack_flags & GHOST_SS_DISABLE) {
+		current->sas_ss_sp = 0;
+		current->sas_ss_size = 0;
+		current->sas_ss_flags = GHOST_SS_DISABLE;
+	} else {
+		current->sas_ss_sp = sg->altstack_sp;
+		current->sas_ss_size = sg->altstack_size;
+		current->sas_ss_flags = sg->altstack_flags;
+	}
 	spin_unlock_irq(&current->sighand->siglock);
 
 	flush_signals(current);

@@ -17,6 +17,7 @@
 #include <linux/fs.h>
 #include <linux/highmem.h>
 #include <linux/magic.h>
+#include <linux/major.h>
 #include <linux/mman.h>
 #include <linux/mount.h>
 #include <linux/namei.h>
@@ -555,8 +556,12 @@ static int stage_rlimits(struct ghost_stream *s, struct ghost_staged *st,
 
 	if (err)
 		return err;
+	st->may_raise_limits = !st->for_user &&
+			       has_capability_noaudit(current, CAP_SYS_RESOURCE);
 	for (i = 0; i < GHOST_NRLIMITS; i++) {
 		u64 cur = st->rlim.rlim[i].cur, max = st->rlim.rlim[i].max;
+
+		st->rlim_max_then[i] = READ_ONCE(current->signal->rlim[i].rlim_max);
 
 		if (cur > max)
 			return ghost_bad(reason, "limit %d: soft limit above hard limit", i);
@@ -574,6 +579,30 @@ static int stage_rlimits(struct ghost_stream *s, struct ghost_staged *st,
 				     i);
 			return -EPERM;
 		}
+	}
+	return 0;
+}
+
+/*
+ * On the last call, against the caller as it is then: a hard limit it
+ * lowered after PREPARE (setrlimit, or prlimit by another process) is not
+ * raised back by the image. What a caller that could raise its limits at
+ * staging was allowed stays allowed while its limit is where it was.
+ */
+int ghost_check_rlimits_now(const struct ghost_staged *st, char *reason)
+{
+	int i;
+
+	for (i = 0; i < GHOST_NRLIMITS; i++) {
+		u64 max = st->rlim.rlim[i].max;
+		u64 now = READ_ONCE(current->signal->rlim[i].rlim_max);
+
+		if (max <= now || (st->may_raise_limits && now >= st->rlim_max_then[i]))
+			continue;
+		ghost_reason(reason,
+			     "the image raises hard limit %d above the caller's, lowered since PREPARE",
+			     i);
+		return -EPERM;
 	}
 	return 0;
 }
@@ -727,6 +756,42 @@ static int stage_pages(struct ghost_stream *s, const struct ghost_staged *st,
 }
 
 /*
+ * The type of what @path names now, and its device, looked up without
+ * opening it: an open can block (a FIFO without a peer) or act (a FIFO's
+ * waiting writer wakes, a device's open runs) before its result could be
+ * checked. 0, or the lookup's error (the open then reports it).
+ */
+static int type_of_path(const char *path, umode_t *type, dev_t *rdev)
+{
+	struct path p;
+	int err = kern_path(path, LOOKUP_FOLLOW, &p);
+
+	if (err)
+		return err;
+	*type = d_inode(p.dentry)->i_mode & S_IFMT;
+	*rdev = d_inode(p.dentry)->i_rdev;
+	path_put(&p);
+	return 0;
+}
+
+/*
+ * A mapped file is reopened only if it is a regular file or a block
+ * device: what the exporter carries (its device mappings are refused).
+ */
+static int check_mapped_type(const char *path, const struct ghost_vma *v,
+			     char *reason)
+{
+	umode_t type;
+	dev_t rdev;
+
+	if (type_of_path(path, &type, &rdev) || type == S_IFREG || type == S_IFBLK)
+		return 0;
+	ghost_reason(reason, "%s, mapped at %#llx, cannot be mapped: not a regular file (mode %#o)",
+		     path, v->start, type);
+	return -ENODEV;
+}
+
+/*
  * What vm_mmap() would refuse after the point of no return is refused here:
  * a file with no mmap (a directory, /dev/null), or an executable mapping
  * of a file on a noexec mount.
@@ -813,7 +878,12 @@ static int stage_vma(struct ghost_stream *s, struct ghost_staged *st,
 		err = read_path(s, &sec, v->path_len, true, &path, reason);
 		if (err)
 			return err;
-		f = filp_open(path, mode | O_LARGEFILE, 0);
+		err = check_mapped_type(path, v, reason);
+		if (err) {
+			kfree(path);
+			return err;
+		}
+		f = filp_open(path, mode | O_LARGEFILE | O_NOCTTY, 0);
 		if (IS_ERR(f) && (v->flags & GHOST_VMA_MAYWRITE) &&
 		    mode == O_RDWR) {
 			ghost_reason(reason, GHOST_MAYWRITE_REASON, path,
@@ -888,6 +958,30 @@ const struct staged_file *ghost_staged_file(const struct ghost_staged *st,
 }
 
 /*
+ * Before a descriptor's file is opened again: still of the recorded kind,
+ * and a device only of the memory class (/dev/null...), as the exporter
+ * reopens no other by path.
+ */
+static int check_reopened_type(const char *path, const struct ghost_file *f,
+			       char *reason)
+{
+	umode_t type;
+	dev_t rdev;
+
+	if (type_of_path(path, &type, &rdev))
+		return 0;
+	if (type != f->mode)
+		return ghost_bad(reason, "%s (fd %d) is no longer the same kind of file",
+				 path, f->fd);
+	if (S_ISCHR(type) && MAJOR(rdev) != MEM_MAJOR) {
+		ghost_reason(reason, "%s (fd %d) is a device other than /dev/null and its kind",
+			     path, f->fd);
+		return -ENODEV;
+	}
+	return 0;
+}
+
+/*
  * A descriptor sharing the open file of an earlier one: the same struct
  * file is installed at both numbers. An inherited one is the importer's.
  * The earlier one has the same file id, or in images without file ids the
@@ -957,7 +1051,8 @@ static int stage_file(struct ghost_stream *s, struct ghost_staged *st,
 	    (f->fd_flags & ~FD_CLOEXEC) ||
 	    (f->kind != GHOST_FILE_PATH && f->kind != GHOST_FILE_INHERIT &&
 	     f->kind != GHOST_FILE_DUP) ||
-	    (f->kind == GHOST_FILE_INHERIT && !ghost_file_inheritable(f->mode))) {
+	    (f->kind == GHOST_FILE_INHERIT && !ghost_file_inheritable(f->mode)) ||
+	    (f->kind == GHOST_FILE_PATH && !ghost_file_reopenable(f->mode))) {
 		kfree(path);
 		return ghost_bad(reason, "the file section of fd %d is malformed", f->fd);
 	}
@@ -983,6 +1078,11 @@ static int stage_file(struct ghost_stream *s, struct ghost_staged *st,
 	}
 
 	st->fd_end = (u64)f->fd + 1;
+	err = check_reopened_type(path, f, reason);
+	if (err) {
+		kfree(path);
+		return err;
+	}
 	/*
 	 * O_NOCTTY whatever the image says: reopening a terminal must not make
 	 * it the importer's controlling terminal (the session is restored as

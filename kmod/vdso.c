@@ -23,6 +23,7 @@ int ghost_vdso_id(struct mm_struct *mm, u32 *size, u32 *crc)
 	unsigned long addr;
 	u32 c = ~0U;
 
+	lockdep_assert_held(&mm->mmap_lock);
 	*size = 0;
 	*crc = 0;
 	vma = start ? vma_lookup(mm, start) : NULL;

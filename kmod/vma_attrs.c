@@ -99,6 +99,28 @@ int ghost_check_vma_attrs(const struct ghost_staged *st, char *reason)
 }
 
 /*
+ * Whether [start, end) meets the caller's [vdso] or [vvar], which the
+ * restore keeps: a mapping there would have to split or replace them,
+ * which fails (or silently drops the vDSO) past the point of no return.
+ */
+static bool meets_kept_vdso(struct mm_struct *mm, unsigned long start,
+			    unsigned long end)
+{
+	struct vm_area_struct *vma;
+	bool meets = false;
+
+	mmap_read_lock(mm);
+	{
+		VMA_ITERATOR(vmi, mm, start);
+
+		for_each_vma_range(vmi, vma, end)
+			meets |= ghost_vma_is_vdso(vma);
+	}
+	mmap_read_unlock(mm);
+	return meets;
+}
+
+/*
  * What vm_mmap() would refuse after the point of no return, asked before it,
  * under the caller's limits (the image's are set after its memory is made):
  * where the caller may map (below vm.mmap_min_addr only with CAP_SYS_RAWIO,
@@ -108,6 +130,7 @@ int ghost_check_vma_attrs(const struct ghost_staged *st, char *reason)
  */
 int ghost_check_vma_addrs(const struct ghost_staged *st, char *reason)
 {
+	bool keep_vdso = ghost_staged_vma(st, GHOST_VMA_VDSO);
 	unsigned long total = 0, data = 0;
 	unsigned int i;
 
@@ -122,6 +145,12 @@ int ghost_check_vma_addrs(const struct ghost_staged *st, char *reason)
 		if ((v->prot & PROT_WRITE) &&
 		    !(v->flags & (GHOST_VMA_SHARED | GHOST_VMA_GROWSDOWN)))
 			data += pages;
+		if (keep_vdso && meets_kept_vdso(current->mm, v->start, v->end)) {
+			ghost_reason(reason,
+				     "the mapping at %#llx-%#llx overlaps this kernel's vDSO or vvar",
+				     v->start, v->end);
+			return -EADDRINUSE;
+		}
 		addr = get_unmapped_area(NULL, v->start, v->end - v->start, 0,
 					 MAP_FIXED);
 		if (IS_ERR_VALUE(addr)) {

@@ -1034,6 +1034,10 @@ class Reader {
         if (r.kind == GHOST_FILE_INHERIT && !ghost_file_inheritable(r.mode))
             return what(
                 fmt::format("is inherited but is not a pipe or a terminal (mode {:#o})", r.mode));
+        if (r.kind == GHOST_FILE_PATH && !ghost_file_reopenable(r.mode))
+            return what(fmt::format("is reopened by path but is not a file, a directory or a "
+                                    "device (mode {:#o})",
+                                    r.mode));
         if (!(img_.header.features & GHOST_IMAGE_FEAT_FILE_ID)) {
             if (r.file_id)
                 return what(fmt::format("has file id {} in an image without file ids", r.file_id));

@@ -6,9 +6,11 @@
  *    ptrace check (LSMs and Yama included); an execve after that open fails
  *    the export;
  *  - an image staged by GHOST_IMPORT_PREPARE belongs to the process that
- *    prepared it;
+ *    prepared it, and its hard limits are checked again against that
+ *    process's on the last call;
  *  - the full ioctl command (type, number, direction, size) is checked.
  */
+#include <sys/resource.h>
 #include <sys/syscall.h>
 
 #include "ghost/c/restore_self.h"
@@ -233,6 +235,56 @@ TEST(a_prepared_image_is_refused_to_another_process)
 	ASSERT_LT(0, other);
 	waitpid(other, &st, 0);
 	EXPECT_TRUE(WIFEXITED(st)) TH_LOG("the other importer died: status %#x", st);
+	EXPECT_EQ(0, WEXITSTATUS(st));
+	close(g);
+}
+
+/*
+ * A hard limit the preparer lowers between PREPARE and the import is not
+ * raised back to the image's: the import is refused, the caller alive.
+ */
+TEST(a_hard_limit_lowered_after_prepare_is_not_raised_back)
+{
+	struct ghost_import im;
+	struct ghost_export e;
+	struct rlimit rl;
+	char c;
+	pid_t pid = spawn(work_idle, &c, 1), importer;
+	int g = ghost_new_mem(), st = -1, i;
+
+	ASSERT_LT(0, pid);
+	ASSERT_EQ(0, getrlimit(RLIMIT_NOFILE, &rl));
+	if (rl.rlim_max <= 64)
+		SKIP(return, "the file limit is already 64 or less");
+	ASSERT_EQ(0, ghost_do_export(g, pid, GHOST_EXPORT_KILL, &e)) TH_LOG("%s", e.reason);
+	waitpid(pid, NULL, 0);
+	importer = fork();
+	if (importer == 0) {
+		drop_shared_anon();
+		if (ghost_prepare_import(g, &im))
+			_exit(3);
+		rl.rlim_cur = 64;
+		rl.rlim_max = 64;
+		if (setrlimit(RLIMIT_NOFILE, &rl))
+			_exit(4);
+		memset(&im, 0, sizeof(im));
+		im.size = sizeof(im);
+		if (ioctl(g, GHOST_IOC_IMPORT, &im) == 0)
+			_exit(1);	/* not reached: it would be the image */
+		if (errno != EPERM || !strstr(im.reason, "lowered since PREPARE"))
+			_exit(2);
+		_exit(0);	/* refused, and alive to say so */
+	}
+	ASSERT_LT(0, importer);
+	/* Restored, it would be the idle worker: never ends by itself. */
+	for (i = 0; i < 1000 && waitpid(importer, &st, WNOHANG) == 0; i++)
+		usleep(10000);
+	if (i == 1000) {
+		kill(importer, SIGKILL);
+		waitpid(importer, &st, 0);
+	}
+	EXPECT_TRUE(WIFEXITED(st))
+		TH_LOG("restored with the higher limit (status %#x)", st);
 	EXPECT_EQ(0, WEXITSTATUS(st));
 	close(g);
 }

@@ -331,7 +331,48 @@ TEST(mapping_a_directory_or_dev_null_is_refused)
 	ASSERT_EQ(0, rmdir(MAPFILE));
 	ASSERT_EQ(0, symlink("/dev/null", MAPFILE));
 	EXPECT_EQ(0, refused_with(g, ENODEV, reason)) TH_LOG("%s", reason);
+	/* ...or a FIFO: refused before an open that would wait for a writer. */
+	ASSERT_EQ(0, unlink(MAPFILE));
+	ASSERT_EQ(0, mkfifo(MAPFILE, 0600));
+	EXPECT_EQ(0, refused_with(g, ENODEV, reason)) TH_LOG("%s", reason);
+	EXPECT_NE(NULL, strstr(reason, "not a regular file")) TH_LOG("%s", reason);
 	unlink(MAPFILE);
+	close(g);
+}
+
+#define OPENFILE "/tmp/ghost-opened"
+
+static void work_open_file(int fd)
+{
+	int f = open(OPENFILE, O_RDONLY | O_CREAT, 0600);
+
+	if (f < 0)
+		_exit(75);
+	ready(fd, "R", 1);
+	for (;;)
+		pause();
+}
+
+/*
+ * A descriptor's file that became a FIFO is refused before it is opened
+ * again: the open would wait for a writer (or wake one).
+ */
+TEST(a_reopened_file_that_became_a_fifo_is_refused_without_opening_it)
+{
+	char c, reason[GHOST_REASON_LEN];
+	pid_t pid;
+	int g;
+
+	unlink(OPENFILE);
+	pid = spawn(work_open_file, &c, 1);
+	g = ghost_new_mem();	/* not inherited by the worker */
+	ASSERT_LT(0, pid);
+	ASSERT_EQ(0, export_kill(pid, g));
+	ASSERT_EQ(0, unlink(OPENFILE));
+	ASSERT_EQ(0, mkfifo(OPENFILE, 0600));
+	EXPECT_EQ(0, refused_with(g, EBADMSG, reason)) TH_LOG("%s", reason);
+	EXPECT_NE(NULL, strstr(reason, "no longer the same kind of file")) TH_LOG("%s", reason);
+	unlink(OPENFILE);
 	close(g);
 }
 

@@ -1189,6 +1189,9 @@ const RejectCase kRejects[] = {
      "does not come after fd 1"},
     {"FdFlags", [] { return changed([](auto& m) { m.files[2].rec.fd_flags = 3; }); },
      "descriptor flags 0x3"},
+    // Opening a FIFO by path would block the restorer (or wake its writer).
+    {"PathFifo", [] { return changed([](auto& m) { m.files[1].rec.mode = S_IFIFO; }); },
+     "is reopened by path but is not a file"},
     {"FileKind", [] { return changed([](auto& m) { m.files[1].rec.kind = 4; }); },
      "unknown kind 4"},
     {"FileDupOfMissingFdInVersion1",
