@@ -535,9 +535,10 @@ void Ops::recover_entry(Daemon& d, const json& e) {
         // A stored image whose entry is still here was never announced
         // (the entry goes before the answer): its metadata and, if the
         // rename was done, the image go with it.
-        for (const char* key : {"meta", "image"})
-            if (e.contains(key))
-                ::unlink(e.value(key, "").c_str());
+        if (role == "server")
+            for (const char* key : {"meta", "image"})
+                if (e.contains(key))
+                    ::unlink(e.value(key, "").c_str());
         spdlog::info("recovery: incomplete {} {} dropped", e.value("kind", ""), id);
         d.journal_.remove(id);
     }

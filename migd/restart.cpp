@@ -83,7 +83,7 @@ Result<json> restart_here(Daemon& d, const std::string& server, const std::strin
                   {"kind", "restart"},
                   {"state", "receiving"},
                   {"peer", server},
-                  {"image", id}};
+                  {"image_id", id}};
     const std::string jid = entry["id"];
     Daemon::Busy busy(d, jid);
     if (auto j = d.journal_.put(entry); !j)

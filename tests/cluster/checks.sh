@@ -87,6 +87,11 @@ eventually() {
 }
 exactly_one() { [ "$(live_named "$1" | wc -l)" = 1 ]; }
 none_named() { [ -z "$(live_named "$1")" ]; }
+# The ids of the images h3's checkpoint server holds, sorted.
+image_ids() {
+	gc h1 images --server h3 --json |
+		python3 -c 'import json,sys; print("\n".join(sorted(i["id"] for i in json.load(sys.stdin)["images"])))'
+}
 not_stopped() { [ "$(state_of "$1")" != T ]; }
 
 move_and_expect_one() { # DESCRIPTION FILE HOST_EXPECTED: after the failure, one counter, on HOST

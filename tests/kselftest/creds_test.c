@@ -220,7 +220,7 @@ static void workload_main(const char *dir, int (*setup)(void))
 }
 
 static int (*const setups[])(void);
-#define NSETUPS 5
+#define NSETUPS 6
 
 /*
  * The workload runs in a fresh image of this program (exec'd from the
@@ -457,7 +457,15 @@ static int other_loginuid(void)
 	return set_loginuid(777) ? -1 : no_audit_control();
 }
 
-enum { S_OTHER_USER, S_CALLER_USER, S_FEWER_CAPS, S_LOGINUID };
+/* The caller's user, with a loginuid, not dumpable (an agent that hides). */
+static int user_hidden_with_loginuid(void)
+{
+	if (set_loginuid(LOGINUID) || caller_user())
+		return -1;
+	return prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+}
+
+enum { S_OTHER_USER, S_CALLER_USER, S_FEWER_CAPS, S_LOGINUID, S_USER_HIDDEN = 5 };
 
 static int (*const setups[NSETUPS])(void) = {
 	[S_OTHER_USER] = other_user,
@@ -465,6 +473,7 @@ static int (*const setups[NSETUPS])(void) = {
 	[S_FEWER_CAPS] = fewer_caps,
 	[S_LOGINUID] = with_loginuid,
 	[4] = no_audit_control,
+	[S_USER_HIDDEN] = user_hidden_with_loginuid,
 };
 
 /* Root with a lower file limit than its users' (needs CAP_SYS_RESOURCE to raise it again). */
@@ -578,6 +587,28 @@ TEST_F(creds, loginuid)
 		EXPECT_EQ(EPERM, o.code);
 		EXPECT_STREQ("the image's loginuid 4242 is not the caller's (777) and it lacks CAP_AUDIT_CONTROL",
 			     o.reason);
+	}
+}
+
+/*
+ * (g) a user without a loginuid (a service) restarts its own image that is
+ * not dumpable and has one: the loginuid is written before the restarter
+ * makes itself not dumpable (after that, /proc/self/loginuid is root's).
+ */
+TEST_F(creds, own_hidden_image_by_a_user_without_a_loginuid)
+{
+	const char *engine;
+	struct who before;
+
+	if (!have_loginuid())
+		SKIP(return, "no /proc/self/loginuid (audit)");
+	who_am_i(&before);
+	if (before.loginuid != (unsigned int)-1)
+		SKIP(return, "this test runs with a loginuid: its restarter could not take another");
+	FOR_EACH_ENGINE(engine) {
+		round_trip(_metadata, self, engine, S_USER_HIDDEN, NULL, caller_user, &before);
+		EXPECT_EQ(LOGINUID, before.loginuid);
+		EXPECT_EQ(CALLER_UID, before.uid[0]);
 	}
 }
 

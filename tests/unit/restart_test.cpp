@@ -15,7 +15,6 @@
 //    restarts; a process that is not dumpable comes back so.
 #include <gtest/gtest.h>
 
-#include <dirent.h>
 #include <fcntl.h>
 #include <grp.h>
 #include <poll.h>
@@ -440,12 +439,13 @@ TEST_F(Restart, ANonDumpableProcessComesBackNotDumpable) {
     }
 }
 
-// Forks a process of uid `uid` that waits for a restore stub to appear
-// (its comm, truncated to 15 bytes) and then opens its /proc/PID/mem as
-// often as it can, until killed. It writes one byte to `out` once an open
-// succeeds: from then on that descriptor would read whatever memory the
-// process is given, whatever it is made later (the check is at open).
-pid_t watch_for_open_stub(uid_t uid, int out) {
+// Forks a process of uid `uid` that reads a restore stub's pid from
+// `pids` (restart()'s spawned callback writes it) and then opens its
+// /proc/PID/mem as often as it can, until killed. It writes one byte to
+// `out` once an open succeeds: from then on that descriptor would read
+// whatever memory the process is given, whatever it is made later (the
+// check is at open). It exits 5 if it cannot become `uid`.
+pid_t watch_for_open_stub(uid_t uid, int pids, int out) {
     const pid_t w = ::fork();
     if (w != 0)
         return w;
@@ -454,25 +454,8 @@ pid_t watch_for_open_stub(uid_t uid, int out) {
         ::setresuid(uid, uid, uid) != 0)
         ::_exit(5);
     pid_t stub = 0;
-    while (!stub) {
-        DIR* d = ::opendir("/proc");
-        if (!d)
-            ::_exit(6);
-        while (dirent* e = ::readdir(d)) {
-            const pid_t n = static_cast<pid_t>(std::atoi(e->d_name));
-            char comm[32] = {};
-            const int fd = n > 0 ? ::open(fmt_proc(n, "comm").c_str(), O_RDONLY | O_CLOEXEC) : -1;
-            if (fd < 0)
-                continue;
-            const ssize_t len = ::read(fd, comm, sizeof(comm) - 1);
-            ::close(fd);
-            if (len > 0 && std::strncmp(comm, "ghost-restore-s", 15) == 0) {
-                stub = n;
-                break;
-            }
-        }
-        ::closedir(d);
-    }
+    if (::read(pids, &stub, sizeof(stub)) != sizeof(stub))
+        ::_exit(6);
     const std::string mem = fmt_proc(stub, "mem");
     for (;;) {
         const int fd = ::open(mem.c_str(), O_RDONLY | O_CLOEXEC);
@@ -502,17 +485,22 @@ TEST_F(Restart, ANonDumpableImageIsNeverOpenToItsOwnerWhileRestarting) {
                 ::setresuid(kNobody, kNobody, kNobody) != 0)
                 ::_exit(5);
         });
-        int p[2];
+        int p[2], q[2];
         ASSERT_EQ(::pipe2(p, O_CLOEXEC | O_NONBLOCK), 0);
-        ghost::UniqueFd seen(p[0]), tell(p[1]);
-        const pid_t watcher = watch_for_open_stub(kNobody, tell.get());
+        ASSERT_EQ(::pipe2(q, O_CLOEXEC), 0);
+        ghost::UniqueFd seen(p[0]), tell(p[1]), pids_rd(q[0]), pids_wr(q[1]);
+        const pid_t watcher = watch_for_open_stub(kNobody, pids_rd.get(), tell.get());
         ASSERT_GT(watcher, 0);
         tell.reset();
+        pids_rd.reset();
         auto o = opts();
         o.owner = ghost::Owner{kNobody, kNobody, {}};
+        o.spawned = [&](pid_t stub) { (void)!::write(pids_wr.get(), &stub, sizeof(stub)); };
         auto child = ghost::restart(*eng_, img.get(), o);
         ::kill(watcher, SIGKILL);
-        ASSERT_EQ(::waitpid(watcher, nullptr, 0), watcher);
+        int st = 0;
+        ASSERT_EQ(::waitpid(watcher, &st, 0), watcher);
+        EXPECT_TRUE(WIFSIGNALED(st)) << "the watcher ended by itself, status " << st;
         ASSERT_TRUE(child) << child.error().what();
         pids_.push_back(*child);
         EXPECT_EQ(next_line().first, *child);

@@ -144,8 +144,18 @@ static inline int ghost_restore_self_as(int g, struct ghost_import *im,
 	 * PR_SET_DUMPABLE 0) or ptrace it. Again after a change of
 	 * credentials, which sets suid_dumpable (1 on some systems).
 	 */
-	if (im->attrs & GHOST_ATTRS_NOT_DUMPABLE)
+	if (im->attrs & GHOST_ATTRS_NOT_DUMPABLE) {
+		/*
+		 * Its loginuid first: once not dumpable, /proc/self is root's,
+		 * and a caller that is not root could no longer write it.
+		 */
+		if (im->creds_len && ghost_creds_loginuid(creds->loginuid)) {
+			ghost_creds_fail(im->reason, sizeof(im->reason),
+					 "writing /proc/self/loginuid");
+			goto fail;
+		}
 		prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+	}
 	if (im->creds_len && ghost_creds_own_session(creds, im->reason, sizeof(im->reason)))
 		goto fail;
 	if (ghost_become_image(im))
