@@ -297,7 +297,7 @@ void run_session(Daemon& d, const std::string& server, std::vector<Job*> jobs, g
         // Held stopped from its export until the server confirmed, then
         // killed: a migd that dies in between must find it to resume it
         // (recovery's "sending" source, as for a migration).
-        const std::string jid = fmt::format("{}.{}.{}", d.config().host, now_ms(), d.next_op_++);
+        const std::string jid = d.new_op_id();
         Daemon::Busy busy(d, jid);
         if (auto w = d.journal_.put({{"id", jid},
                                      {"role", "source"},

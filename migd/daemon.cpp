@@ -184,6 +184,10 @@ void Daemon::recover() {
         Ops::recover_entry(*this, e);
 }
 
+std::string Daemon::new_op_id() {
+    return fmt::format("{}.{}.{}", cfg_.host, now_ms(), next_op_++);
+}
+
 void Daemon::wake_resolver() {
     {
         std::lock_guard lock(mu_);

@@ -121,12 +121,15 @@ class Daemon {
     void reap();
     // The wait status of pid, reaped here (a restored copy), if known.
     std::optional<int> exit_status(pid_t pid);
+    // A new journal entry's id: this host's name, the time in ms and a
+    // counter (h1.1795920940608.3; migd-protocol.md, "Journal and recovery").
+    std::string new_op_id();
     Journal journal_;
     Locations locations_;
     Answers answers_;
-    std::atomic<std::uint64_t> next_op_{1};
 
   private:
+    std::atomic<std::uint64_t> next_op_{1};
     struct Taken {
         std::unique_ptr<Channel> ch;
         bool reused = false; // a kept connection

@@ -208,7 +208,7 @@ json Ops::local_move(Daemon& d, const json& req, const Client& who, const Emit& 
     if (dup || gid.empty())
         gid = d.locations_.new_gid();
 
-    const std::string id = fmt::format("{}.{}.{}", cfg.host, now_ms(), d.next_op_++);
+    const std::string id = d.new_op_id();
     json entry = {
         {"id", id},         {"role", "source"},  {"kind", op}, {"state", "sending"},
         {"peer", to},       {"gid", gid},        {"pid", pid}, {"starttime", proc->starttime},
@@ -390,15 +390,7 @@ void Ops::peer_import(Daemon& d, Channel& ch, const json& req) {
     maybe_crash("dest-mid-stream");
     // The stub's pid goes to the journal at once: a migd that dies before
     // the copy is journaled as ready kills it when it starts again.
-    auto im = import_from(
-        d, ch, *owner, true,
-        [&](pid_t stub) {
-            entry["stub_pid"] = stub;
-            if (auto p = proc_stat(stub))
-                entry["stub_starttime"] = p->starttime;
-            (void)d.journal_.put(entry);
-        },
-        asked_precopy(req) == true);
+    auto im = import_from(d, ch, *owner, true, journal_stub(d, entry), asked_precopy(req) == true);
     // It runs as the announced user and nothing more, or not at all: the
     // stub refused any other image before it opened a file the image
     // names (import_from); what this side read of the stream says the same

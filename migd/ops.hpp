@@ -84,6 +84,11 @@ ghost::Result<Imported> import_from(Daemon& d, Channel& ch, const ghost::Owner& 
                                     const std::function<void(pid_t)>& spawned = {},
                                     bool sequence = false);
 
+// An import_from() spawned callback that journals the restore stub's pid
+// and start time in entry at once: a migd that dies before the copy is
+// done with kills it when it starts again (a "receiving" destination).
+std::function<void(pid_t)> journal_stub(Daemon& d, json& entry);
+
 // How long the destination may take, after an image's END, to answer
 // whether it imported it (the last pages, the check): the source waits
 // that long for the answer, and the destination gives its restore stub as

@@ -78,12 +78,8 @@ Result<json> restart_here(Daemon& d, const std::string& server, const std::strin
     // runs with its gid: a migd that dies in between kills it when it
     // starts again (recovery's "receiving" destination), rather than leave
     // it stopped and unnamed for ever.
-    json entry = {{"id", fmt::format("{}.{}.{}", cfg.host, now_ms(), d.next_op_++)},
-                  {"role", "dest"},
-                  {"kind", "restart"},
-                  {"state", "receiving"},
-                  {"peer", server},
-                  {"image_id", id}};
+    json entry = {{"id", d.new_op_id()},  {"role", "dest"}, {"kind", "restart"},
+                  {"state", "receiving"}, {"peer", server}, {"image_id", id}};
     const std::string jid = entry["id"];
     Daemon::Busy busy(d, jid);
     if (auto j = d.journal_.put(entry); !j)
@@ -93,12 +89,7 @@ Result<json> restart_here(Daemon& d, const std::string& server, const std::strin
         const std::string& id;
         ~Drop() { d.journal_.remove(id); }
     } drop{d, jid};
-    auto im = import_from(d, *f.ch, *who, true, [&](pid_t stub) {
-        entry["stub_pid"] = stub;
-        if (auto p = proc_stat(stub))
-            entry["stub_starttime"] = p->starttime;
-        (void)d.journal_.put(entry);
-    });
+    auto im = import_from(d, *f.ch, *who, true, journal_stub(d, entry));
     if (!im)
         return im.error();
     maybe_crash("restart-after-import");

@@ -296,6 +296,15 @@ Result<ExportResult> export_to(Daemon& d, Channel& ch, const ProcStat& proc, gho
     return out;
 }
 
+std::function<void(pid_t)> journal_stub(Daemon& d, json& entry) {
+    return [&d, &entry](pid_t stub) {
+        entry["stub_pid"] = stub;
+        if (auto p = proc_stat(stub))
+            entry["stub_starttime"] = p->starttime;
+        (void)d.journal_.put(entry);
+    };
+}
+
 Result<Imported> import_from(Daemon& d, Channel& ch, const ghost::Owner& owner, bool stopped,
                              const std::function<void(pid_t)>& spawned, bool sequence) {
     auto engine = d.engine();

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
-// What /proc says of a process, for tests: its state letter, start time and children.
+// What /proc says of a process, for tests: its state letter, stat fields,
+// start time and children.
 #pragma once
 
 #include <sys/types.h>
@@ -21,20 +22,26 @@ inline char state_of(pid_t pid) {
     return paren == std::string::npos || paren + 2 >= s.size() ? '?' : s[paren + 2];
 }
 
-// Its start time, /proc/PID/stat field 22 (clock ticks after boot); 0 if
-// unreadable.
-inline std::uint64_t start_time_of(pid_t pid) {
+// Field n (from 3, the state) of /proc/PID/stat; empty if unreadable.
+inline std::string stat_field(pid_t pid, int n) {
     std::ifstream f("/proc/" + std::to_string(pid) + "/stat");
     std::string s;
     std::getline(f, s);
     const auto paren = s.rfind(')');
     if (paren == std::string::npos)
-        return 0;
+        return {};
     std::istringstream rest(s.substr(paren + 2)); // from field 3, the state
     std::string field;
-    for (int i = 3; i <= 22 && rest >> field; ++i) {
-    }
-    return std::strtoull(field.c_str(), nullptr, 10);
+    for (int i = 3; i <= n && rest >> field; ++i)
+        if (i == n)
+            return field;
+    return {};
+}
+
+// Its start time, /proc/PID/stat field 22 (clock ticks after boot); 0 if
+// unreadable.
+inline std::uint64_t start_time_of(pid_t pid) {
+    return std::strtoull(stat_field(pid, 22).c_str(), nullptr, 10);
 }
 
 // Its children's pids as /proc/PID/task/PID/children lists them ("" if none).

@@ -40,6 +40,7 @@
 namespace {
 
 using testing_util::children_of;
+using testing_util::stat_field;
 using testing_util::state_of;
 
 constexpr std::size_t kPage = 4096;
@@ -194,22 +195,6 @@ TEST(UserCow, RepeatedExportsLeaveNoChildAndNoSignal) {
     }
     EXPECT_EQ(w.read_for(300).find("sigchld"), std::string::npos);
     EXPECT_NE(state_of(w.pid), 'T');
-}
-
-// Field n (from 1) of /proc/PID/stat, empty if unreadable.
-std::string stat_field(pid_t pid, int n) {
-    std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
-    std::string line;
-    std::getline(in, line);
-    const auto paren = line.rfind(')');
-    if (paren == std::string::npos)
-        return {};
-    std::istringstream rest(line.substr(paren + 2));
-    std::string field;
-    for (int i = 3; i <= n && rest >> field; i++)
-        if (i == n)
-            return field;
-    return {};
 }
 
 // utime + stime (fields 14 and 15), in clock ticks.
