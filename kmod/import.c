@@ -18,6 +18,7 @@
 #include <linux/mm.h>
 #include <linux/fs_struct.h>
 #include <linux/ptrace.h>
+#include <linux/resource.h>
 #include <linux/sched/coredump.h>
 #include <linux/sched/mm.h>
 #include <linux/sched/signal.h>
@@ -188,6 +189,7 @@ int ghost_import(struct ghost *g, struct ghost_import *im, struct file *self,
 	im->creds_len = 0;
 	im->attrs = 0;		/* out fields: ignored on input */
 	im->membarrier = 0;
+	im->cpu_limit = 0;
 	if ((im->flags & ~GHOST_IMPORT_FLAGS) || im->__pad)
 		return -EINVAL;
 
@@ -230,6 +232,10 @@ int ghost_import(struct ghost *g, struct ghost_import *im, struct file *self,
 	im->attrs = st->attrs.flags & (GHOST_ATTRS_SESSION_LEADER | GHOST_ATTRS_GROUP_LEADER |
 				       GHOST_ATTRS_NOT_DUMPABLE);
 	im->membarrier = st->attrs.membarrier;
+	if (st->rlim.rlim[RLIMIT_CPU].cur != RLIM_INFINITY) {
+		im->attrs |= GHOST_IMPORT_ATTRS_CPU_LIMIT;
+		im->cpu_limit = st->rlim.rlim[RLIMIT_CPU].cur;
+	}
 
 	err = ghost_check_vdso(st, im->reason);
 	if (!err)

@@ -12,7 +12,8 @@
 //  - the stub is found or named in the error; a refused image's reason
 //    comes back through it;
 //  - RestartOptions::owner: another user's image is refused, the owner's
-//    restarts; a process that is not dumpable comes back so.
+//    restarts; a process that is not dumpable comes back so;
+//  - a CPU time limit is enforced after a restart (SIGXCPU).
 #include <gtest/gtest.h>
 
 #include <fcntl.h>
@@ -21,6 +22,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -510,6 +512,44 @@ TEST_F(Restart, ANonDumpableImageIsNeverOpenToItsOwnerWhileRestarting) {
             << round << ")";
         ::kill(*child, SIGKILL);
     }
+}
+
+static void spin_forever(int) {
+    for (;;)
+        asm volatile("" ::: "memory");
+}
+
+// A finite RLIMIT_CPU comes back enforced: the restarted process, spinning
+// once told to, is sent SIGXCPU after its soft limit of one second. The
+// kernel engine sets the limit but cannot arm the timer that enforces it
+// (update_rlimit_cpu() is not exported): the restore stub sets it with
+// setrlimit(2) before the last call (GHOST_IMPORT_ATTRS_CPU_LIMIT).
+TEST_F(Restart, ACpuTimeLimitIsEnforcedAfterARestart) {
+    auto img = checkpointed([] {
+        const rlimit no_core{0, 0};
+        const rlimit cpu{1, RLIM_INFINITY};
+        struct sigaction sa {};
+        sa.sa_handler = spin_forever;
+        if (::setrlimit(RLIMIT_CORE, &no_core) != 0 || ::setrlimit(RLIMIT_CPU, &cpu) != 0 ||
+            ::sigaction(SIGUSR1, &sa, nullptr) != 0)
+            ::_exit(5);
+    });
+    auto child = ghost::restart(*eng_, img.get(), opts());
+    ASSERT_TRUE(child) << child.error().what();
+    pids_.push_back(*child);
+    EXPECT_EQ(next_line().first, *child) << "the restarted process does not run";
+    rlimit got{};
+    ASSERT_EQ(::prlimit(*child, RLIMIT_CPU, nullptr, &got), 0);
+    EXPECT_EQ(got.rlim_cur, 1u);
+    EXPECT_EQ(got.rlim_max, RLIM_INFINITY);
+    ASSERT_EQ(::kill(*child, SIGUSR1), 0);
+    // One second of CPU time; up to 60 s on a loaded machine or under TCG.
+    int st = 0;
+    pid_t done = 0;
+    for (int i = 0; i < 600 && (done = ::waitpid(*child, &st, WNOHANG)) == 0; i++)
+        ::usleep(100000);
+    ASSERT_EQ(done, *child) << "still running after 60 s: its CPU time limit is not enforced";
+    EXPECT_TRUE(WIFSIGNALED(st) && WTERMSIG(st) == SIGXCPU) << "status " << st;
 }
 
 TEST_F(Restart, RefusedImageReasonComesBackThroughTheStub) {

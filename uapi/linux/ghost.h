@@ -284,6 +284,9 @@ struct ghost_export {
  *              must make before the import (membarrier(2) REGISTER_*)
  * @owner:      in (GHOST_IMPORT_OWNER): the uid the image must run as
  * @__pad:      must be 0
+ * @cpu_limit:  out (PREPARE): with GHOST_IMPORT_ATTRS_CPU_LIMIT in @attrs,
+ *              the image's RLIMIT_CPU soft limit, in seconds, which the
+ *              caller must set itself (below)
  * @reason:     out: on failure, a NUL-terminated sentence saying why
  *
  * Rebuilds the calling process from the image, in place, like execve(): on
@@ -334,11 +337,24 @@ struct ghost_import {
 	/* from GHOST_IMPORT_SIZE_VER2 on: */
 	__u32 owner;
 	__u32 __pad;
+	/* from GHOST_IMPORT_SIZE_VER3 on: */
+	__u64 cpu_limit;
 };
 
 #define GHOST_IMPORT_SIZE_VER0 176
 #define GHOST_IMPORT_SIZE_VER1 184
 #define GHOST_IMPORT_SIZE_VER2 192
+#define GHOST_IMPORT_SIZE_VER3 200
+
+/*
+ * In ghost_import.attrs only, never in an image: the image has a finite
+ * RLIMIT_CPU soft limit, @cpu_limit. The import sets the limit, but a
+ * module cannot arm the CPU timer that enforces it (update_rlimit_cpu() is
+ * not exported), so the caller sets RLIMIT_CPU's soft limit to it with
+ * setrlimit(2), which arms it, before the last call. The CPU time the
+ * caller spent restoring counts, as the restored process's own.
+ */
+#define GHOST_IMPORT_ATTRS_CPU_LIMIT	_BITUL(31)
 
 #define GHOST_IOC_IMPORT _IOWR(GHOST_IOC_MAGIC, 0x04, struct ghost_import)
 

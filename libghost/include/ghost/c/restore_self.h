@@ -20,9 +20,11 @@
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <signal.h>
 #include <string.h>
 #include <sys/auxv.h>
 #include <sys/ioctl.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -107,6 +109,61 @@ static inline int ghost_become_image(struct ghost_import *im)
 }
 
 /*
+ * The image's CPU limit, which a module can set but not enforce
+ * (GHOST_IMPORT_ATTRS_CPU_LIMIT): sets RLIMIT_CPU's soft limit to it (at
+ * most the hard limit this process has now; the import then sets both as
+ * the image had them), which arms the CPU timer. SIGXCPU is blocked until
+ * the import sets the image's signal mask: this process's CPU time may be
+ * past the limit already, and the signal is for the restored process (the
+ * kernel sends it again after each further second). @old keeps what
+ * ghost_disarm_cpu_limit() puts back if the import fails.
+ */
+struct ghost_cpu_limit_saved {
+	struct rlimit lim;
+	sigset_t mask;
+	int armed;
+};
+
+static inline int ghost_arm_cpu_limit(const struct ghost_import *im,
+				      struct ghost_cpu_limit_saved *old)
+{
+	struct rlimit lim;
+	sigset_t xcpu;
+
+	old->armed = 0;
+	if (!(im->attrs & GHOST_IMPORT_ATTRS_CPU_LIMIT))
+		return 0;
+	if (getrlimit(RLIMIT_CPU, &old->lim))
+		return -1;
+	lim = old->lim;
+	lim.rlim_cur = im->cpu_limit < lim.rlim_max ? im->cpu_limit : lim.rlim_max;
+	sigemptyset(&xcpu);
+	sigaddset(&xcpu, SIGXCPU);
+	if (sigprocmask(SIG_BLOCK, &xcpu, &old->mask))
+		return -1;
+	if (setrlimit(RLIMIT_CPU, &lim)) {
+		int err = errno;
+
+		sigprocmask(SIG_SETMASK, &old->mask, NULL);
+		errno = err;
+		return -1;
+	}
+	old->armed = 1;
+	return 0;
+}
+
+static inline void ghost_disarm_cpu_limit(const struct ghost_cpu_limit_saved *old)
+{
+	int err = errno;
+
+	if (old->armed) {
+		setrlimit(RLIMIT_CPU, &old->lim);
+		sigprocmask(SIG_SETMASK, &old->mask, NULL);
+	}
+	errno = err;
+}
+
+/*
  * Restores the image behind ghost descriptor @g into this process. Returns
  * only on failure: -1 with errno set and im->reason filled when the module
  * gave one. An image with credentials the caller may not assume is refused
@@ -125,11 +182,13 @@ static inline int ghost_restore_self_as(int g, struct ghost_import *im,
 {
 	const size_t creds_max = sizeof(struct ghost_creds) +
 				 GHOST_NGROUPS_MAX * sizeof(__u32);
+	struct ghost_cpu_limit_saved cpu;
 	struct ghost_creds *creds = (struct ghost_creds *)malloc(creds_max);
 	int err;
 
 	if (!creds)
 		return -1;
+	memset(&cpu, 0, sizeof(cpu));
 	memset(im, 0, sizeof(*im));
 	im->size = sizeof(*im);
 	im->flags = GHOST_IMPORT_PREPARE | flags;
@@ -173,10 +232,17 @@ static inline int ghost_restore_self_as(int g, struct ghost_import *im,
 		goto fail;
 	if (im->attrs & GHOST_ATTRS_NOT_DUMPABLE)
 		prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+	if (ghost_arm_cpu_limit(im, &cpu)) {
+		snprintf(im->reason, sizeof(im->reason),
+			 "cannot set the image's CPU time limit of %llu s: %s",
+			 (unsigned long long)im->cpu_limit, strerror(errno));
+		goto fail;
+	}
 	im->flags = flags;
 	im->creds = 0;
 	im->creds_size = 0;
 	ioctl(g, GHOST_IOC_IMPORT, im);
+	ghost_disarm_cpu_limit(&cpu);
 fail:
 	err = errno;
 	free(creds);
