@@ -343,6 +343,17 @@ long ghost_export(struct ghost *g, struct ghost_export *e)
 	err = ghost_check_mem_fd(e->mem_fd, task, mm, e->reason);
 	if (err)
 		goto out_mm;
+	/*
+	 * Refused before it is parked too, as far as can be known while it
+	 * runs: parking interrupts what it sleeps in, and a few calls return
+	 * EINTR then rather than restart (epoll_wait(), sigtimedwait()).
+	 * Checked again once parked, when it cannot change.
+	 */
+	locks = ghost_check_task(task, mm, e->reason);
+	if (locks < 0) {
+		err = locks;
+		goto out_mm;
+	}
 	tcred = get_task_cred(task);
 	f = kzalloc(sizeof(*f), GFP_KERNEL);
 	if (!f) {

@@ -305,6 +305,9 @@ static int file_write(struct ghost_res *res, const void *buf, size_t len)
 {
 	struct file *f = to_fileres(res)->file;
 
+	/* kernel_write() warns on a file not open for writing: EBADF first. */
+	if (!(f->f_mode & FMODE_WRITE))
+		return -EBADF;
 	while (len) {
 		ssize_t n = kernel_write(f, buf, len, &f->f_pos);
 
@@ -321,6 +324,9 @@ static int file_write(struct ghost_res *res, const void *buf, size_t len)
 /* All @len bytes of @f at *@pos; -ENODATA when it ends first. */
 int ghost_file_read(struct file *f, void *buf, size_t len, loff_t *pos)
 {
+	/* kernel_read() warns on a file not open for reading: EBADF first. */
+	if (!(f->f_mode & FMODE_READ))
+		return -EBADF;
 	while (len) {
 		ssize_t n = kernel_read(f, buf, len, pos);
 

@@ -8,6 +8,7 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <signal.h>
+#include <sys/epoll.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
@@ -611,6 +612,104 @@ TEST(file_backend_matches_memory_layout)
 	free(x.img);
 	close(g);
 	close(fd);
+	reap(pid);
+}
+
+/* Waits in epoll_wait(); exits 7 if that ever returns EINTR. */
+static void work_epoll_wait(int fd)
+{
+	int ep = epoll_create1(EPOLL_CLOEXEC);
+	struct epoll_event ev;
+	char c = 'e';
+
+	if (ep < 0 || write(fd, &c, 1) != 1)
+		_exit(2);
+	close(fd);
+	for (;;)
+		if (epoll_wait(ep, &ev, 1, -1) < 0 && errno == EINTR)
+			_exit(7);
+}
+
+/*
+ * A process the export refuses for what it holds (an epoll descriptor) is
+ * refused before it is parked: parking interrupts its epoll_wait(), which
+ * returns EINTR rather than restart.
+ */
+TEST(a_refused_process_is_not_disturbed)
+{
+	struct ghost_export e;
+	char c;
+	pid_t pid = spawn(work_epoll_wait, &c, 1);
+	int g = ghost_new(), st;
+
+	ASSERT_LT(0, pid);
+	ASSERT_LE(0, g);
+	ASSERT_EQ(0, ghost_plug(g, GHOST_RES_MEMORY, -1));
+	usleep(100000);		/* in epoll_wait() by now */
+	EXPECT_EQ(-1, ghost_do_export(g, pid, GHOST_EXPORT_RUN, &e));
+	EXPECT_EQ(EOPNOTSUPP, errno);
+	EXPECT_NE(NULL, strstr(e.reason, "eventpoll")) TH_LOG("%s", e.reason);
+	usleep(200000);
+	EXPECT_EQ(0, waitpid(pid, &st, WNOHANG))
+		TH_LOG("its epoll_wait() returned EINTR (status %#x)", st);
+	close(g);
+	reap(pid);
+}
+
+/* The kernel's taint flags (TAINT_WARN is 1 << 9), or -1. */
+static long tainted(void)
+{
+	FILE *f = fopen("/proc/sys/kernel/tainted", "re");
+	long t = -1;
+
+	if (f) {
+		if (fscanf(f, "%ld", &t) != 1)
+			t = -1;
+		fclose(f);
+	}
+	return t;
+}
+
+/*
+ * A file plugged without the access the call needs, a read-only one for an
+ * export, a write-only one for an import: EBADF, without the kernel
+ * warning (kernel_write() and kernel_read() warn on such a file), and the
+ * process runs on.
+ */
+TEST(a_file_without_the_access_needed_is_ebadf)
+{
+	char path[] = "/tmp/ghost-export-XXXXXX", c;
+	pid_t pid = spawn(work_idle, &c, 1);
+	int fd = mkstemp(path), ro, wo, g = ghost_new();
+	long taint0 = tainted();
+	struct ghost_export e;
+	struct ghost_import im = { .size = sizeof(im) };
+
+	ASSERT_LE(0, fd);
+	ASSERT_LE(0, g);
+	ro = open(path, O_RDONLY | O_CLOEXEC);
+	wo = open(path, O_WRONLY | O_CLOEXEC);
+	unlink(path);
+	ASSERT_LE(0, ro);
+	ASSERT_LE(0, wo);
+	ASSERT_EQ(0, ghost_plug(g, GHOST_RES_FILE, ro));
+	EXPECT_EQ(-1, ghost_do_export(g, pid, GHOST_EXPORT_RUN, &e));
+	EXPECT_EQ(EBADF, errno);
+	EXPECT_EQ(0, kill(pid, 0));
+	close(g);
+
+	g = ghost_new();
+	ASSERT_LE(0, g);
+	ASSERT_EQ(0, ghost_plug(g, GHOST_RES_FILE, wo));
+	im.flags = GHOST_IMPORT_PREPARE;
+	EXPECT_EQ(-1, ioctl(g, GHOST_IOC_IMPORT, &im));
+	EXPECT_EQ(EBADF, errno) TH_LOG("%s", im.reason);
+	close(g);
+	if (taint0 >= 0 && !(taint0 & (1L << 9)))
+		EXPECT_EQ(0, tainted() & (1L << 9)) TH_LOG("the kernel warned");
+	close(fd);
+	close(ro);
+	close(wo);
 	reap(pid);
 }
 
