@@ -282,6 +282,17 @@ static inline int ghost_creds_of_owner(const struct ghost_creds *img, const __u3
 			 owner, (unsigned long long)img->cap_permitted);
 		return -EPERM;
 	}
+	/*
+	 * No process of the owner's can give itself inheritable capabilities
+	 * (only a privileged parent, pam_cap, can), and they are raised on
+	 * the exec of a file with inheritable file capabilities.
+	 */
+	if (img->cap_inheritable) {
+		snprintf(reason, len,
+			 "the image of uid %u has inheritable capabilities %#llx: refused",
+			 owner, (unsigned long long)img->cap_inheritable);
+		return -EPERM;
+	}
 	return 0;
 }
 

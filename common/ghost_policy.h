@@ -17,6 +17,7 @@
 #ifdef __KERNEL__
 #include <linux/errno.h>
 #include <linux/kernel.h>
+#include <linux/mman.h>
 #include <linux/stat.h>
 #include <linux/string.h>
 #include <linux/types.h>
@@ -25,6 +26,7 @@
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <linux/types.h>
 /* Kernel-internal values (include/linux/errno.h) ptrace shows in ax. */
@@ -156,6 +158,12 @@ struct ghost_attrs_facts {
 	int seccomp;		/* SECCOMP_MODE_*: 0 none, 1 strict, 2 filter */
 	bool other_time_ns;	/* in another time namespace than the exporter */
 	bool time_ns_for_children; /* unshare(CLONE_NEWTIME): children get another */
+	/*
+	 * In another user namespace than the exporter: its capabilities are
+	 * that namespace's (full for its creator's first process), and would
+	 * be restored as capabilities here.
+	 */
+	bool other_user_ns;
 };
 
 static inline int ghost_policy_attrs(const struct ghost_attrs_facts *a,
@@ -171,6 +179,8 @@ static inline int ghost_policy_attrs(const struct ghost_attrs_facts *a,
 		what = "is in another time namespace than the exporter";
 	else if (a->time_ns_for_children)
 		what = "made a time namespace for its children (unshare(CLONE_NEWTIME))";
+	else if (a->other_user_ns)
+		what = "is in another user namespace than the exporter";
 	else
 		return 0;
 	snprintf(reason, len, "pid %d %s: not supported", a->pid, what);
@@ -195,6 +205,50 @@ static inline int ghost_policy_cwd(int pid, bool reachable, bool deleted,
 }
 
 /* ---- mappings ------------------------------------------------------------ */
+
+/*
+ * Whether @v counts as data for RLIMIT_DATA (the kernel's
+ * is_data_mapping(): private, writable, not a stack). The vDSO and vvar are
+ * the kernel's own, never counted.
+ */
+static inline bool ghost_vma_is_data(const struct ghost_vma *v)
+{
+	return (v->prot & PROT_WRITE) &&
+	       !(v->flags & (GHOST_VMA_SHARED | GHOST_VMA_GROWSDOWN |
+			     GHOST_VMA_VDSO | GHOST_VMA_VVAR));
+}
+
+/*
+ * The address space and data limits that may_expand_vm() applies to the
+ * restored memory as a whole, under the importer's soft limits (the
+ * image's are set only after its memory is made): refused before the point
+ * of no return rather than failing after it. Sizes in KiB; a limit of
+ * RLIM_INFINITY >> 10 or more is none. A soft data limit of 0 is
+ * may_expand_vm()'s exception for valgrind: then the hard limit applies.
+ */
+struct ghost_vm_size_facts {
+	__u64 total_kib, data_kib;
+	__u64 as_kib, data_cur_kib, data_max_kib;
+};
+
+static inline int ghost_policy_vm_size(const struct ghost_vm_size_facts *f,
+				       char *reason, size_t len)
+{
+	if (f->total_kib > f->as_kib) {
+		snprintf(reason, len,
+			 "the image maps %llu KiB, above the caller's RLIMIT_AS (%llu KiB)",
+			 (unsigned long long)f->total_kib, (unsigned long long)f->as_kib);
+		return -ENOMEM;
+	}
+	if (f->data_kib > f->data_cur_kib &&
+	    !(f->data_cur_kib == 0 && f->data_kib <= f->data_max_kib)) {
+		snprintf(reason, len,
+			 "the image has %llu KiB of private writable memory, above the caller's RLIMIT_DATA (%llu KiB)",
+			 (unsigned long long)f->data_kib, (unsigned long long)f->data_cur_kib);
+		return -ENOMEM;
+	}
+	return 0;
+}
 
 struct ghost_vma_facts {
 	__u64 start, end;

@@ -10,6 +10,7 @@
  */
 #include <linux/bitops.h>
 #include <linux/capability.h>
+#include <linux/cred.h>
 #include <linux/mm.h>
 #include <linux/nsproxy.h>
 #include <linux/pid.h>
@@ -42,6 +43,9 @@ int ghost_check_attrs(struct task_struct *task, char *reason)
 	}
 	task_unlock(task);
 #endif
+	rcu_read_lock();
+	a.other_user_ns = __task_cred(task)->user_ns != current_user_ns();
+	rcu_read_unlock();
 	return ghost_policy_attrs(&a, reason, GHOST_REASON_LEN);
 }
 

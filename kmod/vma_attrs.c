@@ -23,6 +23,7 @@
 #include <linux/mman.h>
 #include <linux/sched/signal.h>
 #include <linux/ghost.h>
+#include <ghost_policy.h>
 #include <ghost_vma_attrs.h>
 
 #include "capture.h"
@@ -131,6 +132,7 @@ static bool meets_kept_vdso(struct mm_struct *mm, unsigned long start,
 int ghost_check_vma_addrs(const struct ghost_staged *st, char *reason)
 {
 	bool keep_vdso = ghost_staged_vma(st, GHOST_VMA_VDSO);
+	struct ghost_vm_size_facts size;
 	unsigned long total = 0, data = 0;
 	unsigned int i;
 
@@ -141,9 +143,7 @@ int ghost_check_vma_addrs(const struct ghost_staged *st, char *reason)
 		total += pages;
 		if (v->flags & (GHOST_VMA_VDSO | GHOST_VMA_VVAR))
 			continue;	/* the kernel's own, checked by ghost_check_vdso() */
-		/* is_data_mapping(): private, writable, not a stack */
-		if ((v->prot & PROT_WRITE) &&
-		    !(v->flags & (GHOST_VMA_SHARED | GHOST_VMA_GROWSDOWN)))
+		if (ghost_vma_is_data(v))
 			data += pages;
 		if (keep_vdso && meets_kept_vdso(current->mm, v->start, v->end)) {
 			ghost_reason(reason,
@@ -160,22 +160,12 @@ int ghost_check_vma_addrs(const struct ghost_staged *st, char *reason)
 			return (int)(long)addr;
 		}
 	}
-	if (total > rlimit(RLIMIT_AS) >> PAGE_SHIFT) {
-		ghost_reason(reason,
-			     "the image maps %lu KiB, above the caller's RLIMIT_AS (%lu KiB)",
-			     total << (PAGE_SHIFT - 10), rlimit(RLIMIT_AS) >> 10);
-		return -ENOMEM;
-	}
-	/* may_expand_vm()'s exception for valgrind: a soft limit of 0 */
-	if (data > rlimit(RLIMIT_DATA) >> PAGE_SHIFT &&
-	    !(rlimit(RLIMIT_DATA) == 0 &&
-	      data <= rlimit_max(RLIMIT_DATA) >> PAGE_SHIFT)) {
-		ghost_reason(reason,
-			     "the image has %lu KiB of private writable memory, above the caller's RLIMIT_DATA (%lu KiB)",
-			     data << (PAGE_SHIFT - 10), rlimit(RLIMIT_DATA) >> 10);
-		return -ENOMEM;
-	}
-	return 0;
+	size.total_kib = total << (PAGE_SHIFT - 10);
+	size.data_kib = data << (PAGE_SHIFT - 10);
+	size.as_kib = rlimit(RLIMIT_AS) >> 10;
+	size.data_cur_kib = rlimit(RLIMIT_DATA) >> 10;
+	size.data_max_kib = rlimit_max(RLIMIT_DATA) >> 10;
+	return ghost_policy_vm_size(&size, reason, GHOST_REASON_LEN);
 }
 
 /* vm_mmap() of one image VMA with its attributes; see the top of the file. */

@@ -346,16 +346,28 @@ class AsImageUser {
             return;
         const int n = ::getgroups(0, nullptr);
         groups_.resize(static_cast<std::size_t>(std::max(n, 0)));
-        if (n < 0 || ::getgroups(n, groups_.data()) != n)
+        if (n < 0 || ::getgroups(n, groups_.data()) != n) {
+            failed_ = errno;
             return;
+        }
         const std::vector<gid_t> theirs(img.groups.begin(), img.groups.end());
-        if (::syscall(SYS_setgroups, theirs.size(), theirs.data()) != 0)
+        if (::syscall(SYS_setgroups, theirs.size(), theirs.data()) != 0) {
+            failed_ = errno;
             return;
+        }
         dumpable_ = ::prctl(PR_GET_DUMPABLE);
         gid_ = ::setfsgid(img.creds->fsgid);
         uid_ = ::setfsuid(img.creds->fsuid);
         on_ = true;
+        // setfsuid() and setfsgid() say nothing of a failure: asked again
+        // with an id they refuse, they return the one in force.
+        if (static_cast<uid_t>(::setfsuid(static_cast<uid_t>(-1))) != img.creds->fsuid ||
+            static_cast<gid_t>(::setfsgid(static_cast<gid_t>(-1))) != img.creds->fsgid)
+            failed_ = EPERM;
     }
+    // 0, or why this thread could not take the image user's ids: the file
+    // must not then be opened with root's.
+    int failed() const { return failed_; }
     ~AsImageUser() {
         if (!on_)
             return;
@@ -370,6 +382,7 @@ class AsImageUser {
 
   private:
     bool on_ = false;
+    int failed_ = 0;
     int uid_ = 0, gid_ = 0, dumpable_ = -1;
     std::vector<gid_t> groups_;
 };
@@ -382,6 +395,10 @@ Result<Link> load_parent(const std::string& path, const Link& child) {
     int err = 0;
     {
         AsImageUser as(child.img);
+        if (as.failed())
+            return Error::from_errno(as.failed(),
+                                     fmt::format("cannot open {} as the user of {}: {}", path,
+                                                 child.path, errno_text(as.failed())));
         fd = UniqueFd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
         err = errno;
     }

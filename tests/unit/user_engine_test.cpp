@@ -19,6 +19,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
@@ -747,7 +748,8 @@ class BadImport : public ::testing::Test {
     // Imports the mutated image in a forked child that reports, by its exit
     // status, whether it got the expected error back and still runs.
     void expect_refused(int expected_errno, const std::string& words,
-                        const ghost::RestoreOptions& opts = {}) {
+                        const ghost::RestoreOptions& opts = {},
+                        const std::function<void()>& before = {}) {
         auto bytes = ghost::image::encode(
             img_, [&](const ghost::image::Vma&, const ghost::image::PageRun& r) {
                 return std::span<const std::byte>(bytes_).subspan(r.data_offset, r.nr_pages * 4096);
@@ -760,6 +762,8 @@ class BadImport : public ::testing::Test {
             auto g = ghost::UserEngine().create_memory();
             if (!g || !(*g)->write(bytes))
                 ::_exit(2);
+            if (before)
+                before();
             const ghost::Error e = (*g)->restore_self(opts);
             const std::string msg = e.what();
             (void)!::write(p[1], msg.data(), msg.size());
@@ -788,6 +792,28 @@ TEST_F(BadImport, MissingMappedFileIsRefusedBeforeTheTracer) {
             break;
         }
     expect_refused(ENOENT, "cannot open /nonexistent/ghost-lib.so");
+}
+
+// More memory than the importer's soft limits let it map is refused before
+// the point of no return, the importer alive, as ghost.ko refuses it (the
+// image's own limits are set only after its memory is made, and a mapping
+// refused then would kill the importer).
+TEST_F(BadImport, MemoryAboveTheImportersSoftDataLimitIsRefused) {
+    ghost::image::Vma big;
+    big.rec.start = 0x200000000000ULL; // far from the rest
+    big.rec.end = big.rec.start + (1ULL << 30);
+    big.rec.prot = PROT_READ | PROT_WRITE;
+    const auto at = std::find_if(img_.vmas.begin(), img_.vmas.end(),
+                                 [&](const auto& v) { return v.rec.start > big.rec.start; });
+    img_.vmas.insert(at, big);
+    img_.mm.nr_vmas = static_cast<std::uint32_t>(img_.vmas.size());
+    expect_refused(ENOMEM, "above the caller's RLIMIT_DATA", {}, [] {
+        rlimit r{};
+        ::getrlimit(RLIMIT_DATA, &r);
+        r.rlim_cur = 512ULL << 20;
+        if (::setrlimit(RLIMIT_DATA, &r) != 0)
+            ::_exit(3);
+    });
 }
 
 // A mapping whose path is a FIFO now: refused at once (its open waited for

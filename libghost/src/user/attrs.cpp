@@ -114,6 +114,9 @@ Result<void> check_attrs(pid_t pid, std::string_view status) {
     const auto own = ns_id("/proc/self/ns/time");
     f.other_time_ns = time.second && own.second && time != own;
     f.time_ns_for_children = time.second && children.second && time != children;
+    const auto user = ns_id(fmt::format("/proc/{}/ns/user", pid));
+    const auto own_user = ns_id("/proc/self/ns/user");
+    f.other_user_ns = user.second && own_user.second && user != own_user;
     char reason[GHOST_REASON_LEN] = {};
     if (const int err = ghost_policy_attrs(&f, reason, sizeof(reason)); err < 0)
         return refused(err, reason);

@@ -96,6 +96,29 @@ Result<void> check_limits(const image::Image& img) {
     return {};
 }
 
+// What the image's memory may take, under the caller's soft limits as
+// they are while it is made (the image's are set after): as ghost.ko asks
+// it, before the point of no return.
+Result<void> check_vm_size(const image::Image& img) {
+    ghost_vm_size_facts size{};
+    for (const auto& v : img.vmas) {
+        const std::uint64_t kib = (v.rec.end - v.rec.start) >> 10;
+        size.total_kib += kib;
+        if (ghost_vma_is_data(&v.rec))
+            size.data_kib += kib;
+    }
+    rlimit as{}, data{};
+    ::getrlimit(RLIMIT_AS, &as);
+    ::getrlimit(RLIMIT_DATA, &data);
+    size.as_kib = as.rlim_cur >> 10;
+    size.data_cur_kib = data.rlim_cur >> 10;
+    size.data_max_kib = data.rlim_max >> 10;
+    char reason[GHOST_REASON_LEN] = {};
+    if (const int err = ghost_policy_vm_size(&size, reason, sizeof(reason)); err < 0)
+        return Error::from_errno(-err, reason);
+    return {};
+}
+
 // prctl(PR_SET_MM_MAP)'s own checks, so that it cannot fail after the point
 // of no return.
 Result<void> check_mm(const ghost_mm& m) {
@@ -280,6 +303,8 @@ Error restore(const image::Image& img, std::vector<PageData> pages, bool stopped
     // As the image's user, with the limits it will have when its memory is
     // locked (a root restorer's CAP_IPC_LOCK is gone by then).
     if (auto r = check_memlock(img); !r)
+        return r.error();
+    if (auto r = check_vm_size(img); !r)
         return r.error();
     Plan p;
     p.img = &img;
