@@ -509,8 +509,17 @@ void Ops::recover_entry(Daemon& d, const json& e) {
         // Before the commit point: the original goes on (it was held
         // stopped for its export); the destination learns "aborted".
         const pid_t pid = e.value("pid", 0);
-        if (proc_alive(pid, e.value("starttime", std::uint64_t{0})))
+        if (proc_alive(pid, e.value("starttime", std::uint64_t{0}))) {
             ::kill(pid, SIGCONT);
+            // A process that ran on during its export (dup, checkpoint)
+            // keeps the snapshot our death killed as a zombie child.
+            if (auto n = ghost::reap_leftover_snapshots(pid); !n)
+                spdlog::warn("recovery: {} {}: pid {} keeps a snapshot we left: {}",
+                             e.value("kind", ""), id, pid, n.error().what());
+            else if (*n)
+                spdlog::info("recovery: {} {}: reaped {} snapshot(s) we left in pid {}",
+                             e.value("kind", ""), id, *n, pid);
+        }
         spdlog::info("recovery: {} {} rolled back, pid {} runs on", e.value("kind", ""), id, pid);
         d.journal_.remove(id);
     } else if (role == "server" && state == "stored") {

@@ -15,6 +15,7 @@
 #include "ghost/c/restore_self.h"
 #include "kernel_snapshot.hpp"
 #include "sys.hpp"
+#include "user/tracee.hpp"
 
 namespace ghost {
 
@@ -66,6 +67,9 @@ template <class Base> class KernelGhostBase : public Base {
     KernelGhostBase(UniqueFd fd, Backend b) : fd_(std::move(fd)), backend_(b) {}
 
     Result<ExportStats> export_process(pid_t pid, Fate fate) override {
+        // A snapshot a dead exporter left would make ghost.ko refuse it as
+        // a parent; where it cannot be held for that, ghost.ko says so.
+        (void)user::reap_leftover_snapshots(pid);
         // A process that runs on is held only while its state is read.
         if (fate == Fate::Run)
             if (auto r = detail::kernel_snapshot_export(fd_.get(), pid)) {

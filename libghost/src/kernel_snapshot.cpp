@@ -3,8 +3,8 @@
 
 #include <sys/ioctl.h>
 
-#include <chrono>
 #include <cerrno>
+#include <chrono>
 
 #include <fmt/format.h>
 #include <linux/ghost.h>
@@ -56,6 +56,10 @@ std::optional<Result<ExportStats>> kernel_snapshot_export(int ghost_fd, pid_t pi
     auto mask0 = t.signal_mask();
     if (!regs0 || !mask0)
         return std::nullopt; // the destructor lets it go, untouched
+    // Before our fork runs in it (and so in the image): out of a
+    // restartable sequence's critical section, as a preemption would.
+    if (!t.abort_rseq_section(*regs0))
+        return std::nullopt;
 
     bool clobbered = false;
     const auto put_back = [&] {
@@ -103,6 +107,8 @@ std::optional<Result<ExportStats>> kernel_snapshot_export(int ghost_fd, pid_t pi
     if (!taken)
         return std::nullopt;
     const std::uint64_t frozen_ns = ns_since(t0);
+    // So that the next export can reap it if we die before we do.
+    (void)snap->name_snapshot();
 
     ghost_export f{};
     f.size = sizeof(f);

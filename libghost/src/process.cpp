@@ -31,6 +31,7 @@
 #include "sys.hpp"
 #include "user/dirty.hpp"
 #include "user/shadow.hpp"
+#include "user/tracee.hpp"
 #include "user/user.hpp"
 #include "zstd_stream.hpp"
 
@@ -147,6 +148,10 @@ Error restore_whole(Engine& engine, int fd, const RestoreOptions& o) {
 bool is_zstd(std::span<const std::byte> head) {
     return head.size() >= zstd_magic.size() &&
            std::equal(zstd_magic.begin(), zstd_magic.end(), head.begin());
+}
+
+Result<int> reap_leftover_snapshots(pid_t pid) {
+    return user::reap_leftover_snapshots(pid);
 }
 
 std::uint64_t estimate_image_bytes(pid_t pid) {

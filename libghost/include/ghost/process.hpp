@@ -139,6 +139,15 @@ struct DuplicateOptions {
 // multithreaded caller.
 Result<pid_t> duplicate(Engine& engine, pid_t pid, const DuplicateOptions& opts = {});
 
+// Reaps the copy-on-write snapshots that an exporter which died during a
+// --leave-running export (a checkpoint that lets the process run on, a
+// duplicate) left in process pid: its own zombie children, which no wait()
+// of pid's sees and which would make it refused as a parent. Every export
+// does this first; a daemon that restarts after a crash calls it for the
+// processes it was exporting. Returns how many it reaped (0 without
+// holding pid when there are none); an error if pid could not be held.
+Result<int> reap_leftover_snapshots(pid_t pid);
+
 // The restore stub restart() and duplicate() spawn, found in this order:
 // override when it is not empty; $GHOST_RESTORE_STUB; the installed
 // libexec/ghost/ghost-restore-stub beside this libghost (relative to the

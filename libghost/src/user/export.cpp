@@ -67,6 +67,9 @@ Error refused(int err, const Reason& reason) {
 // What is refused before the process is touched (ghost_policy_target()),
 // status the text of its /proc/PID/status.
 Result<void> check_target(pid_t pid, const Result<std::string>& status) {
+    // Snapshots a dead exporter left are reaped by the export: not counted.
+    const auto children = children_of(pid);
+    const auto left = leftover_snapshots(pid);
     auto stat = read_stat(pid);
     if (pid != ::getpid() && (!stat || !status))
         return Error::from_errno(ESRCH, fmt::format("no process with pid {}", pid));
@@ -77,7 +80,7 @@ Result<void> check_target(pid_t pid, const Result<std::string>& status) {
         stat && stat->size() > 9 && (parse_u64((*stat)[9]) & (kPfKthread | kPfExiting));
     t.self = pid == ::getpid();
     t.threads = status ? static_cast<int>(parse_u64(status_field(*status, "Threads"))) : 1;
-    t.children = !children_of(pid).empty();
+    t.children = children.size() > left.size();
     if (status && !t.self) {
         const auto shared =
             sharing_of(pid, static_cast<pid_t>(parse_u64(status_field(*status, "PPid"))));
@@ -238,6 +241,9 @@ Result<ExportStats> export_once(pid_t pid, Fate fate, int out, std::string_view 
                                 PrecopyState* precopy, bool defer_flags, bool& again) {
     if (auto c = check_untouched(pid); !c)
         return c.error();
+    // Held for it only if it has one; where it cannot be, check_held()
+    // refuses it as a parent, as before.
+    (void)reap_leftover_snapshots(pid);
     std::optional<Parent> parent;
     if (!parent_path.empty()) {
         auto p = Parent::open(pid, std::string(parent_path));
@@ -281,6 +287,8 @@ Result<ExportStats> export_once(pid_t pid, Fate fate, int out, std::string_view 
     auto regs0 = t.regs();
     if (!regs0)
         return regs0.error();
+    if (auto a = t.abort_rseq_section(*regs0); !a)
+        return a.error();
     auto xsave = t.xstate();
     if (!xsave)
         return xsave.error();
@@ -510,6 +518,10 @@ Result<ExportStats> export_once(pid_t pid, Fate fate, int out, std::string_view 
         frozen_ns = frozen_for();
         if (auto d = t.detach(); !d)
             return d.error();
+        // Only so that a snapshot we leave behind if we die can be reaped
+        // by the next export: it fails only with the snapshot itself.
+        if (snap)
+            (void)snap->name_snapshot();
         if (live && precopy->before_flags)
             precopy->before_flags();
     }

@@ -344,6 +344,22 @@ bool uses_io_uring(pid_t pid) {
     return false;
 }
 
+std::vector<pid_t> leftover_snapshots(pid_t pid) {
+    std::vector<pid_t> out;
+    for (const pid_t c : children_of(pid)) {
+        auto f = read_stat(c);
+        if (!f || f->size() <= 38 || (*f)[3] != "Z" || (*f)[38] != "0")
+            continue;
+        // Field 2 is "(comm)": read_stat() kept it whole, after the pid.
+        const std::string& named = (*f)[2];
+        const auto open = named.find('(');
+        if (open != std::string::npos && named.size() >= open + 2 &&
+            std::string_view(named).substr(open + 1, named.size() - open - 2) == kSnapshotComm)
+            out.push_back(c);
+    }
+    return out;
+}
+
 bool exiting(pid_t pid) {
     auto stat = read_stat(pid);
     return !stat || stat->size() <= 9 || (parse_u64((*stat)[9]) & kPfExiting);

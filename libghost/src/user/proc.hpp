@@ -85,6 +85,18 @@ bool exiting(pid_t pid);
 // Zombies too: the children list keeps them until they are reaped.
 std::vector<pid_t> children_of(pid_t pid);
 
+// The name Tracee::fork_snapshot() gives its child (comm, 15 bytes at
+// most), so that one its exporter left behind can be told from the
+// process's own children.
+inline constexpr std::string_view kSnapshotComm = "ghost-snapshot";
+
+// Which of pid's children are copy-on-write snapshots an exporter left
+// behind: zombies named kSnapshotComm, with exit signal 0 (no wait() of
+// pid's own sees them). An exporter that dies mid-export (migd killed)
+// has its snapshot killed (PTRACE_O_EXITKILL) but cannot reap it: it
+// stays pid's zombie child, and would make pid refused as a parent.
+std::vector<pid_t> leftover_snapshots(pid_t pid);
+
 // Whether pid holds a SysV semaphore undo list (kcmp(KCMP_SYSVSEM)).
 bool holds_sysvsem(pid_t pid);
 

@@ -4,6 +4,8 @@
 #include <elf.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/ptrace.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
@@ -11,6 +13,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <cerrno>
 #include <cstring>
 #include <utility>
@@ -178,6 +181,44 @@ std::optional<RseqConfig> Tracee::rseq_config() {
     return RseqConfig{rc.rseq_abi_pointer, rc.rseq_abi_size, rc.signature};
 }
 
+Result<bool> Tracee::abort_rseq_section(Regs& r) {
+    const auto rc = rseq_config();
+    if (!rc)
+        return false;
+    // struct rseq: cpu_id_start, cpu_id (u32 each), then rseq_cs (u64).
+    constexpr std::uint64_t kRseqCsField = 8;
+    std::uint64_t cs_at = 0;
+    if (auto g = read(rc->addr + kRseqCsField, std::as_writable_bytes(std::span(&cs_at, 1))); !g)
+        return g.error();
+    if (cs_at == 0)
+        return false;
+    struct {
+        std::uint32_t version, flags;
+        std::uint64_t start_ip, post_commit_offset, abort_ip;
+    } cs{};
+    // What the kernel would refuse (it kills the process then) is left to it.
+    if (!read(cs_at, std::as_writable_bytes(std::span(&cs, 1))) || cs.version != 0 ||
+        r.rip - cs.start_ip >= cs.post_commit_offset ||
+        cs.abort_ip - cs.start_ip < cs.post_commit_offset || cs.abort_ip < 4)
+        return false;
+    std::uint32_t sig = 0;
+    if (!read(cs.abort_ip - 4, std::as_writable_bytes(std::span(&sig, 1))) || sig != rc->sig)
+        return false;
+    // Both at once, as the kernel's abort: whatever the caller does next,
+    // put back or not, the process is where an abort leaves it.
+    Regs aborted = r;
+    aborted.rip = cs.abort_ip;
+    if (auto s = set_regs(aborted); !s)
+        return s.error();
+    const std::uint64_t zero = 0;
+    if (auto w = write(rc->addr + kRseqCsField, std::as_bytes(std::span(&zero, 1))); !w) {
+        (void)set_regs(r);
+        return w.error();
+    }
+    r = aborted;
+    return true;
+}
+
 Result<void> Tracee::kill_on_exit() {
     if (pt(PTRACE_SETOPTIONS, pid_, nullptr,
            reinterpret_cast<void*>(PTRACE_O_TRACESYSGOOD | PTRACE_O_EXITKILL)) != 0)
@@ -215,6 +256,13 @@ Result<void> Tracee::resume_until(__ptrace_request request, int want, const char
         auto st = wait_stop();
         if (!st)
             return st.error();
+        if ((*st >> 16) == PTRACE_EVENT_CLONE) {
+            // Our fork_snapshot()'s child, held by us from its birth: known
+            // here even if the call then fails (the process killed).
+            unsigned long child = 0;
+            if (pt(PTRACE_GETEVENTMSG, pid_, nullptr, &child) == 0)
+                cloned_ = static_cast<pid_t>(child);
+        }
         if ((*st >> 16) != 0)
             continue; // a group-stop or event: go on
         const int s = WSTOPSIG(*st);
@@ -323,28 +371,51 @@ Result<Tracee> Tracee::fork_snapshot() {
     const auto opts = [&](long o) {
         return pt(PTRACE_SETOPTIONS, pid_, nullptr, reinterpret_cast<void*>(o));
     };
-    if (opts(PTRACE_O_TRACESYSGOOD | PTRACE_O_TRACECLONE) != 0)
+    // The child inherits these options at its birth, PTRACE_O_EXITKILL
+    // with them: were we killed before we could set it on the child alone,
+    // it would be let go to run on from our clone as a second copy of the
+    // process. The process itself has it only for that one call, in which
+    // it holds our registers and could not go on as it was anyway.
+    if (opts(PTRACE_O_TRACESYSGOOD | PTRACE_O_TRACECLONE | PTRACE_O_EXITKILL) != 0)
         return Error::from_errno(
             errno, fmt::format("ptrace(SETOPTIONS) of pid {}: {}", pid_, errno_text(errno)));
     // clone(flags, stack, parent_tid, child_tid, tls): no CLONE_* flag and
     // exit signal 0 (the low byte): a fork that reports PTRACE_EVENT_CLONE.
+    cloned_ = 0;
     auto r = call(SYS_clone, 0, 0, 0, 0, 0);
-    if (opts(PTRACE_O_TRACESYSGOOD) != 0 && r && *r > 0) {
-        // Cannot happen while we hold it; do not leave a child behind.
-        ::kill(static_cast<pid_t>(*r), SIGKILL);
-        return Error::from_errno(
-            errno, fmt::format("ptrace(SETOPTIONS) of pid {}: {}", pid_, errno_text(errno)));
+    const bool reset = opts(PTRACE_O_TRACESYSGOOD) == 0;
+    const int reset_errno = errno;
+    const pid_t made = cloned_ > 0 ? cloned_ : r && *r > 0 ? static_cast<pid_t>(*r) : 0;
+    cloned_ = 0;
+    if (made > 0 && !(reset && r && *r == made)) {
+        // Whatever went wrong, the child the clone made is ours to end:
+        // none is left behind, stopped or running, nor its zombie.
+        Tracee orphan(made);
+        orphan.attached_ = true;
+        orphan.kill_and_wait();
+        if (reset)
+            (void)call(SYS_wait4, static_cast<std::uint64_t>(made), 0, WNOHANG | __WALL, 0);
     }
+    if (!reset)
+        return Error::from_errno(reset_errno, fmt::format("ptrace(SETOPTIONS) of pid {}: {}", pid_,
+                                                          errno_text(reset_errno)));
     if (!r)
         return r.error();
     if (*r <= 0)
         return Error::from_errno(static_cast<int>(-*r),
                                  fmt::format("fork inside pid {} for a snapshot: {}", pid_,
                                              errno_text(static_cast<int>(-*r))));
+    if (*r != made)
+        return Error::from_errno(EPROTO, fmt::format("fork inside pid {} for a snapshot: it "
+                                                     "made {}, reported {}",
+                                                     pid_, *r, made));
     // Auto-attached, it starts in a stop we must see before reading it.
     Tracee child(static_cast<pid_t>(*r));
     child.attached_ = true;
     child.snapshot_ = true;
+    // Its memory is ours at the fork: our system call instruction is there.
+    child.insn_ = insn_;
+    child.trap_follows_ = trap_follows_;
     auto st = child.wait_stop();
     if (!st) {
         child.kill_and_wait();
@@ -358,6 +429,35 @@ Result<Tracee> Tracee::fork_snapshot() {
         return k.error();
     }
     return child;
+}
+
+Result<void> Tracee::name_snapshot() {
+    const long page = ::sysconf(_SC_PAGESIZE);
+    // Shared, so that it never merges with a private neighbour whose flags
+    // the unmap would then leave changed (VM_SOFTDIRTY).
+    auto at = call(SYS_mmap, 0, static_cast<std::uint64_t>(page), PROT_READ | PROT_WRITE,
+                   MAP_SHARED | MAP_ANONYMOUS, static_cast<std::uint64_t>(-1), 0);
+    if (!at)
+        return at.error();
+    if (*at < 0 && *at > -4096)
+        return Error::from_errno(static_cast<int>(-*at),
+                                 fmt::format("a page for the name of snapshot {}: {}", pid_,
+                                             errno_text(static_cast<int>(-*at))));
+    const auto addr = static_cast<std::uint64_t>(*at);
+    std::array<std::byte, 16> name{};
+    std::memcpy(name.data(), kSnapshotComm.data(), kSnapshotComm.size());
+    auto wrote = write(addr, name);
+    auto named = wrote ? call(SYS_prctl, PR_SET_NAME, addr) : Result<long>(wrote.error());
+    auto gone = call(SYS_munmap, addr, static_cast<std::uint64_t>(page));
+    if (!named)
+        return named.error();
+    if (*named < 0)
+        return Error::from_errno(
+            static_cast<int>(-*named),
+            fmt::format("naming snapshot {}: {}", pid_, errno_text(static_cast<int>(-*named))));
+    if (!gone)
+        return gone.error();
+    return {};
 }
 
 void Tracee::kill_and_wait() {
@@ -477,9 +577,20 @@ Result<void> with_held(pid_t pid, const std::function<Result<void>(Tracee&)>& ca
     if (!held)
         return held.error();
     Tracee& t = *held;
+    // Checked when it was exported, but it ran on since: a filter it set
+    // meanwhile could kill it for the call we would run.
+    auto status = read_status(pid);
+    if (!status)
+        return status.error();
+    if (const auto mode = status_field(*status, "Seccomp"); !mode.empty() && mode != "0")
+        return Error::from_errno(EOPNOTSUPP, fmt::format("pid {} is under seccomp (mode {}) "
+                                                         "now: no system call of ours runs in it",
+                                                         pid, mode));
     auto regs0 = t.regs();
     if (!regs0)
         return regs0.error();
+    if (auto a = t.abort_rseq_section(*regs0); !a)
+        return a.error();
     auto mask0 = t.signal_mask();
     if (!mask0)
         return mask0.error();
@@ -507,6 +618,25 @@ void reap_snapshot(pid_t parent, pid_t child) {
         (void)t.call(SYS_wait4, static_cast<std::uint64_t>(child), 0, WNOHANG | __WALL, 0);
         return {};
     });
+}
+
+Result<int> reap_leftover_snapshots(pid_t pid) {
+    const auto left = leftover_snapshots(pid);
+    if (left.empty())
+        return 0;
+    int reaped = 0;
+    auto r = with_held(pid, [&](Tracee& t) -> Result<void> {
+        for (const pid_t c : left) {
+            auto w = t.call(SYS_wait4, static_cast<std::uint64_t>(c), 0, WNOHANG | __WALL, 0);
+            if (!w)
+                return w.error();
+            reaped += *w == c;
+        }
+        return {};
+    });
+    if (!r)
+        return r.error();
+    return reaped;
 }
 
 SnapshotGuard::~SnapshotGuard() {

@@ -75,6 +75,17 @@ class Tracee {
     Result<void> set_signal_mask(std::uint64_t mask);
     // Its rseq area, if it registered one (and the kernel tells, 5.13+).
     std::optional<RseqConfig> rseq_config();
+    // Held inside a restartable sequence's critical section (rip in
+    // [start_ip, start_ip + post_commit_offset) of the rseq_cs its area
+    // names), the section is aborted as a preemption would abort it: r.rip
+    // moves to the section's abort handler and the area's rseq_cs is
+    // cleared. Without it, the first system call we run in it would have
+    // the kernel clear rseq_cs (rip then outside the section) without the
+    // abort, and put back, it would go on inside the section unprotected;
+    // restored elsewhere, on another CPU. Call it on the registers read at
+    // the seize, before any call: it sets the tracee's and r both. Returns
+    // whether it aborted one.
+    Result<bool> abort_rseq_section(Regs& r);
     // Kill the tracee if the tracer dies (after the point of no return).
     Result<void> kill_on_exit();
 
@@ -132,6 +143,12 @@ class Tracee {
     // call(). The child must be ended with kill_and_wait(), and then reaped
     // in the tracee (wait4 with __WALL), whose zombie it otherwise stays.
     Result<Tracee> fork_snapshot();
+    // Names this tracee (a snapshot) kSnapshotComm, so that if its exporter
+    // dies, the next export of its parent can tell it from the parent's own
+    // children and reap it (reap_leftover_snapshots()). Run in it, in a
+    // page of its own mapped for the call and unmapped again: nothing of
+    // the memory it shows changes. Made after the parent is let go.
+    Result<void> name_snapshot();
     // Kills this tracee (a snapshot) and waits, as its tracer, until it is
     // gone; its own parent still has to reap it.
     void kill_and_wait();
@@ -175,6 +192,7 @@ class Tracee {
     bool snapshot_ = false;      // made by fork_snapshot(): killed, never let go
     Regs scratch_{};             // register template for call()
     bool have_template_ = false;
+    pid_t cloned_ = 0; // the child of the last PTRACE_EVENT_CLONE stop
     UniqueFd mem_;
 };
 
@@ -187,6 +205,12 @@ Result<void> with_held(pid_t pid, const std::function<Result<void>(Tracee&)>& ca
 // it is gone, the target reaps its zombie with a wait4 run inside it (held
 // for that one call). If the target exited meanwhile, init reaps it.
 void reap_snapshot(pid_t parent, pid_t child);
+
+// Reaps the snapshots an exporter left behind in pid (leftover_snapshots()),
+// holding it for a moment if it has any; returns how many. Every export
+// does this first, and a daemon that recovers from a crash for the
+// processes it was exporting. A process we may not hold keeps them.
+Result<int> reap_leftover_snapshots(pid_t pid);
 
 // Ends a snapshot (kills it, then has the target reap it) on every path.
 class SnapshotGuard {
