@@ -20,6 +20,7 @@
 #include <filesystem>
 #include <mutex>
 #include <regex>
+#include <system_error>
 #include <thread>
 
 #include <fmt/format.h>
@@ -37,6 +38,10 @@ using ghost::Result;
 using ghost::UniqueFd;
 
 namespace {
+
+// One request's processes at most: an all-at-once schedule runs a thread
+// and a session each, and a request may not make migd use up the host's.
+constexpr std::size_t kMaxCheckpointPids = 256;
 
 bool valid_id(const std::string& id) {
     static const std::regex re("[0-9]+-[0-9]+");
@@ -348,10 +353,17 @@ json Ops::local_checkpoint(Daemon& d, const json& req, const Client& who, const 
                                        schedule));
     if (server != d.config().host && !d.config().peer(server))
         return error_reply(fmt::format("{} is not a peer of {}", server, d.config().host));
+    const json pids = req.value("pids", json::array());
+    if (!pids.is_array() || pids.size() > kMaxCheckpointPids)
+        return error_reply(
+            fmt::format("checkpoint takes at most {} pids in one request", kMaxCheckpointPids));
     std::vector<Job> jobs;
-    for (const auto& p : req.value("pids", json::array())) {
+    for (const auto& p : pids) {
         Job j;
         j.pid = p.get<pid_t>();
+        for (const auto& before : jobs)
+            if (before.pid == j.pid)
+                return error_reply(fmt::format("pid {} is named twice", j.pid));
         auto proc = owned_process(j.pid, who);
         if (!proc)
             return error_reply(proc.error());
@@ -374,11 +386,19 @@ json Ops::local_checkpoint(Daemon& d, const json& req, const Client& who, const 
             run_session(d, server, {&j}, fate, jobs.size() == 1 ? emit : Emit{});
     } else {
         std::vector<std::thread> threads;
-        for (auto& j : jobs)
-            threads.emplace_back([&, jp = &j] {
-                guarded("a checkpoint session",
-                        [&] { run_session(d, server, {jp}, fate, Emit{}); });
-            });
+        for (auto& j : jobs) {
+            try {
+                threads.emplace_back([&, jp = &j] {
+                    guarded("a checkpoint session",
+                            [&] { run_session(d, server, {jp}, fate, Emit{}); });
+                });
+            } catch (const std::system_error& e) {
+                // No thread for it (the host's limit): not checkpointed,
+                // and the sessions begun end as they would.
+                j.result = error_reply(
+                    fmt::format("not checkpointed: no thread for its session: {}", e.what()));
+            }
+        }
         for (auto& t : threads)
             t.join();
     }

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
+#include <set>
 #include <thread>
 
 #include <fmt/format.h>
@@ -359,10 +360,39 @@ void Daemon::serve_peer(std::unique_ptr<Channel> ch) {
     (void)ch->finish();
 }
 
+namespace {
+
+// Whether req names the uid it acts for, as an unsigned number.
+bool names_uid(const json& req) {
+    const auto it = req.find("uid");
+    return it != req.end() && it->is_number_unsigned();
+}
+
+// A peer's request for a user must say which: one without a uid is refused,
+// never taken as root's (value("uid", 0) would).
+bool names_its_user(const std::string& op, const json& req) {
+    if (op == "store") {
+        const auto items = req.find("items");
+        return items != req.end() && items->is_array() &&
+               std::all_of(items->begin(), items->end(), names_uid);
+    }
+    static const std::set<std::string> for_a_user = {
+        "import", "images", "fetch", "restart", "manifest", "where", "kill", "migrate", "dup"};
+    return !for_a_user.contains(op) || names_uid(req);
+}
+
+} // namespace
+
 void Daemon::dispatch_peer(Channel& c, const json& r) {
     Channel* ch = &c;
     const json* req = &r;
     const std::string op = req->value("op", "");
+    if (!names_its_user(op, *req)) {
+        spdlog::warn("peer {}: {} request without the uid it acts for: refused", ch->peer(), op);
+        if (!is_one_way(*req))
+            (void)send_json(*ch, error_reply(fmt::format("malformed {} request: no uid", op)));
+        return;
+    }
     if (op == "import")
         Ops::peer_import(*this, *ch, *req);
     else if (op == "resolve")

@@ -459,6 +459,34 @@ TEST(MigdOps, TheServerRefusesAnImageAboveMaxImageBytes) {
     EXPECT_TRUE(eventually([&] { return fs::is_empty(net.root() / "h3" / "state" / "journal"); }));
 }
 
+// One request names each process once and at most 256 of them: an
+// all-at-once schedule runs a thread and a session for each, and a user's
+// request naming their own pid 100,000 times made migd create threads
+// until it could not (and std::terminate). Refused before anything runs.
+TEST(MigdOps, ACheckpointOfTheSamePidManyTimesIsRefused) {
+    Net net(2);
+    Counter a(net.root());
+    json twice = {{"op", "checkpoint"},
+                  {"pids", {a.pid, a.pid}},
+                  {"server", "h2"},
+                  {"schedule", "all-at-once"},
+                  {"leave_running", true}};
+    json r = net["h1"].local(twice, user, {});
+    EXPECT_FALSE(r.value("ok", true)) << r.dump();
+    EXPECT_NE(r.value("error", "").find("named twice"), std::string::npos) << r.dump();
+    json many = twice;
+    many["pids"] = json::array();
+    for (int i = 0; i < 100000; i++)
+        many["pids"].push_back(a.pid);
+    r = net["h1"].local(many, user, {});
+    EXPECT_FALSE(r.value("ok", true)) << r.dump();
+    EXPECT_NE(r.value("error", "").find("at most 256 pids"), std::string::npos) << r.dump();
+    EXPECT_TRUE(alive(a.pid));
+    EXPECT_TRUE(net["h1"].local({{"op", "images"}, {"server", "h2"}}, user, {}).value("ok", false));
+    EXPECT_TRUE(fs::is_empty(net.root() / "h2" / "images") ||
+                !fs::exists(net.root() / "h2" / "images"));
+}
+
 // A field of the wrong type for the host's own store, which answers on a
 // thread of its own: a malformed request, not an exception out of that
 // thread (std::terminate: the daemon and every migration gone).
@@ -887,6 +915,24 @@ TEST(MigdOps, LookupsReuseAKeptConnectionAndReconnectAfterAHangUp) {
     EXPECT_EQ(w.value("pid", 0), np) << w.dump();
     EXPECT_EQ(net.connections(), before + 1);
     ::kill(np, SIGKILL);
+}
+
+// A peer's request for a user says which user: one without a uid (or with
+// one that is not an unsigned number) is refused, never taken as root's.
+TEST(MigdOps, APeerRequestWithoutItsUsersUidIsRefused) {
+    Net net(2);
+    for (json req : {json{{"op", "images"}, {"rm", "1-1"}}, json{{"op", "fetch"}, {"id", "1-1"}},
+                     json{{"op", "images"}, {"uid", -1}},
+                     json{{"op", "store"}, {"items", {{{"pid", 1}, {"comm", "x"}}}}},
+                     json{{"op", "kill"}, {"gid", "h1.1"}, {"signal", 0}}}) {
+        auto r = net["h1"].ask("h2", req);
+        ASSERT_TRUE(r) << r.error().what();
+        EXPECT_NE(r->value("error", "").find("no uid"), std::string::npos)
+            << req.dump() << " -> " << r->dump();
+    }
+    auto r = net["h1"].ask("h2", {{"op", "images"}, {"uid", nobody}});
+    ASSERT_TRUE(r) << r.error().what();
+    EXPECT_TRUE(r->value("ok", false)) << r->dump();
 }
 
 // A peer names only its own migrations, and only a migration's own peer
