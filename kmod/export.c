@@ -19,6 +19,7 @@
 #include <linux/fdtable.h>
 #include <linux/file.h>
 #include <linux/magic.h>
+#include <linux/module.h>
 #include <linux/ktime.h>
 #include <linux/pid.h>
 #include <linux/regset.h>
@@ -129,6 +130,13 @@ static void freeze_work(struct callback_head *work)
 		}
 	}
 	freeze_put(f);
+	/*
+	 * The reference freeze() took for this work: an export given up on
+	 * (a target asleep past GHOST_PARK_WITHIN_S) leaves the work queued
+	 * after its ghost is closed, and the module must still be there when
+	 * it runs. Only this function's return is left to run after it.
+	 */
+	module_put(THIS_MODULE);
 }
 
 /*
@@ -271,8 +279,10 @@ static int freeze(struct task_struct *task, struct ghost_freeze *f)
 	init_completion(&f->parked);
 	init_completion(&f->release);
 
+	__module_get(THIS_MODULE);	/* put by freeze_work() */
 	err = task_work_add(task, &f->work, TWA_SIGNAL);
 	if (err) {
+		module_put(THIS_MODULE);
 		refcount_set(&f->ref, 1);
 		return -ESRCH;		/* exiting */
 	}
