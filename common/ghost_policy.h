@@ -164,6 +164,11 @@ struct ghost_attrs_facts {
 	 * be restored as capabilities here.
 	 */
 	bool other_user_ns;
+	/*
+	 * Its root directory is not the one of its mount namespace (chroot):
+	 * a restart would set it free of it (the image has no root).
+	 */
+	bool chrooted;
 };
 
 static inline int ghost_policy_attrs(const struct ghost_attrs_facts *a,
@@ -181,6 +186,8 @@ static inline int ghost_policy_attrs(const struct ghost_attrs_facts *a,
 		what = "made a time namespace for its children (unshare(CLONE_NEWTIME))";
 	else if (a->other_user_ns)
 		what = "is in another user namespace than the exporter";
+	else if (a->chrooted)
+		what = "has a root directory of its own (chroot), which a restart would drop";
 	else
 		return 0;
 	snprintf(reason, len, "pid %d %s: not supported", a->pid, what);

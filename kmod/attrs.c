@@ -11,6 +11,8 @@
 #include <linux/bitops.h>
 #include <linux/capability.h>
 #include <linux/cred.h>
+#include <linux/dcache.h>
+#include <linux/fs_struct.h>
 #include <linux/mm.h>
 #include <linux/nsproxy.h>
 #include <linux/pid.h>
@@ -26,6 +28,33 @@
 #include "import.h"
 
 /* ---- export ---------------------------------------------------------------- */
+
+/*
+ * Whether @task's root directory is a directory below its namespace's root,
+ * as /proc/PID/root shows it: d_path() names the root of another mount
+ * namespace "/" too, and a chroot's directory by its path.
+ */
+static bool chrooted(struct task_struct *task)
+{
+	struct path root = {};
+	bool other = false;
+	char *buf, *p;
+
+	task_lock(task);
+	if (task->fs)
+		get_fs_root(task->fs, &root);
+	task_unlock(task);
+	if (!root.mnt)
+		return false;
+	buf = (char *)__get_free_page(GFP_KERNEL);
+	if (buf) {
+		p = d_path(&root, buf, PAGE_SIZE);
+		other = !IS_ERR(p) && strcmp(p, "/");
+		free_page((unsigned long)buf);
+	}
+	path_put(&root);
+	return other;
+}
 
 int ghost_check_attrs(struct task_struct *task, char *reason)
 {
@@ -46,6 +75,7 @@ int ghost_check_attrs(struct task_struct *task, char *reason)
 	rcu_read_lock();
 	a.other_user_ns = __task_cred(task)->user_ns != current_user_ns();
 	rcu_read_unlock();
+	a.chrooted = chrooted(task);
 	return ghost_policy_attrs(&a, reason, GHOST_REASON_LEN);
 }
 

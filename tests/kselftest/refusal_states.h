@@ -535,6 +535,13 @@ static int set_in_user_ns(struct state *s)
 	return unshare(0x10000000 /* CLONE_NEWUSER */);
 }
 
+/* A root directory of its own: /tmp (needs CAP_SYS_CHROOT). */
+static int set_chroot(struct state *s)
+{
+	(void)s;
+	return chroot("/tmp");
+}
+
 static int sharer(void *arg)
 {
 	(void)arg;

@@ -67,6 +67,7 @@ enum row_id {
 	R_time_ns_children,
 	R_in_time_ns,
 	R_in_user_ns,
+	R_chroot,
 	R_shared_mm,
 	R_shared_files,
 	NROWS
@@ -177,6 +178,8 @@ static const struct row rows[NROWS] = {
 	  "pid %P is in another time namespace than the exporter: not supported" },
 	[R_in_user_ns] = { "in_user_ns", set_in_user_ns, NONE, EOPNOTSUPP,
 	  "pid %P is in another user namespace than the exporter: not supported" },
+	[R_chroot] = { "chroot", set_chroot, NONE, EOPNOTSUPP,
+	  "pid %P has a root directory of its own (chroot), which a restart would drop: not supported" },
 	[R_shared_mm] = { "shared_mm", set_shared_mm, NONE, EOPNOTSUPP,
 	  "pid %P shares its memory with another process (clone(CLONE_VM)): it cannot be exported alone" },
 	[R_shared_files] = { "shared_files", set_shared_files, NONE, EOPNOTSUPP,
@@ -361,6 +364,7 @@ ROW(seccomp_strict);
 ROW(time_ns_children);
 ROW(in_time_ns);
 ROW(in_user_ns);
+ROW(chroot);
 ROW(shared_mm);
 ROW(shared_files);
 

@@ -117,6 +117,9 @@ Result<void> check_attrs(pid_t pid, std::string_view status) {
     const auto user = ns_id(fmt::format("/proc/{}/ns/user", pid));
     const auto own_user = ns_id("/proc/self/ns/user");
     f.other_user_ns = user.second && own_user.second && user != own_user;
+    // As ghost.ko sees it: "/" also for the root of another mount namespace.
+    const auto root = read_link(fmt::format("/proc/{}/root", pid));
+    f.chrooted = root && *root != "/";
     char reason[GHOST_REASON_LEN] = {};
     if (const int err = ghost_policy_attrs(&f, reason, sizeof(reason)); err < 0)
         return refused(err, reason);
