@@ -10,6 +10,7 @@
 #include <poll.h>
 #include <sched.h>
 #include <signal.h>
+#include <sys/epoll.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
@@ -257,6 +258,44 @@ TEST(UserEngine, CheckpointKillRestartContinuesWithSameMemory) {
 // A caller that names the start time it saw (migd: the process it checked
 // the client's rights to) gets no export of another process that has the
 // pid by then: ESRCH, nothing written, and the process at that pid goes on.
+// A process refused for a descriptor it holds (epoll) is refused before
+// it is seized: the seize interrupts its epoll_wait(), which returns EINTR
+// to it rather than restart (it exits 7 then).
+TEST(UserEngine, AProcessRefusedForItsDescriptorsIsNotDisturbed) {
+    int ready[2];
+    ASSERT_EQ(::pipe2(ready, O_CLOEXEC), 0);
+    const pid_t pid = ::fork();
+    if (pid == 0) {
+        ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+        const int ep = ::epoll_create1(EPOLL_CLOEXEC);
+        if (ep < 0 || ::write(ready[1], "r", 1) != 1)
+            ::_exit(2);
+        ::close(ready[1]);
+        for (;;) {
+            epoll_event ev{};
+            if (::epoll_wait(ep, &ev, 1, -1) < 0 && errno == EINTR)
+                ::_exit(7);
+        }
+    }
+    ::close(ready[1]);
+    char c = 0;
+    ASSERT_EQ(::read(ready[0], &c, 1), 1);
+    ::close(ready[0]);
+    ::usleep(100000); // in epoll_wait() by now
+    auto g = user_engine()->create_memory();
+    ASSERT_TRUE(g);
+    auto st = (*g)->export_process(pid, ghost::Fate::Run);
+    ASSERT_FALSE(st) << "an epoll descriptor was exported";
+    EXPECT_EQ(st.error().code.value(), EOPNOTSUPP) << st.error().what();
+    EXPECT_NE(std::string(st.error().what()).find("eventpoll"), std::string::npos)
+        << st.error().what();
+    ::usleep(200000);
+    int ws = 0;
+    EXPECT_EQ(::waitpid(pid, &ws, WNOHANG), 0) << "its epoll_wait() returned EINTR";
+    ::kill(pid, SIGKILL);
+    ::waitpid(pid, nullptr, 0);
+}
+
 TEST(UserEngine, ACheckpointOfAnotherStartTimeIsRefused) {
     Lines lines;
     const pid_t pid = spawn(lines);

@@ -95,6 +95,22 @@ Result<void> check_target(pid_t pid, const Result<std::string>& status) {
     return {};
 }
 
+// ghost_policy_task() on what /proc tells of pid (status its
+// /proc/PID/status text) and whether an interval timer is armed.
+Result<void> check_task(pid_t pid, const std::string& status, bool itimer_armed) {
+    ghost_task_facts facts{};
+    facts.pid = pid;
+    facts.itimer_armed = itimer_armed;
+    auto timers = read_text(fmt::format("/proc/{}/timers", pid));
+    facts.posix_timers = timers && !timers->empty();
+    facts.sysvsem_undo = holds_sysvsem(pid);
+    facts.io_uring = uses_io_uring(pid);
+    facts.pending = pending_signals(status);
+    if (Reason reason{}; const int err = ghost_policy_task(&facts, reason, sizeof(reason)))
+        return refused(err, reason);
+    return {};
+}
+
 // The same once the process is held, for what it may have made since: a
 // thread or a child made before the seize, or while it ran on watched,
 // would be left out of the image (ghost.ko checks again once parked too).
@@ -227,7 +243,13 @@ Result<void> check_untouched(pid_t pid) {
         return c;
     if (!status)
         return status.error();
-    return check_attrs(pid, *status);
+    if (auto c = check_attrs(pid, *status); !c)
+        return c;
+    // As far as can be known before it is held (its interval timers are
+    // asked inside it): in ghost.ko's order, the task, then descriptors.
+    if (auto c = check_task(pid, *status, false); !c)
+        return c;
+    return check_files(pid);
 }
 
 namespace {
@@ -373,16 +395,8 @@ Result<ExportStats> export_once(pid_t pid, Fate fate, int out, std::string_view 
     // device mapping) then comes in ghost.ko's order, before those of the
     // descriptors.
     again = defer;
-    ghost_task_facts facts{};
-    facts.pid = pid;
-    facts.itimer_armed = asked->itimer_armed;
-    auto timers = read_text(fmt::format("/proc/{}/timers", pid));
-    facts.posix_timers = timers && !timers->empty();
-    facts.sysvsem_undo = holds_sysvsem(pid);
-    facts.io_uring = uses_io_uring(pid);
-    facts.pending = pending_signals(*status);
-    if (Reason reason{}; const int err = ghost_policy_task(&facts, reason, sizeof(reason)))
-        return fail(refused(err, reason));
+    if (auto c = check_task(pid, *status, asked->itimer_armed); !c)
+        return fail(c.error());
 
     image::Image img;
     if (auto r = fill_signals(*asked, *mask0, *status, img); !r)

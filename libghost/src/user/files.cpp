@@ -65,6 +65,22 @@ Result<std::uint32_t> classify_fd(pid_t pid, int fd, const struct stat& st,
 
 } // namespace
 
+Result<void> check_files(pid_t pid) {
+    auto fds = list_fds(pid);
+    if (!fds)
+        return fds.error();
+    for (const int fd : *fds) {
+        const std::string p = fmt::format("/proc/{}/fd/{}", pid, fd);
+        struct stat st {};
+        auto link = read_link(p);
+        if (!link || ::stat(p.c_str(), &st) != 0)
+            continue; // closed meanwhile, or unnamed: decided once held
+        if (auto kind = classify_fd(pid, fd, st, *link); !kind)
+            return kind.error();
+    }
+    return {};
+}
+
 // fdinfo[i] gets the /proc/PID/fdinfo text of the i-th file, which
 // capture_locks() reads its locks from.
 Result<std::vector<image::File>> capture_files(pid_t pid, std::vector<std::string>& fdinfo) {

@@ -18,4 +18,10 @@ namespace ghost::user {
 // i-th, which capture_locks() reads its locks from.
 Result<std::vector<image::File>> capture_files(pid_t pid, std::vector<std::string>& fdinfo);
 
+// ghost_policy_fd()'s first refusal of pid's descriptors as they are now,
+// before it is held: seizing it interrupts what it sleeps in, and some
+// calls return EINTR to it then (epoll_wait() on the epoll descriptor that
+// gets it refused). capture_files() decides again once it is held.
+Result<void> check_files(pid_t pid);
+
 } // namespace ghost::user
