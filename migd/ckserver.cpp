@@ -104,9 +104,12 @@ Result<void> server_ready(const Config& cfg) {
     return {};
 }
 
-// Room for `want` more bytes: the quota and the file system's free space.
-Result<void> check_room(const Config& cfg, std::uint64_t want) {
-    const std::uint64_t used = cfg.server_max_bytes ? stored_bytes(cfg) : 0;
+// Room for `want` more bytes: the quota (with what other sessions are
+// writing now) and the file system's free space.
+Result<void> check_room(const Daemon& d, std::uint64_t want) {
+    const Config& cfg = d.config();
+    const std::uint64_t used =
+        cfg.server_max_bytes ? stored_bytes(cfg) + d.store_writing_.load() : 0;
     if (cfg.server_max_bytes && used + want > cfg.server_max_bytes)
         return Error::from_errno(EDQUOT, fmt::format("checkpoint server {} is full: {} of {} "
                                                      "bytes used, {} more needed",
@@ -149,17 +152,39 @@ Result<std::string> store_one(Daemon& d, Channel& ch, const json& item, uid_t ow
         werr_set = true;
     }
     std::uint64_t written = 0;
-    // What the store held before this image: scanned once, not per frame.
-    const std::uint64_t stored = cfg.server_max_bytes ? stored_bytes(cfg) : 0;
+    // The quota counts every session's bytes: ours are reserved in
+    // store_writing_ before they are written (so two sessions cannot both
+    // take the last room), and given back when this image is stored (then
+    // counted in the store, which is read again once any image was stored
+    // or removed) or dropped.
+    std::uint64_t reserved = 0;
+    struct GiveBack {
+        Daemon& d;
+        const std::uint64_t& n;
+        ~GiveBack() {
+            d.store_changes_.fetch_add(1);
+            d.store_writing_.fetch_sub(n);
+        }
+    } give_back{d, reserved};
+    std::uint64_t seen = d.store_changes_.load();
+    std::uint64_t stored = cfg.server_max_bytes ? stored_bytes(cfg) : 0;
     FrameSource src(ch, [&](std::span<const std::byte> b) -> Result<void> {
         if (werr_set)
             return {};
-        if (cfg.server_max_bytes && stored + written + b.size() > cfg.server_max_bytes) {
-            werr = Error::from_errno(EDQUOT, fmt::format("checkpoint server {} is over its quota "
-                                                         "of {} bytes",
-                                                         cfg.host, cfg.server_max_bytes));
-            werr_set = true;
-            return {};
+        if (cfg.server_max_bytes) {
+            if (const auto now = d.store_changes_.load(); now != seen) {
+                seen = now;
+                stored = stored_bytes(cfg);
+            }
+            const std::uint64_t writing = d.store_writing_.fetch_add(b.size()) + b.size();
+            reserved += b.size();
+            if (stored + writing > cfg.server_max_bytes) {
+                werr = Error::from_errno(EDQUOT, fmt::format("checkpoint server {} is over its "
+                                                             "quota of {} bytes",
+                                                             cfg.host, cfg.server_max_bytes));
+                werr_set = true;
+                return {};
+            }
         }
         std::size_t off = 0;
         if (auto w = write_all(fd.get(), b, &off); !w) {
@@ -450,7 +475,7 @@ void Ops::peer_store(Daemon& d, Channel& ch, const json& req) {
     }
     auto ready = server_ready(cfg);
     if (ready)
-        ready = check_room(cfg, want);
+        ready = check_room(d, want);
     if (!ready) {
         (void)send_json(ch, error_reply(ready.error()));
         return;
@@ -519,6 +544,7 @@ void Ops::peer_images(Daemon& d, Channel& ch, const json& req) {
         }
         ::unlink(image_path(cfg, id).c_str());
         ::unlink(meta_path(cfg, id).c_str());
+        d.store_changes_.fetch_add(1); // the sessions' quota reads the store again
         spdlog::info("checkpoint server: removed {} (asked by uid {} on {})", id, uid, ch.peer());
         (void)send_json(ch, {{"ok", true}, {"removed", id}});
         return;

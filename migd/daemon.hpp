@@ -127,6 +127,12 @@ class Daemon {
     Journal journal_;
     Locations locations_;
     Answers answers_;
+    // The checkpoint server's quota across its sessions: the bytes every
+    // session has written so far into its temporary file, and a count of
+    // images stored or removed, which tells a session to read the store's
+    // size again (ckserver.cpp).
+    std::atomic<std::uint64_t> store_writing_{0};
+    std::atomic<std::uint64_t> store_changes_{0};
 
   private:
     std::atomic<std::uint64_t> next_op_{1};

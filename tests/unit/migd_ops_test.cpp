@@ -487,6 +487,52 @@ TEST(MigdOps, ACheckpointOfTheSamePidManyTimesIsRefused) {
                 !fs::exists(net.root() / "h2" / "images"));
 }
 
+// The store's quota holds across concurrent sessions: four images stored
+// at once into room for one and a half are not all taken (each session
+// counted only the store as it found it, and its own bytes).
+TEST(MigdOps, ConcurrentStoresKeepTheServersQuota) {
+    constexpr std::size_t kPad = 1'500'000; // each image that much larger
+    std::uint64_t one = 0;
+    {
+        Net net(3);
+        Counter a(net.root(), false, kPad);
+        const json r = net["h1"].local(
+            {{"op", "checkpoint"}, {"pids", {a.pid}}, {"server", "h3"}, {"leave_running", true}},
+            user, {});
+        ASSERT_TRUE(r.value("ok", false)) << r.dump();
+        one = r.value("bytes", std::uint64_t{0});
+        ASSERT_GT(one, kPad);
+    }
+    Net net(3, [one](migd::Config& c) {
+        if (c.host == "h3")
+            c.server_max_bytes = one * 3 / 2;
+    });
+    std::vector<std::unique_ptr<Counter>> cs;
+    json pids = json::array();
+    for (int i = 0; i < 4; i++) {
+        cs.push_back(std::make_unique<Counter>(net.root(), false, kPad));
+        pids.push_back(cs.back()->pid);
+    }
+    const json r = net["h1"].local({{"op", "checkpoint"},
+                                    {"pids", pids},
+                                    {"server", "h3"},
+                                    {"schedule", "all-at-once"},
+                                    {"leave_running", true}},
+                                   user, {});
+    int stored = 0;
+    for (const auto& i : r.value("images", json::array()))
+        stored += i.value("ok", false);
+    EXPECT_LE(stored, 1) << r.dump();
+    std::uint64_t on_disk = 0;
+    for (const auto& e : fs::directory_iterator(net.root() / "h3" / "images"))
+        if (e.path().extension() == ".ghost")
+            on_disk += e.file_size();
+    EXPECT_LE(on_disk, one * 3 / 2) << r.dump();
+    EXPECT_TRUE(eventually([&] { return fs::is_empty(net.root() / "h3" / "state" / "journal"); }));
+    for (const auto& c : cs)
+        EXPECT_TRUE(alive(c->pid));
+}
+
 // A field of the wrong type for the host's own store, which answers on a
 // thread of its own: a malformed request, not an exception out of that
 // thread (std::terminate: the daemon and every migration gone).
