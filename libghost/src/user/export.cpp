@@ -69,7 +69,7 @@ Error refused(int err, const Reason& reason) {
 Result<void> check_target(pid_t pid, const Result<std::string>& status) {
     // Snapshots a dead exporter left are reaped by the export: not counted.
     const auto children = children_of(pid);
-    const auto left = leftover_snapshots(pid);
+    const auto left = leftover_snapshots(children);
     auto stat = read_stat(pid);
     if (pid != ::getpid() && (!stat || !status))
         return Error::from_errno(ESRCH, fmt::format("no process with pid {}", pid));

@@ -344,9 +344,9 @@ bool uses_io_uring(pid_t pid) {
     return false;
 }
 
-std::vector<pid_t> leftover_snapshots(pid_t pid) {
+std::vector<pid_t> leftover_snapshots(const std::vector<pid_t>& children) {
     std::vector<pid_t> out;
-    for (const pid_t c : children_of(pid)) {
+    for (const pid_t c : children) {
         auto f = read_stat(c);
         if (!f || f->size() <= 38 || (*f)[3] != "Z" || (*f)[38] != "0")
             continue;

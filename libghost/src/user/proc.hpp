@@ -90,12 +90,13 @@ std::vector<pid_t> children_of(pid_t pid);
 // process's own children.
 inline constexpr std::string_view kSnapshotComm = "ghost-snapshot";
 
-// Which of pid's children are copy-on-write snapshots an exporter left
-// behind: zombies named kSnapshotComm, with exit signal 0 (no wait() of
-// pid's own sees them). An exporter that dies mid-export (migd killed)
-// has its snapshot killed (PTRACE_O_EXITKILL) but cannot reap it: it
-// stays pid's zombie child, and would make pid refused as a parent.
-std::vector<pid_t> leftover_snapshots(pid_t pid);
+// Which of children (children_of() a process) are copy-on-write snapshots
+// an exporter left behind: zombies named kSnapshotComm, with exit signal 0
+// (no wait() of the process's own sees them). An exporter that dies
+// mid-export (migd killed) has its snapshot killed (PTRACE_O_EXITKILL) but
+// cannot reap it: it stays a zombie child, and would make the process
+// refused as a parent.
+std::vector<pid_t> leftover_snapshots(const std::vector<pid_t>& children);
 
 // Whether pid holds a SysV semaphore undo list (kcmp(KCMP_SYSVSEM)).
 bool holds_sysvsem(pid_t pid);

@@ -621,7 +621,7 @@ void reap_snapshot(pid_t parent, pid_t child) {
 }
 
 Result<int> reap_leftover_snapshots(pid_t pid) {
-    const auto left = leftover_snapshots(pid);
+    const auto left = leftover_snapshots(children_of(pid));
     if (left.empty())
         return 0;
     int reaped = 0;
