@@ -10,15 +10,19 @@
 #include <gtest/gtest.h>
 
 #include <fcntl.h>
+#include <grp.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <csignal>
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -102,6 +106,47 @@ class Lazy : public ::testing::Test {
                     return std::stoi(name);
         }
         return -1;
+    }
+
+    // The descriptors of pid that are userfaultfds.
+    static std::vector<int> uffd_fds(pid_t pid) {
+        std::vector<int> fds;
+        std::error_code ec;
+        const std::filesystem::path dir = "/proc/" + std::to_string(pid) + "/fd";
+        for (const auto& e : std::filesystem::directory_iterator(dir, ec)) {
+            const auto target = std::filesystem::read_symlink(e.path(), ec);
+            if (!ec && target == "anon_inode:[userfaultfd]")
+                fds.push_back(std::stoi(e.path().filename()));
+        }
+        return fds;
+    }
+
+    // Every process of uid (real) holding a userfaultfd, with its name.
+    static std::vector<std::pair<pid_t, std::string>> holders_of_uffd(uid_t uid) {
+        std::vector<std::pair<pid_t, std::string>> found;
+        std::error_code ec;
+        for (const auto& e : std::filesystem::directory_iterator("/proc", ec)) {
+            const std::string name = e.path().filename();
+            if (name.find_first_not_of("0123456789") != std::string::npos)
+                continue;
+            std::ifstream st(e.path() / "status");
+            std::string line, comm;
+            uid_t real = 0;
+            bool known = false;
+            while (std::getline(st, line)) {
+                if (line.rfind("Name:\t", 0) == 0)
+                    comm = line.substr(6);
+                if (line.rfind("Uid:", 0) == 0) {
+                    real = static_cast<uid_t>(std::stoul(line.substr(4)));
+                    known = true;
+                    break;
+                }
+            }
+            const pid_t pid = std::stoi(name);
+            if (known && real == uid && !uffd_fds(pid).empty())
+                found.emplace_back(pid, comm);
+        }
+        return found;
     }
 
     ghost::UserEngine engine_;
@@ -307,6 +352,65 @@ TEST_F(Lazy, APagerKilledBeforeItIsDoneTakesItsProcessWithIt) {
     for (int i = 0; i < 100 && mapping("ghost-pgguard", image()) > 0; i++)
         std::this_thread::sleep_for(std::chrono::milliseconds(50));
     EXPECT_LT(mapping("ghost-pgguard", image()), 0) << "the guard outlived its process";
+}
+
+// The userfaultfd a lazy restart makes serves faults taken inside system
+// calls (root made it): a power the image's user must never get. Every
+// holder of one is watched while the restart runs; none of the image's
+// user's but the pager and its guard may hold it, and theirs cannot be
+// taken (pidfd_getfd) by that user, who can take the restored process's
+// descriptors.
+TEST_F(Lazy, OnlyThePagerHoldsTheUserfaultfd) {
+    constexpr uid_t kUser = 65534;
+    Worker w(kUser);
+    ASSERT_FALSE(w.ask("report").empty());
+    checkpoint(w);
+    w.killed();
+    std::atomic<bool> stop{false};
+    std::set<std::string> wrong; // "pid comm" of each wrong holder seen
+    int rounds = 0;
+    std::thread watch([&] {
+        while (!stop) {
+            for (const auto& [pid, comm] : holders_of_uffd(kUser))
+                if (comm != "ghost-pager" && comm != "ghost-pgguard")
+                    wrong.insert(std::to_string(pid) + " " + comm);
+            rounds++;
+        }
+    });
+    auto r = w.restart(engine_, image(), false, false, true);
+    // Watched a little longer: until the pager is done, the restored
+    // process and its tracer (gone by now) were the exposed ones.
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    stop = true;
+    watch.join();
+    ASSERT_TRUE(r) << r.error().what();
+    EXPECT_TRUE(wrong.empty()) << "held by " << *wrong.begin() << " (" << wrong.size()
+                               << " in all, " << rounds << " rounds)";
+    const auto held = holders_of_uffd(kUser);
+    ASSERT_FALSE(held.empty()) << "the pager was done already";
+    // As the image's user: the restored process's descriptors can be taken
+    // (the check is real), the pager's cannot.
+    auto take = [&](pid_t from, int fd) {
+        const pid_t c = ::fork();
+        if (c == 0) {
+            if (::setgroups(0, nullptr) != 0 || ::setresgid(kUser, kUser, kUser) != 0 ||
+                ::setresuid(kUser, kUser, kUser) != 0)
+                ::_exit(99);
+            const int pfd = static_cast<int>(::syscall(SYS_pidfd_open, from, 0));
+            if (pfd < 0)
+                ::_exit(98);
+            const int got = static_cast<int>(::syscall(SYS_pidfd_getfd, pfd, fd, 0));
+            ::_exit(got >= 0 ? 0 : errno == EPERM ? 1 : 97);
+        }
+        int st = 0;
+        ::waitpid(c, &st, 0);
+        return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+    };
+    EXPECT_EQ(take(*r, 0), 0) << "the image's user cannot take its own process's descriptor";
+    for (const auto& [pid, comm] : held)
+        for (const int fd : uffd_fds(pid))
+            EXPECT_EQ(take(pid, fd), 1) << comm << " " << pid << ": its userfaultfd " << fd
+                                        << " could be taken by the image's user";
 }
 
 TEST_F(Lazy, RefusesAnImageOpenForWritingAndTheCallerGoesOn) {

@@ -287,14 +287,18 @@ Error restore(const image::Image& img, std::vector<PageData> pages, bool stopped
         return r.error();
     if (auto r = check_advice(img); !r)
         return r.error();
-    // Made while the caller may (lazy.hpp), before it takes the image's
-    // credentials.
-    UniqueFd uffd;
+    // Its userfaultfd is made while the caller may, before it takes the
+    // image's credentials, and only the pager holds it (lazy_start.cpp).
+    UniqueFd pager;
     if (lazy_pages) {
-        auto u = lazy::open_uffd();
-        if (!u)
-            return u.error();
-        uffd = std::move(*u);
+        std::vector<lazy::Piece> pieces;
+        pieces.reserve(pages.size());
+        for (const auto& pg : pages)
+            pieces.push_back({pg.addr, pg.data});
+        auto l = lazy::start_pager(img, ::getpid(), pieces);
+        if (!l)
+            return l.error();
+        pager = std::move(*l);
     }
     // The image's files are opened as the image's credentials (creds.cpp),
     // in a session of its own when root restores another user's process.
@@ -317,11 +321,11 @@ Error restore(const image::Image& img, std::vector<PageData> pages, bool stopped
     p.stopped = stopped;
     if (auto r = open_everything(p); !r)
         return r.error();
-    if (uffd) {
-        auto u = keep_high(p, uffd.release(), "the lazy restart's userfaultfd");
-        if (!u)
-            return u.error();
-        p.uffd = *u;
+    if (pager) {
+        auto l = keep_high(p, pager.release(), "the link to the lazy restart's pager");
+        if (!l)
+            return l.error();
+        p.pager = *l;
     }
     if (auto r = take_early_locks(img, p.file_fd); !r)
         return r.error();

@@ -466,38 +466,7 @@ Result<void> register_range(int uffd, std::uint64_t start, std::uint64_t end) {
     return {};
 }
 
-Result<pid_t> start_pager(int uffd, pid_t target, std::vector<Piece> pieces) {
-    // Its write end stays with the restorer (close-on-exec, closed when it
-    // exits); the pager sees the end of the pipe then.
-    int done[2];
-    if (::pipe2(done, O_CLOEXEC) != 0)
-        return Error::from_errno(errno, fmt::format("pipe: {}", errno_text(errno)));
-    UniqueFd done_rd(done[0]), done_wr(done[1]);
-    const pid_t pid = ::fork();
-    if (pid < 0)
-        return Error::from_errno(errno, fmt::format("fork (the pager): {}", errno_text(errno)));
-    if (pid > 0) {
-        (void)done_wr.release(); // the restorer's until it exits
-        return pid;
-    }
-    // Nothing of the restorer's stays open here: whoever waits for its
-    // descriptors to close (restart()'s status pipe) must not wait for us.
-    done_wr.reset();
-    close_below(~0U, {uffd, done_rd.get()});
-    // Once the pager is gone, the pages it had not put in would read as
-    // zeros: it is named for what it is in ps, and the signals of a
-    // terminal or a polite stop do not end it. SIGKILL still does; its
-    // guard (lazy_guard.hpp, forked below with the same name, credentials,
-    // ignored signals and non-dumpable memory) then kills the process.
-    ::prctl(PR_SET_NAME, "ghost-pager", 0, 0, 0);
-    // Its userfaultfd serves faults taken in system calls, which only a
-    // privileged creator may have (vm.unprivileged_userfaultfd): the
-    // image's user, whose credentials the pager runs with, must not reach
-    // it through ptrace or pidfd_getfd. Not dumpable, it takes
-    // CAP_SYS_PTRACE to trace.
-    ::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
-    for (const int sig : {SIGHUP, SIGINT, SIGTERM, SIGQUIT, SIGPIPE, SIGUSR1, SIGUSR2})
-        ::signal(sig, SIG_IGN);
+void serve_pages(UniqueFd uffd, pid_t target, UniqueFd restorer, std::vector<Piece> pieces) {
     const auto fail = [&](const Error& e) {
         // The process would wait forever for a page: it cannot go on.
         kill_tree_saying(target,
@@ -511,17 +480,17 @@ Result<pid_t> start_pager(int uffd, pid_t target, std::vector<Piece> pieces) {
         nofile.rlim_cur = nofile.rlim_max;
         ::setrlimit(RLIMIT_NOFILE, &nofile);
     }
-    auto guard = Guard::start(uffd, target, done_rd.get());
+    auto guard = Guard::start(uffd.get(), target, restorer.get());
     if (!guard)
         fail(guard.error());
     std::vector<std::unique_ptr<Space>> spaces;
     spaces.push_back(std::make_unique<Space>());
-    spaces.back()->uffd = UniqueFd(uffd);
+    spaces.back()->uffd = std::move(uffd);
     spaces.back()->pid = target;
     for (const auto& p : pieces)
         spaces.back()->pending.add(p.addr, p.addr + p.data.size(), p.data.data());
     pieces.clear();
-    if (auto r = page(spaces, std::move(done_rd), *guard); !r)
+    if (auto r = page(spaces, std::move(restorer), *guard); !r)
         fail(r.error());
     ::_exit(0);
 }

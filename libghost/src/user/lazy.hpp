@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "ghost/fd.hpp"
+#include "ghost/image.hpp"
 #include "ghost/result.hpp"
 
 namespace ghost::user::lazy {
@@ -44,11 +45,26 @@ struct Piece {
 // Registers [start, end) for missing-page faults.
 Result<void> register_range(int uffd, std::uint64_t start, std::uint64_t end);
 
-// Forks the pager, which serves uffd from pieces (in the caller's memory,
-// inherited) until every piece is in or the process is gone, then exits.
-// Every descriptor but uffd is closed in the pager. If the pager fails,
-// it kills target and its descendants, whose memory it was to complete.
-// Returns its pid.
-Result<pid_t> start_pager(int uffd, pid_t target, std::vector<Piece> pieces);
+// Starts the pager for target (the caller, about to take img's
+// credentials; lazy_start.cpp): forks it, orphaned, with every descriptor
+// of the caller's closed; it takes img's credentials and is not dumpable.
+// Then the userfaultfd is made (open_uffd()) and handed to it, and the
+// caller keeps none. pieces (in the caller's memory, inherited) are every
+// page the image has, sorted. Returns the caller's end of their link, for
+// hand_over(); once every copy of it is closed (the restorer is done), the
+// pager pushes in the background what was not touched.
+Result<UniqueFd> start_pager(const image::Image& img, pid_t target, std::span<const Piece> pieces);
+
+// From the restorer, once target's memory is mapped (empty) and before
+// anything can touch it: the pager registers the mappings of img.vmas at
+// these indexes and will fill them from the pieces they hold. If it fails,
+// or has ended, the error says why.
+Result<void> hand_over(int link, std::span<const std::uint32_t> vmas);
+
+// The pager's serving life (lazy.cpp), until every piece is in or the
+// process is gone, then it exits. If it fails, it kills target and its
+// descendants, whose memory it was to complete.
+[[noreturn]] void serve_pages(UniqueFd uffd, pid_t target, UniqueFd restorer,
+                              std::vector<Piece> pieces);
 
 } // namespace ghost::user::lazy

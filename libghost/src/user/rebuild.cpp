@@ -385,28 +385,20 @@ bool Rebuild::lazy(const image::Vma& v) const {
     constexpr std::uint32_t kNot = GHOST_VMA_SHARED | GHOST_VMA_FILE | GHOST_VMA_VDSO |
                                    GHOST_VMA_VVAR | GHOST_VMA_LOCKED | GHOST_VMA_LOCKONFAULT |
                                    GHOST_VMA_WIPEONFORK | GHOST_VMA_DONTFORK;
-    return p_.uffd >= 0 && !v.runs.empty() && !(v.rec.flags & kNot) && !built_ahead(v.rec);
+    return p_.pager >= 0 && !v.runs.empty() && !(v.rec.flags & kNot) && !built_ahead(v.rec);
 }
 
-// A lazy restart: its mappings, made empty, are registered with the
-// userfaultfd, and the pager that fills them starts now, before anything
+// A lazy restart: its mappings, made empty, are named to the pager, which
+// registers them with the userfaultfd and fills them, now, before anything
 // could touch them (a fault would wait for it).
 Result<void> Rebuild::start_lazy() {
-    if (p_.uffd < 0)
+    if (p_.pager < 0)
         return {};
-    std::vector<lazy::Piece> pieces;
-    for (const auto& v : img_.vmas) {
-        if (!lazy(v))
-            continue;
-        if (auto r = lazy::register_range(p_.uffd, v.rec.start, v.rec.end); !r)
-            return r;
-        for (const auto& pg : pages_of(v))
-            pieces.push_back({pg.addr, pg.data});
-    }
-    auto pager = lazy::start_pager(p_.uffd, p_.self, std::move(pieces));
-    if (!pager)
-        return pager.error();
-    return {};
+    std::vector<std::uint32_t> vmas;
+    for (std::size_t i = 0; i < img_.vmas.size(); i++)
+        if (lazy(img_.vmas[i]))
+            vmas.push_back(static_cast<std::uint32_t>(i));
+    return lazy::hand_over(p_.pager, vmas);
 }
 
 // The page data that goes into mapping v (p_.pages is sorted by address).

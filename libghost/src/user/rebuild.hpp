@@ -96,7 +96,7 @@ struct Plan {
     pid_t self = 0;
     AttrsPlan attrs;      // attrs.cpp: set by the caller, or by the tracer
     bool stopped = false; // queue SIGSTOP as the tracer lets go
-    int uffd = -1;        // a lazy restart's userfaultfd (lazy.hpp), or -1
+    int pager = -1;       // a lazy restart's link to its pager (lazy.hpp), or -1
 };
 
 // The tracer's whole life: report (errno, reason) on the pipe if the caller
