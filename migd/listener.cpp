@@ -181,13 +181,11 @@ void Listener::serve(Worker& w, ghost::UniqueFd tcp, std::string address, Admiss
     } else if (!cfg_.peer((*ch)->peer())) {
         spdlog::warn("refused peer {}: {} is not a peer of this host", address, (*ch)->peer());
         (void)(*ch)->finish();
-    } else if (!take_slot()) {
-        spdlog::warn("refused peer {} ({}): too many connections ({} at once, the limit = "
-                     "[limits] max_transfers + {} + {} kept by peers)",
-                     (*ch)->peer(), address, limit_, spare_connections,
-                     limit_ - cfg_.max_transfers - spare_connections);
+    } else if (auto full = take_slot((*ch)->peer())) {
+        spdlog::warn("refused peer {} ({}): {}", (*ch)->peer(), address, *full);
     } else {
-        spdlog::info("peer {} connected from {}", (*ch)->peer(), address);
+        const std::string peer = (*ch)->peer(); // the handler takes the channel
+        spdlog::info("peer {} connected from {}", peer, address);
         try {
             handler_(std::move(*ch));
         } catch (const std::exception& e) {
@@ -195,7 +193,7 @@ void Listener::serve(Worker& w, ghost::UniqueFd tcp, std::string address, Admiss
         } catch (...) {
             spdlog::error("peer {}: handler failed", address);
         }
-        --active_;
+        give_slot(peer);
     }
     // The duplicate would keep a refused connection open until reaped.
     std::lock_guard lock(mu_);
@@ -203,13 +201,36 @@ void Listener::serve(Worker& w, ghost::UniqueFd tcp, std::string address, Admiss
     w.done = true;
 }
 
-bool Listener::take_slot() {
-    unsigned n = active_.load();
-    do {
-        if (n >= limit_)
-            return false;
-    } while (!active_.compare_exchange_weak(n, n + 1));
-    return true;
+// Each peer's first kept_per_peer connections have places of their own (a
+// peer's pool keeps that many for its short requests: a commit, a location
+// update); beyond them a connection takes a shared place.
+std::optional<std::string> Listener::take_slot(const std::string& peer) {
+    std::lock_guard lock(mu_);
+    unsigned& mine = connected_[peer];
+    if (mine >= kept_per_peer) {
+        if (shared_taken_ >= shared_places())
+            return fmt::format("too many connections: {} of this peer's, {} at once in all; "
+                               "the {} shared places ([limits] max_transfers + {}) are taken, "
+                               "and each peer keeps {} of its own",
+                               mine, active_.load(), shared_places(), spare_connections,
+                               kept_per_peer);
+        ++shared_taken_;
+    }
+    ++mine;
+    ++active_;
+    return std::nullopt;
+}
+
+void Listener::give_slot(const std::string& peer) {
+    std::lock_guard lock(mu_);
+    const auto it = connected_.find(peer);
+    if (it == connected_.end())
+        return;
+    if (it->second > kept_per_peer)
+        --shared_taken_;
+    if (--it->second == 0)
+        connected_.erase(it);
+    --active_;
 }
 
 void Listener::reap(bool all) {

@@ -50,7 +50,10 @@ class Listener {
     //  - from any other address, which holds no slot a peer needs: at most
     //    cfg.max_handshakes_per_address per source (net::Origin) and
     //    cfg.max_handshakes together;
-    //  - authenticated connections in a handler: at most limit().
+    //  - authenticated connections in a handler: at most limit(), of
+    //    which kept_per_peer are each peer's own and the rest
+    //    (shared_places()) go to whichever peer comes first, so that no
+    //    peer (or user of its host) can take another's last places.
     static ghost::Result<std::unique_ptr<Listener>> start(const Config& cfg,
                                                           std::shared_ptr<TlsContext> tls,
                                                           PeerHandler handler,
@@ -63,6 +66,8 @@ class Listener {
     std::uint16_t port() const { return port_; }
     // cfg.max_transfers + 4 + what the peers may keep idle (pool.hpp).
     unsigned limit() const { return limit_; }
+    // The places beyond each peer's own: cfg.max_transfers + 4.
+    unsigned shared_places() const { return cfg_.max_transfers + spare_connections; }
     // Authenticated connections in a handler now.
     unsigned active() const { return active_.load(); }
     // Connections in a TLS handshake now.
@@ -93,8 +98,10 @@ class Listener {
     unsigned peer_budget() const {
         return cfg_.max_transfers + spare_connections + unsigned(kept_per_peer);
     }
-    // One of limit() places for an authenticated connection, if free.
-    bool take_slot();
+    // A place for an authenticated connection of peer: one of its own,
+    // else a shared one; or why there is none.
+    std::optional<std::string> take_slot(const std::string& peer);
+    void give_slot(const std::string& peer);
     void serve(Worker& w, ghost::UniqueFd tcp, std::string address, Admission a);
     void reap(bool all);
 
@@ -111,6 +118,8 @@ class Listener {
     std::mutex mu_;
     std::map<std::string, unsigned> handshakes_; // by Admission::key, under mu_
     unsigned stranger_handshakes_ = 0;           // under mu_
+    std::map<std::string, unsigned> connected_;  // by peer name, under mu_
+    unsigned shared_taken_ = 0;                  // under mu_
     std::list<Worker> workers_;
     std::thread acceptor_;
     bool stopped_ = false;

@@ -184,7 +184,7 @@ TEST(MigdListener, ExcessConnectionsAreRefusedAndStopEndsOpenOnes) {
         auto n = (*extra)->read(std::as_writable_bytes(std::span(&b, 1)));
         EXPECT_TRUE(!n || *n == 0) << "the connection past the limit should be closed";
     }
-    cap.log->wait_for(fmt::format("too many connections ({} at once, the limit", limit));
+    cap.log->wait_for(fmt::format("too many connections: {} of this peer's", limit));
     EXPECT_EQ(l->active(), limit);
 
     // A silent connection: stop() must not wait for its handshake's 5 s.
@@ -196,6 +196,50 @@ TEST(MigdListener, ExcessConnectionsAreRefusedAndStopEndsOpenOnes) {
     EXPECT_EQ(l->active(), 0u);
     EXPECT_EQ(l->handshaking(), 0u);
     EXPECT_EQ(handler_errors.load(), int(limit));
+}
+
+// One peer taking every place it can (every shared one, and its own) leaves
+// each other peer its own: h3 still connects, though h2 is refused.
+TEST(MigdListener, APeerCannotTakeAnotherPeersOwnPlaces) {
+    Capture cap;
+    migd::Config c = config(1);
+    c.peers = {{"h2", "127.0.0.1", 0}, {"h3", "127.0.0.1", 0}};
+    auto l = start(c, [&](std::unique_ptr<migd::Channel> ch) {
+        char buf[8];
+        (void)ch->read(std::as_writable_bytes(std::span(buf))); // until stop()
+    });
+    const unsigned own = unsigned(migd::kept_per_peer);
+    const unsigned h2_most = l->shared_places() + own;
+    EXPECT_EQ(l->limit(), l->shared_places() + 2 * own);
+    std::vector<std::unique_ptr<migd::Channel>> open;
+    for (unsigned i = 0; i < h2_most; ++i) {
+        auto h2 = client("h2")->connect("127.0.0.1", l->port(), "h1", 5s);
+        ASSERT_TRUE(h2) << h2.error().what();
+        open.push_back(std::move(*h2));
+    }
+    EXPECT_TRUE(eventually([&] { return l->active() == h2_most; })) << l->active();
+    auto extra = client("h2")->connect("127.0.0.1", l->port(), "h1", 5s);
+    if (extra) {
+        char b;
+        auto n = (*extra)->read(std::as_writable_bytes(std::span(&b, 1)));
+        EXPECT_TRUE(!n || *n == 0) << "h2's connection past its places should be closed";
+    }
+    cap.log->wait_for(fmt::format("too many connections: {} of this peer's", h2_most));
+    for (unsigned i = 0; i < own; ++i) {
+        auto h3 = client("h3")->connect("127.0.0.1", l->port(), "h1", 5s);
+        ASSERT_TRUE(h3) << h3.error().what();
+        open.push_back(std::move(*h3));
+    }
+    EXPECT_TRUE(eventually([&] { return l->active() == h2_most + own; }))
+        << "h3 did not get its own places: " << l->active() << " active";
+    // h2 lets one go: its place is a shared one again, and h3 may take it.
+    open.front().reset();
+    EXPECT_TRUE(eventually([&] { return l->active() == h2_most + own - 1; })) << l->active();
+    auto h3 = client("h3")->connect("127.0.0.1", l->port(), "h1", 5s);
+    ASSERT_TRUE(h3) << h3.error().what();
+    EXPECT_TRUE(eventually([&] { return l->active() == h2_most + own; })) << l->active();
+    l->stop();
+    EXPECT_EQ(l->active(), 0u);
 }
 
 TEST(MigdListener, SilentStrangersCannotLockThePeersOut) {
