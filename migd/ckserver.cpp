@@ -80,15 +80,6 @@ Result<json> owned_image(const Config& cfg, const std::string& id, uid_t uid,
     return *meta;
 }
 
-std::uint64_t stored_bytes(const Config& cfg) {
-    std::uint64_t n = 0;
-    std::error_code ec;
-    for (const auto& e : std::filesystem::directory_iterator(cfg.server_dir, ec))
-        if (e.path().extension() == ".ghost")
-            n += e.file_size(ec);
-    return n;
-}
-
 Result<void> server_ready(const Config& cfg) {
     if (cfg.server_dir.empty())
         return Error::from_errno(EOPNOTSUPP, fmt::format("{} is not a checkpoint server "
@@ -101,27 +92,6 @@ Result<void> server_ready(const Config& cfg) {
                                                          "{}: {}",
                                                          cfg.host, cfg.server_dir, ec.message()));
     ::chmod(cfg.server_dir.c_str(), 0700);
-    return {};
-}
-
-// Room for `want` more bytes: the quota (with what other sessions are
-// writing now) and the file system's free space.
-Result<void> check_room(const Daemon& d, std::uint64_t want) {
-    const Config& cfg = d.config();
-    const std::uint64_t used =
-        cfg.server_max_bytes ? stored_bytes(cfg) + d.store_writing_.load() : 0;
-    if (cfg.server_max_bytes && used + want > cfg.server_max_bytes)
-        return Error::from_errno(EDQUOT, fmt::format("checkpoint server {} is full: {} of {} "
-                                                     "bytes used, {} more needed",
-                                                     cfg.host, used, cfg.server_max_bytes, want));
-    struct statvfs vfs;
-    if (::statvfs(cfg.server_dir.c_str(), &vfs) == 0) {
-        const std::uint64_t avail = static_cast<std::uint64_t>(vfs.f_bavail) * vfs.f_frsize;
-        if (want > avail)
-            return Error::from_errno(ENOSPC, fmt::format("checkpoint server {}: {} has {} bytes "
-                                                         "free, the images need about {}",
-                                                         cfg.host, cfg.server_dir, avail, want));
-    }
     return {};
 }
 
@@ -367,6 +337,36 @@ void run_session(Daemon& d, const std::string& server, std::vector<Job*> jobs, g
 }
 
 } // namespace
+
+std::uint64_t stored_bytes(const Config& cfg) {
+    std::uint64_t n = 0;
+    std::error_code ec;
+    for (const auto& e : std::filesystem::directory_iterator(cfg.server_dir, ec))
+        if (e.path().extension() == ".ghost" || e.path().extension() == ".manifest")
+            n += e.file_size(ec);
+    return n;
+}
+
+// Room for `want` more bytes: the quota (with what other sessions are
+// writing now) and the file system's free space.
+Result<void> check_room(const Daemon& d, std::uint64_t want) {
+    const Config& cfg = d.config();
+    const std::uint64_t used =
+        cfg.server_max_bytes ? stored_bytes(cfg) + d.store_writing_.load() : 0;
+    if (cfg.server_max_bytes && used + want > cfg.server_max_bytes)
+        return Error::from_errno(EDQUOT, fmt::format("checkpoint server {} is full: {} of {} "
+                                                     "bytes used, {} more needed",
+                                                     cfg.host, used, cfg.server_max_bytes, want));
+    struct statvfs vfs;
+    if (::statvfs(cfg.server_dir.c_str(), &vfs) == 0) {
+        const std::uint64_t avail = static_cast<std::uint64_t>(vfs.f_bavail) * vfs.f_frsize;
+        if (want > avail)
+            return Error::from_errno(ENOSPC, fmt::format("checkpoint server {}: {} has {} bytes "
+                                                         "free, the images need about {}",
+                                                         cfg.host, cfg.server_dir, avail, want));
+    }
+    return {};
+}
 
 json Ops::local_checkpoint(Daemon& d, const json& req, const Client& who, const Emit& emit) {
     const std::string server = req.value("server", "");

@@ -73,7 +73,19 @@ json Ops::manifest_here(Daemon& d, const json& req) {
     ::chmod(cfg.server_dir.c_str(), 0700);
     const json doc = {
         {"job", job}, {"owner", uid}, {"time_ms", now_ms()}, {"manifest", req["put"]}};
-    if (auto w = write_file_atomic(path, json_text(doc) + "\n", 0600); !w)
+    const std::string text = json_text(doc) + "\n";
+    // Within the store's quota, as images are: what the replacement adds,
+    // reserved as the sessions reserve theirs (ckserver.cpp).
+    std::error_code absent;
+    const std::uintmax_t size = std::filesystem::file_size(path, absent);
+    const std::uint64_t was = absent ? 0 : size;
+    const std::uint64_t more = text.size() > was ? text.size() - was : 0;
+    d.store_writing_.fetch_add(more);
+    auto room = check_room(d, 0);
+    auto w = room ? write_file_atomic(path, text, 0600) : ghost::Result<void>(room.error());
+    d.store_writing_.fetch_sub(more);
+    d.store_changes_.fetch_add(1); // the sessions' quota reads the store again
+    if (!w)
         return error_reply(fmt::format("storing the manifest of job {} on {}: {}", job, cfg.host,
                                        w.error().what()));
     spdlog::info("checkpoint server: stored the manifest of job {} (uid {})", job, uid);

@@ -117,6 +117,13 @@ bool follow_clear(Channel& ch, const json& req, const json& reply);
 // for root unless [limits] allow_root.
 ghost::Result<ghost::Owner> incoming_owner(const Config& cfg, uid_t uid);
 
+// The checkpoint server's store (ckserver.cpp): the bytes its images and
+// job manifests take, and room for want more bytes within [checkpoint_server]
+// max_bytes (with what sessions are writing now, Daemon::store_writing_)
+// and the file system's free space.
+std::uint64_t stored_bytes(const Config& cfg);
+ghost::Result<void> check_room(const Daemon& d, std::uint64_t want);
+
 struct Ops {
     // migrate.cpp
     static json local_move(Daemon& d, const json& req, const Client& who, const Emit& emit);

@@ -666,6 +666,38 @@ TEST(MigdOps, BspManifestIsStoredOwnerCheckedAndReadFromAnyHost) {
     EXPECT_FALSE(bad.value("ok", true));
 }
 
+// Manifests count against the checkpoint server's quota as images do: one
+// that would go past it is refused and not stored; a smaller one is.
+TEST(MigdOps, BspManifestsCountAgainstTheServersQuota) {
+    Net net(3, [](migd::Config& c) {
+        if (c.host == "h3")
+            c.server_max_bytes = 64 * 1024;
+    });
+    const json big = {{"pad", std::string(100 * 1024, 'x')}};
+    const json no = net["h1"].local(
+        {{"op", "manifest"}, {"server", "h3"}, {"job", "big"}, {"put", big}}, user, {});
+    EXPECT_FALSE(no.value("ok", true)) << no.dump().substr(0, 200);
+    EXPECT_NE(no.value("error", "").find("is full"), std::string::npos) << no.value("error", "");
+    EXPECT_FALSE(fs::exists(net.root() / "h3" / "images" / "big.manifest"));
+    // Many small ones fill it too: each counts what is stored already.
+    const json part = {{"pad", std::string(20 * 1024, 'x')}};
+    int stored = 0;
+    for (int i = 0; i < 5; i++)
+        stored += net["h1"]
+                      .local({{"op", "manifest"},
+                              {"server", "h3"},
+                              {"job", fmt::format("j{}", i)},
+                              {"put", part}},
+                             user, {})
+                      .value("ok", false);
+    EXPECT_EQ(stored, 3);
+    // A replacement of the same size fits: only what it adds is counted.
+    EXPECT_TRUE(
+        net["h1"]
+            .local({{"op", "manifest"}, {"server", "h3"}, {"job", "j0"}, {"put", part}}, user, {})
+            .value("ok", false));
+}
+
 // A job of 20,000 VPs has a manifest of about 1.6 MB: it crosses the peer
 // protocol (a JSON frame) both ways whole.
 TEST(MigdOps, BspManifestOfManyVpsCrossesHosts) {
