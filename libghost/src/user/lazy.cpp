@@ -22,6 +22,7 @@
 #include <iterator>
 #include <map>
 #include <memory>
+#include <tuple>
 #include <utility>
 
 #include <fmt/format.h>
@@ -39,6 +40,8 @@ constexpr std::uint64_t kFaultChunk = 64 * 1024; // put in around a touched page
 constexpr std::uint64_t kPushChunk = 1 << 20;    // put in per background step
 constexpr std::uint64_t kEvents = UFFD_FEATURE_EVENT_FORK | UFFD_FEATURE_EVENT_REMAP |
                                   UFFD_FEATURE_EVENT_REMOVE | UFFD_FEATURE_EVENT_UNMAP;
+
+using Range = std::pair<std::uint64_t, std::uint64_t>;
 
 // What is still to go into one address space: [addr, end) from src.
 class Pending {
@@ -77,6 +80,16 @@ class Pending {
         return addr < it->second.end ? &*it : nullptr;
     }
     const std::pair<const std::uint64_t, Run>& first() const { return *runs_.begin(); }
+    // [lo, hi) narrowed around addr (pending for nothing) to where nothing
+    // is pending.
+    Range clear_around(std::uint64_t addr, std::uint64_t lo, std::uint64_t hi) const {
+        const auto next = runs_.upper_bound(addr);
+        if (next != runs_.end())
+            hi = std::min(hi, next->first);
+        if (next != runs_.begin())
+            lo = std::max(lo, std::prev(next)->second.end);
+        return {lo, hi};
+    }
     // mremap moved [from, from + len) to to: so did what was still to go.
     void move(std::uint64_t from, std::uint64_t to, std::uint64_t len) {
         std::map<std::uint64_t, Run> moved;
@@ -96,8 +109,6 @@ class Pending {
   private:
     std::map<std::uint64_t, Run> runs_;
 };
-
-using Range = std::pair<std::uint64_t, std::uint64_t>;
 
 struct Space {
     std::uint32_t id = 0; // the guard's name for it
@@ -210,16 +221,39 @@ Result<Put> put(Space& s, std::uint64_t lo, std::uint64_t hi, const std::byte* s
     return how;
 }
 
-// A fault at a page nothing is pending for (never in the image, or dropped
-// since): a page of zeros, as for any anonymous memory.
+// A fault at a page nothing is pending for (never in the image, dropped
+// since, or wiped in a fork): zeros, as for any anonymous memory. In a
+// fork's mapping that the fork did not copy (not_copied: wiped), the
+// aligned 64 KiB around it go at once, as a run of data does: a child
+// reading such a mapping would otherwise wait on the pager once per page
+// (seconds for 32 MiB in a slow VM). Elsewhere one page only, as the
+// kernel maps one: the neighbours of a dropped page stay not resident.
 // Again when the process is changing its mappings.
 Put zero(Space& s, std::uint64_t page) {
+    std::uint64_t lo = page, hi = page + kPage;
+    for (const auto& [a, b] : s.not_copied)
+        if (a <= page && page < b) {
+            const std::uint64_t chunk = page & ~(kFaultChunk - 1);
+            std::tie(lo, hi) =
+                s.pending.clear_around(page, std::max(a, chunk), std::min(b, chunk + kFaultChunk));
+            break;
+        }
     uffdio_zeropage z{};
-    z.range = {page, kPage};
+    z.range = {lo, hi - lo};
     if (::ioctl(s.uffd.get(), UFFDIO_ZEROPAGE, &z) == 0)
         return Put::Done;
-    if (errno == EAGAIN)
+    if (errno == EAGAIN && z.zeropage == -EAGAIN)
         return Put::Again;
+    if (hi - lo > kPage) {
+        // A page there already, or the chunk crosses into another mapping
+        // (the kernel fills within one): the faulting page alone.
+        z = {};
+        z.range = {page, kPage};
+        if (::ioctl(s.uffd.get(), UFFDIO_ZEROPAGE, &z) == 0)
+            return Put::Done;
+        if (errno == EAGAIN && z.zeropage == -EAGAIN)
+            return Put::Again;
+    }
     wake(s, page, kPage); // there already, or no longer mapped: let it retry
     return Put::Done;
 }
