@@ -11,11 +11,11 @@
 
 #include <chrono>
 #include <cstdlib>
-#include <cstring>
 #include <map>
 
 #include <fmt/format.h>
 
+#include "scm_rights.hpp"
 #include "sys.hpp"
 #include "user/proc.hpp"
 
@@ -38,26 +38,10 @@ struct Msg {
     held.emplace(0, std::move(first));
     for (;;) {
         Msg m{};
-        iovec iov{&m, sizeof(m)};
-        alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
-        msghdr h{};
-        h.msg_iov = &iov;
-        h.msg_iovlen = 1;
-        h.msg_control = control;
-        h.msg_controllen = sizeof(control);
-        const ssize_t n = ::recvmsg(sock.get(), &h, MSG_CMSG_CLOEXEC);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0)
-            break;
         UniqueFd fd;
-        if (const cmsghdr* c = CMSG_FIRSTHDR(&h);
-            c && c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS) {
-            int got = -1;
-            std::memcpy(&got, CMSG_DATA(c), sizeof(got));
-            fd = UniqueFd(got);
-        }
-        if (m.op == kAdd && (!fd || (h.msg_flags & MSG_CTRUNC))) {
+        if (recv_with_fd(sock.get(), std::as_writable_bytes(std::span(&m, 1)), &fd) <= 0)
+            break;
+        if (m.op == kAdd && !fd) {
             // A space it cannot hold is one it cannot guard: fail closed.
             kill_tree_saying(target, fmt::format("the guard of a lazy restart could not take "
                                                  "a fork's userfaultfd (no descriptor left?): "
@@ -124,30 +108,10 @@ Result<Guard> Guard::start(int uffd, pid_t target, int also_close) {
 }
 
 int Guard::send(std::uint32_t op, std::uint32_t id, int fd) {
-    Msg m{op, id};
-    iovec iov{&m, sizeof(m)};
-    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
-    msghdr h{};
-    h.msg_iov = &iov;
-    h.msg_iovlen = 1;
-    if (fd >= 0) {
-        h.msg_control = control;
-        h.msg_controllen = sizeof(control);
-        cmsghdr* c = CMSG_FIRSTHDR(&h);
-        c->cmsg_level = SOL_SOCKET;
-        c->cmsg_type = SCM_RIGHTS;
-        c->cmsg_len = CMSG_LEN(sizeof(int));
-        std::memcpy(CMSG_DATA(c), &fd, sizeof(fd));
-    }
+    const Msg m{op, id};
+    const int err = send_with_fd(sock_.get(), std::as_bytes(std::span(&m, 1)), fd);
     // A guard that is gone (killed) guards nothing more; the pager goes on.
-    for (;;) {
-        if (::sendmsg(sock_.get(), &h, MSG_NOSIGNAL) >= 0)
-            return 0;
-        if (errno == EPIPE || errno == ECONNRESET)
-            return 0;
-        if (errno != EINTR)
-            return errno;
-    }
+    return err == EPIPE || err == ECONNRESET ? 0 : err;
 }
 
 Result<void> Guard::add(std::uint32_t id, int uffd) {

@@ -18,12 +18,12 @@
 #include <unistd.h>
 
 #include <csignal>
-#include <cstring>
 #include <string>
 
 #include <fmt/format.h>
 
 #include "ghost/io.hpp"
+#include "scm_rights.hpp"
 #include "sys.hpp"
 #include "user/creds.hpp"
 #include "user/lazy.hpp"
@@ -81,46 +81,20 @@ Result<void> recv_report(int fd, std::string_view waiting_for) {
 }
 
 Result<void> send_fd(int sock, int fd) {
-    char one = 'u';
-    iovec iov{&one, 1};
-    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
-    msghdr h{};
-    h.msg_iov = &iov;
-    h.msg_iovlen = 1;
-    h.msg_control = control;
-    h.msg_controllen = sizeof(control);
-    cmsghdr* c = CMSG_FIRSTHDR(&h);
-    c->cmsg_level = SOL_SOCKET;
-    c->cmsg_type = SCM_RIGHTS;
-    c->cmsg_len = CMSG_LEN(sizeof(int));
-    std::memcpy(CMSG_DATA(c), &fd, sizeof(fd));
-    while (::sendmsg(sock, &h, MSG_NOSIGNAL) < 0)
-        if (errno != EINTR)
-            return Error::from_errno(errno, fmt::format("handing the userfaultfd to the lazy "
-                                                        "restart's pager: {}",
-                                                        errno_text(errno)));
+    const char one = 'u';
+    if (const int err = send_with_fd(sock, std::as_bytes(std::span(&one, 1)), fd); err != 0)
+        return Error::from_errno(err, fmt::format("handing the userfaultfd to the lazy "
+                                                  "restart's pager: {}",
+                                                  errno_text(err)));
     return {};
 }
 
 UniqueFd recv_fd(int sock) {
     char one = 0;
-    iovec iov{&one, 1};
-    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
-    msghdr h{};
-    h.msg_iov = &iov;
-    h.msg_iovlen = 1;
-    h.msg_control = control;
-    h.msg_controllen = sizeof(control);
-    ssize_t n;
-    while ((n = ::recvmsg(sock, &h, MSG_CMSG_CLOEXEC)) < 0 && errno == EINTR) {
-    }
-    const cmsghdr* c = n == 1 ? CMSG_FIRSTHDR(&h) : nullptr;
-    if (!c || c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS ||
-        c->cmsg_len != CMSG_LEN(sizeof(int)))
+    UniqueFd fd;
+    if (recv_with_fd(sock, std::as_writable_bytes(std::span(&one, 1)), &fd) != 1)
         return {};
-    int fd = -1;
-    std::memcpy(&fd, CMSG_DATA(c), sizeof(fd));
-    return UniqueFd(fd);
+    return fd;
 }
 
 // Which of the image's mappings to fill, as their indexes, from the tracer;
