@@ -296,6 +296,67 @@ TEST(UserEngine, AProcessRefusedForItsDescriptorsIsNotDisturbed) {
     ::waitpid(pid, nullptr, 0);
 }
 
+// A frozen process (a cgroup v1 freezer: its threads in D) stops for a
+// tracer only once thawed, and a tracee that never stopped cannot be let
+// go: the export would wait for it forever. It is refused at once, with
+// its freezer named, and counts on once thawed.
+TEST(UserEngine, AFrozenProcessIsRefusedNotWaitedFor) {
+    const std::string cg = "/sys/fs/cgroup/freezer/ghost-test-" + std::to_string(::getpid());
+    if (::mkdir(cg.c_str(), 0700) != 0)
+        GTEST_SKIP() << "no cgroup v1 freezer to use: " << std::strerror(errno);
+    const auto put = [&](const std::string& file, const std::string& what) {
+        std::ofstream(cg + "/" + file) << what << std::endl;
+    };
+    Lines lines;
+    const pid_t pid = spawn(lines);
+    struct Cleanup {
+        std::function<void()> f;
+        ~Cleanup() { f(); }
+    } cleanup{[&] {
+        put("freezer.state", "THAWED");
+        kill_wait(pid);
+        ::rmdir(cg.c_str());
+    }};
+    ASSERT_EQ(lines.next().pid, pid);
+    put("cgroup.procs", std::to_string(pid));
+    put("freezer.state", "FROZEN");
+    for (int i = 0; i < 250 && state_of(pid) != 'D'; i++)
+        std::this_thread::sleep_for(20ms);
+    ASSERT_EQ(state_of(pid), 'D') << "the worker was not frozen";
+    // Exported from a child: an export that waited for the process would
+    // hold the test too; the child can be killed (which lets go of it).
+    int rep[2];
+    ASSERT_EQ(::pipe2(rep, O_CLOEXEC), 0);
+    const pid_t exporter = ::fork();
+    if (exporter == 0) {
+        auto g = user_engine()->create_memory();
+        auto st = g ? (*g)->export_process(pid, ghost::Fate::Run)
+                    : ghost::Result<ghost::ExportStats>(g.error());
+        const std::string r =
+            st ? std::string("0 exported")
+               : std::to_string(st.error().code.value()) + " " + st.error().what();
+        (void)!::write(rep[1], r.data(), r.size());
+        ::_exit(0);
+    }
+    ::close(rep[1]);
+    pollfd p{rep[0], POLLIN, 0};
+    const bool answered = ::poll(&p, 1, 20000) == 1;
+    char buf[512] = {};
+    const ssize_t n = answered ? ::read(rep[0], buf, sizeof(buf) - 1) : -1;
+    ::close(rep[0]);
+    kill_wait(exporter);
+    ASSERT_TRUE(answered && n > 0) << "the export waited for the frozen process";
+    const std::string r(buf);
+    EXPECT_EQ(r.substr(0, r.find(' ')), std::to_string(EBUSY)) << r;
+    EXPECT_NE(r.find("frozen (cgroup freezer /ghost-test-"), std::string::npos) << r;
+    lines.drain(); // what it wrote before it was frozen
+    const unsigned long before = lines.last().count;
+    put("freezer.state", "THAWED");
+    const Line a = lines.next();
+    EXPECT_EQ(a.pid, pid) << "it does not run on once thawed";
+    EXPECT_EQ(a.count, before + 1);
+}
+
 TEST(UserEngine, ACheckpointOfAnotherStartTimeIsRefused) {
     Lines lines;
     const pid_t pid = spawn(lines);

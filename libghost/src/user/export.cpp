@@ -45,6 +45,7 @@
 #include "user/mappings.hpp"
 #include "user/precopy.hpp"
 #include "user/proc.hpp"
+#include "user/stuck.hpp"
 #include "user/tracee.hpp"
 #include "user/vma_attrs.hpp"
 
@@ -243,6 +244,8 @@ Result<void> check_untouched(pid_t pid) {
         return c;
     if (!status)
         return status.error();
+    if (auto c = check_not_stuck(pid); !c)
+        return c;
     if (auto c = check_attrs(pid, *status); !c)
         return c;
     // As far as can be known before it is held (its interval timers are

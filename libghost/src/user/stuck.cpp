@@ -1,0 +1,89 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+// Processes that a seize would wait on forever (stuck.hpp).
+#include "user/stuck.hpp"
+
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "sys.hpp"
+#include "user/proc.hpp"
+
+namespace ghost::user {
+
+namespace {
+
+// The state letter of /proc/PID/task/TID/stat ('?' if unreadable): after
+// the command name, which may hold spaces and parentheses.
+char thread_state(pid_t pid, int tid) {
+    auto stat = read_text(fmt::format("/proc/{}/task/{}/stat", pid, tid));
+    if (!stat)
+        return '?';
+    const auto close = stat->rfind(')');
+    return close != std::string::npos && close + 2 < stat->size() ? (*stat)[close + 2] : '?';
+}
+
+// A thread of pid in D, or 0.
+int thread_in_d(pid_t pid) {
+    auto tids = list_numeric(fmt::format("/proc/{}/task", pid));
+    if (!tids)
+        return 0;
+    for (const int tid : *tids)
+        if (thread_state(pid, tid) == 'D')
+            return tid;
+    return 0;
+}
+
+// The cgroup v1 freezer path of pid if that cgroup is FROZEN or FREEZING,
+// else "".
+std::string frozen_in(pid_t pid) {
+    auto cg = read_text(fmt::format("/proc/{}/cgroup", pid));
+    if (!cg)
+        return {};
+    std::size_t at = 0;
+    while (at < cg->size()) {
+        auto end = cg->find('\n', at);
+        if (end == std::string::npos)
+            end = cg->size();
+        const std::string_view line(cg->data() + at, end - at);
+        at = end + 1;
+        // "ID:freezer:/path"
+        const auto c1 = line.find(':');
+        const auto c2 = c1 == std::string_view::npos ? c1 : line.find(':', c1 + 1);
+        if (c2 == std::string_view::npos || line.substr(c1 + 1, c2 - c1 - 1) != "freezer")
+            continue;
+        const std::string path(line.substr(c2 + 1));
+        auto state = read_text("/sys/fs/cgroup/freezer" + path + "/freezer.state");
+        if (state && (state->rfind("FROZEN", 0) == 0 || state->rfind("FREEZING", 0) == 0))
+            return path;
+        return {};
+    }
+    return {};
+}
+
+} // namespace
+
+Result<void> check_not_stuck(pid_t pid, std::chrono::milliseconds patience) {
+    if (!thread_in_d(pid))
+        return {};
+    if (const auto cg = frozen_in(pid); !cg.empty())
+        return Error::from_errno(EBUSY, fmt::format("pid {} is frozen (cgroup freezer {}): it "
+                                                    "could not be held until thawed; thaw it "
+                                                    "first",
+                                                    pid, cg));
+    const auto until = std::chrono::steady_clock::now() + patience;
+    int tid = 0;
+    while ((tid = thread_in_d(pid)) != 0 && std::chrono::steady_clock::now() < until)
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    if (tid == 0)
+        return {};
+    auto wchan = read_text(fmt::format("/proc/{}/task/{}/wchan", pid, tid));
+    return Error::from_errno(
+        EBUSY,
+        fmt::format("thread {} of pid {} has stayed in uninterruptible sleep (D{}) for "
+                    "{} ms: it could not be held until the kernel lets it go (a hung "
+                    "file system?); try again later",
+                    tid, pid, wchan && !wchan->empty() ? ", in " + *wchan : "", patience.count()));
+}
+
+} // namespace ghost::user
