@@ -232,11 +232,45 @@ static inline bool ghost_vma_is_data(const struct ghost_vma *v)
  * of no return rather than failing after it. Sizes in KiB; a limit of
  * RLIM_INFINITY >> 10 or more is none. A soft data limit of 0 is
  * may_expand_vm()'s exception for valgrind: then the hard limit applies.
+ *
+ * And the number of mappings, under vm.max_map_count: do_mmap() refuses a
+ * new mapping once the count is above it, so @nr_maps image records (with
+ * the vDSO and vvar, and one page of the restorer's own beside them in the
+ * user engine) all fit when @nr_maps is at most the limit. The image came
+ * from a kernel whose limit admitted them; this one's may be lower.
+ *
+ * And the commit charge: under vm.overcommit_memory 0 (the heuristic, the
+ * default) __vm_enough_memory() refuses one charged mapping
+ * (ghost_vma_is_charged()) larger than RAM and swap together, which a
+ * source with more of them, or with overcommit 1, could hold. Under 1
+ * nothing is refused; under 2 the charge is checked against what every
+ * process has committed at the time of each mmap(), which no earlier check
+ * can promise: not modelled (@overcommit other than 0).
  */
 struct ghost_vm_size_facts {
 	__u64 total_kib, data_kib;
 	__u64 as_kib, data_cur_kib, data_max_kib;
+	__u64 nr_maps, max_map_count;
+	__u64 charged_at, charged_kib;	/* the largest charged mapping */
+	__u64 ram_swap_kib;		/* MemTotal + SwapTotal */
+	__u32 overcommit;		/* vm.overcommit_memory */
 };
+
+/* vm.max_map_count when it cannot be read: the kernel's default. */
+#define GHOST_DEFAULT_MAX_MAP_COUNT	65530
+
+/*
+ * Whether mmap_region() charges a mapping like @v made with protection
+ * @prot against the commit limit (its accountable_mapping(): private,
+ * writable, not MAP_NORESERVE, which counts under vm.overcommit_memory 0
+ * and 1). The vDSO and vvar are the kernel's own.
+ */
+static inline bool ghost_vma_is_charged(const struct ghost_vma *v, __u32 prot)
+{
+	return (prot & PROT_WRITE) &&
+	       !(v->flags & (GHOST_VMA_SHARED | GHOST_VMA_NORESERVE |
+			     GHOST_VMA_VDSO | GHOST_VMA_VVAR));
+}
 
 static inline int ghost_policy_vm_size(const struct ghost_vm_size_facts *f,
 				       char *reason, size_t len)
@@ -252,6 +286,21 @@ static inline int ghost_policy_vm_size(const struct ghost_vm_size_facts *f,
 		snprintf(reason, len,
 			 "the image has %llu KiB of private writable memory, above the caller's RLIMIT_DATA (%llu KiB)",
 			 (unsigned long long)f->data_kib, (unsigned long long)f->data_cur_kib);
+		return -ENOMEM;
+	}
+	if (f->nr_maps > f->max_map_count) {
+		snprintf(reason, len,
+			 "the image has %llu mappings, more than vm.max_map_count (%llu) allows here",
+			 (unsigned long long)f->nr_maps,
+			 (unsigned long long)f->max_map_count);
+		return -ENOMEM;
+	}
+	if (f->overcommit == 0 && f->charged_kib > f->ram_swap_kib) {
+		snprintf(reason, len,
+			 "mapping at %#llx (%llu KiB) exceeds RAM+swap (%llu KiB), vm.overcommit_memory 0",
+			 (unsigned long long)f->charged_at,
+			 (unsigned long long)f->charged_kib,
+			 (unsigned long long)f->ram_swap_kib);
 		return -ENOMEM;
 	}
 	return 0;

@@ -18,10 +18,15 @@
  * while def_flags holds the image's attributes.
  */
 #include <linux/capability.h>
+#include <linux/ctype.h>
+#include <linux/file.h>
+#include <linux/fs.h>
 #include <linux/ksm.h>
 #include <linux/mm.h>
 #include <linux/mman.h>
 #include <linux/sched/signal.h>
+#include <linux/slab.h>
+#include <linux/string.h>
 #include <linux/ghost.h>
 #include <ghost_policy.h>
 #include <ghost_vma_attrs.h>
@@ -122,17 +127,78 @@ static bool meets_kept_vdso(struct mm_struct *mm, unsigned long start,
 }
 
 /*
+ * A number as any process reads it from /proc: the line of /proc/meminfo
+ * that starts with @key ("SwapTotal:"), or with no @key a sysctl's value.
+ * The values asked for (sysctl_max_map_count, sysctl_overcommit_memory,
+ * total_swap_pages) are not exported. @dflt where the caller sees no /proc.
+ */
+static u64 proc_number(const char *path, const char *key, u64 dflt)
+{
+	struct file *f = filp_open(path, O_RDONLY, 0);
+	char *buf, *at = NULL, *end;
+	loff_t pos = 0;
+	ssize_t n = -ENOMEM;
+	u64 v = dflt;
+
+	if (IS_ERR(f))
+		return dflt;
+	buf = kmalloc(PAGE_SIZE, GFP_KERNEL);
+	if (buf)
+		n = kernel_read(f, buf, PAGE_SIZE - 1, &pos);
+	fput(f);
+	if (n > 0) {
+		buf[n] = '\0';
+		at = key ? strstr(buf, key) : buf;
+	}
+	if (at) {
+		at = skip_spaces(at + (key ? strlen(key) : 0));
+		for (end = at; isdigit(*end); end++)
+			;
+		*end = '\0';
+		if (kstrtou64(at, 10, &v))
+			v = dflt;
+	}
+	kfree(buf);
+	return v;
+}
+
+/*
+ * The commit charge facts (ghost_policy_vm_size()): the largest mapping
+ * vm_mmap() will charge, and what vm.overcommit_memory 0 holds it to.
+ */
+static void charge_facts(const struct ghost_staged *st,
+			 struct ghost_vm_size_facts *size)
+{
+	unsigned int i;
+
+	for (i = 0; i < st->nr_vmas; i++) {
+		const struct ghost_vma *v = &st->vmas[i].v;
+		u64 kib = (v->end - v->start) >> 10;
+
+		if (ghost_vma_is_charged(v, v->prot) && kib > size->charged_kib) {
+			size->charged_kib = kib;
+			size->charged_at = v->start;
+		}
+	}
+	size->overcommit = proc_number("/proc/sys/vm/overcommit_memory", NULL, 0);
+	size->ram_swap_kib = (totalram_pages() << (PAGE_SHIFT - 10)) +
+			     proc_number("/proc/meminfo", "SwapTotal:", 0);
+}
+
+/*
  * What vm_mmap() would refuse after the point of no return, asked before it,
  * under the caller's limits (the image's are set after its memory is made):
  * where the caller may map (below vm.mmap_min_addr only with CAP_SYS_RAWIO,
  * and as its security module allows: security_mmap_addr(), reached through
  * get_unmapped_area() with MAP_FIXED, which changes nothing), and the address
- * space and data limits may_expand_vm() applies to the new mm as a whole.
+ * space and data limits may_expand_vm() applies to the new mm as a whole,
+ * the number of mappings vm.max_map_count admits, and the commit charge
+ * vm.overcommit_memory 0 admits.
  */
 int ghost_check_vma_addrs(const struct ghost_staged *st, char *reason)
 {
 	bool keep_vdso = ghost_staged_vma(st, GHOST_VMA_VDSO);
-	struct ghost_vm_size_facts size;
+	struct ghost_vm_size_facts size = {};
 	unsigned long total = 0, data = 0;
 	unsigned int i;
 
@@ -165,6 +231,10 @@ int ghost_check_vma_addrs(const struct ghost_staged *st, char *reason)
 	size.as_kib = rlimit(RLIMIT_AS) >> 10;
 	size.data_cur_kib = rlimit(RLIMIT_DATA) >> 10;
 	size.data_max_kib = rlimit_max(RLIMIT_DATA) >> 10;
+	size.nr_maps = st->nr_vmas;
+	size.max_map_count = proc_number("/proc/sys/vm/max_map_count", NULL,
+					 GHOST_DEFAULT_MAX_MAP_COUNT);
+	charge_facts(st, &size);
 	return ghost_policy_vm_size(&size, reason, GHOST_REASON_LEN);
 }
 

@@ -3,9 +3,11 @@
  * What an import refuses before its point of no return, leaving the caller
  * alive: an importer that shares its memory or descriptor table, a 32-bit
  * caller, descriptors no RLIMIT_NOFILE admits, file mappings vm_mmap()
- * would refuse (a directory, /dev/null, an offset past the largest file).
- * And what it restores exactly: a process that lowered RLIMIT_NOFILE below
- * descriptors it kept; descriptors at 100 and 200 and nothing else. And
+ * would refuse (a directory, /dev/null, an offset past the largest file),
+ * more mappings than vm.max_map_count, a mapping larger than memory and
+ * swap under vm.overcommit_memory 0. And what it restores exactly: a
+ * process that lowered RLIMIT_NOFILE below descriptors it kept;
+ * descriptors at 100 and 200 and nothing else. And
  * GHOST_IMPORT_STOPPED: the restored process stops before it runs, until
  * SIGCONT; SIGKILL then leaves nothing.
  */
@@ -14,6 +16,7 @@
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/sysinfo.h>
 
 #include "ghost/c/restore_self.h"
 #include "ghost_util.h"
@@ -411,6 +414,136 @@ TEST(a_file_offset_past_the_largest_file_is_refused)
 	close(g2);
 	free(img);
 	unlink(MAPFILE);
+}
+
+/* ---- more mappings than vm.max_map_count ---------------------------------- */
+
+#define MANY_MAPS 300
+#define MAX_MAP_COUNT "/proc/sys/vm/max_map_count"
+
+/* A read-only area with every other page inaccessible: a mapping a page. */
+static void work_many_maps(int fd)
+{
+	char *m = mmap(NULL, 2 * MANY_MAPS * PAGE, PROT_READ,
+		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	int i;
+
+	if (m == MAP_FAILED)
+		_exit(75);
+	for (i = 0; i < MANY_MAPS; i++)
+		if (mprotect(m + (2 * i + 1) * PAGE, PAGE, PROT_NONE))
+			_exit(76);
+	ready(fd, "R", 1);
+	for (;;)
+		pause();
+}
+
+static int write_text(const char *path, const char *text)
+{
+	int f = open(path, O_WRONLY);
+	ssize_t n = f < 0 ? -1 : write(f, text, strlen(text));
+
+	if (f >= 0)
+		close(f);
+	return n == (ssize_t)strlen(text) ? 0 : -1;
+}
+
+/*
+ * Where vm.max_map_count is lower than the image's mappings (the source's
+ * limit was higher), the import is refused before its point of no return:
+ * vm_mmap() past the limit would fail with the caller's memory gone.
+ */
+TEST(more_mappings_than_vm_max_map_count_are_refused)
+{
+	static struct image_sec secs[4096];
+	char c, reason[GHOST_REASON_LEN], want[128], old[32] = "", low[32];
+	pid_t pid = spawn(work_many_maps, &c, 1);
+	int g = ghost_new_mem(), n, i, maps = 0, f, rc, g2;
+	size_t len;
+	char *img;
+
+	ASSERT_LT(0, pid);
+	ASSERT_EQ(0, export_kill(pid, g));
+	img = ghost_read_image(g, &len);
+	close(g);
+	ASSERT_NE(NULL, img);
+	n = image_walk(img, len, secs, 4096);
+	ASSERT_LT(0, n);
+	for (i = 0; i < n; i++)
+		maps += secs[i].hdr->type == GHOST_SEC_VMA;
+	ASSERT_LT(MANY_MAPS, maps);
+	g2 = ghost_new_mem();
+	ASSERT_EQ((ssize_t)len, write(g2, img, len));
+	free(img);
+
+	f = open(MAX_MAP_COUNT, O_RDONLY);
+	ASSERT_LE(0, f);
+	ASSERT_LT(0, read(f, old, sizeof(old) - 1));
+	close(f);
+	snprintf(low, sizeof(low), "%d", maps - 1);
+	ASSERT_EQ(0, write_text(MAX_MAP_COUNT, low));
+	rc = refused_with(g2, ENOMEM, reason);
+	ASSERT_EQ(0, write_text(MAX_MAP_COUNT, old));
+	EXPECT_EQ(0, rc) TH_LOG("%s", reason);
+	snprintf(want, sizeof(want),
+		 "the image has %d mappings, more than vm.max_map_count (%d)",
+		 maps, maps - 1);
+	EXPECT_NE(NULL, strstr(reason, want)) TH_LOG("%s", reason);
+	close(g2);
+}
+
+/* ---- a mapping larger than memory and swap --------------------------------- */
+
+#define OVERCOMMIT "/proc/sys/vm/overcommit_memory"
+
+static unsigned long big_len;	/* memory and swap, and 1 GiB more */
+
+/* One private writable mapping of @big_len, made under overcommit 1. */
+static void work_big_mapping(int fd)
+{
+	if (mmap(NULL, big_len, PROT_READ | PROT_WRITE,
+		 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0) == MAP_FAILED)
+		_exit(75);
+	ready(fd, "R", 1);
+	for (;;)
+		pause();
+}
+
+/*
+ * Under vm.overcommit_memory 0 one private writable mapping larger than
+ * memory and swap together is refused by mmap(); a source under 1 (or with
+ * more memory) could hold one. The import is refused before its point of no
+ * return, the caller alive, rather than killed by the vm_mmap() after it.
+ */
+TEST(a_mapping_larger_than_memory_and_swap_is_refused_under_overcommit_0)
+{
+	char c, reason[GHOST_REASON_LEN], want[160], old[16] = "";
+	struct sysinfo si;
+	unsigned long long kib;
+	pid_t pid;
+	int g, f, rc;
+
+	ASSERT_EQ(0, sysinfo(&si));
+	kib = ((unsigned long long)si.totalram + si.totalswap) * si.mem_unit >> 10;
+	big_len = (kib + (1UL << 20)) << 10;
+	f = open(OVERCOMMIT, O_RDONLY);
+	ASSERT_LE(0, f);
+	ASSERT_LT(0, read(f, old, sizeof(old) - 1));
+	close(f);
+	ASSERT_EQ(0, write_text(OVERCOMMIT, "1"));
+	pid = spawn(work_big_mapping, &c, 1);
+	ASSERT_EQ(0, write_text(OVERCOMMIT, "0"));
+	ASSERT_LT(0, pid);
+	g = ghost_new_mem();
+	ASSERT_EQ(0, export_kill(pid, g));
+	rc = refused_with(g, ENOMEM, reason);
+	ASSERT_EQ(0, write_text(OVERCOMMIT, old));
+	EXPECT_EQ(0, rc) TH_LOG("%s", reason);
+	snprintf(want, sizeof(want),
+		 " (%llu KiB) exceeds RAM+swap (%llu KiB), vm.overcommit_memory 0",
+		 kib + (1ULL << 20), kib);
+	EXPECT_NE(NULL, strstr(reason, want)) TH_LOG("%s", reason);
+	close(g);
 }
 
 /* ---- GHOST_IMPORT_STOPPED ---------------------------------------------------- */

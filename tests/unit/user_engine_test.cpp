@@ -916,6 +916,83 @@ TEST_F(BadImport, MemoryAboveTheImportersSoftDataLimitIsRefused) {
     });
 }
 
+// More mappings than vm.max_map_count admits here (the source's limit may
+// have been higher) are refused before the point of no return: the mmap()
+// that went past it would have failed with the caller's memory gone, as
+// ghost.ko's vm_mmap() would.
+TEST_F(BadImport, MoreMappingsThanVmMaxMapCountAreRefused) {
+    std::uint64_t limit = 0;
+    {
+        std::ifstream in("/proc/sys/vm/max_map_count");
+        in >> limit;
+    }
+    ASSERT_GT(limit, 0u);
+    if (limit + 1 > GHOST_MAX_VMAS)
+        GTEST_SKIP() << "vm.max_map_count is " << limit << ": no image has more mappings";
+    // Pages of their own, a page apart, far from the rest.
+    std::vector<ghost::image::Vma> extra(limit + 1 - img_.vmas.size());
+    std::uint64_t at = 0x300000000000ULL;
+    for (auto& v : extra) {
+        v.rec.start = at;
+        v.rec.end = at + 4096;
+        v.rec.prot = PROT_READ;
+        at += 2 * 4096;
+    }
+    const auto pos = std::find_if(img_.vmas.begin(), img_.vmas.end(),
+                                  [&](const auto& v) { return v.rec.start > extra[0].rec.start; });
+    img_.vmas.insert(pos, extra.begin(), extra.end());
+    img_.mm.nr_vmas = static_cast<std::uint32_t>(img_.vmas.size());
+    expect_refused(ENOMEM, "the image has " + std::to_string(limit + 1) +
+                               " mappings, more than vm.max_map_count (" + std::to_string(limit) +
+                               ") allows here");
+}
+
+// Under vm.overcommit_memory 0 one private writable mapping larger than this
+// host's memory and swap together cannot be made (a source with more, or
+// with overcommit 1, could hold it): refused before the point of no return,
+// not by the mmap() after it.
+TEST_F(BadImport, AMappingLargerThanMemoryAndSwapIsRefusedUnderOvercommitZero) {
+    std::string mode;
+    {
+        std::ifstream in("/proc/sys/vm/overcommit_memory");
+        in >> mode;
+    }
+    if (mode != "0")
+        GTEST_SKIP() << "vm.overcommit_memory is " << mode << ", not the heuristic";
+    std::uint64_t kib = 0;
+    {
+        std::ifstream in("/proc/meminfo");
+        for (std::string line; std::getline(in, line);) {
+            std::istringstream f(line);
+            std::string key;
+            std::uint64_t n = 0;
+            if (f >> key >> n && (key == "MemTotal:" || key == "SwapTotal:"))
+                kib += n;
+        }
+    }
+    ASSERT_GT(kib, 0u);
+    ghost::image::Vma big;
+    big.rec.start = 0x200000000000ULL; // far from the rest
+    big.rec.end = big.rec.start + ((kib + (1ULL << 20)) << 10);
+    big.rec.prot = PROT_READ | PROT_WRITE;
+    const auto at = std::find_if(img_.vmas.begin(), img_.vmas.end(),
+                                 [&](const auto& v) { return v.rec.start > big.rec.start; });
+    img_.vmas.insert(at, big);
+    img_.mm.nr_vmas = static_cast<std::uint32_t>(img_.vmas.size());
+    expect_refused(ENOMEM,
+                   "mapping at 0x200000000000 (" + std::to_string(kib + (1ULL << 20)) +
+                       " KiB) exceeds RAM+swap (" + std::to_string(kib) +
+                       " KiB), vm.overcommit_memory 0",
+                   {}, [] {
+                       for (const int r : {RLIMIT_AS, RLIMIT_DATA}) {
+                           rlimit l{};
+                           ::getrlimit(r, &l);
+                           l.rlim_cur = l.rlim_max; // the limits are not what is tested
+                           (void)::setrlimit(r, &l);
+                       }
+                   });
+}
+
 // A mapping whose path is a FIFO now: refused at once (its open waited for
 // a writer for ever, and a FIFO cannot be mapped anyway).
 TEST_F(BadImport, AMappedPathThatIsAFifoIsRefusedWithoutWaiting) {

@@ -26,6 +26,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -96,9 +97,20 @@ Result<void> check_limits(const image::Image& img) {
     return {};
 }
 
+// A number from /proc: a sysctl's value, or with a key a line of
+// /proc/meminfo; dflt where it cannot be read.
+std::uint64_t proc_number(const char* path, std::string_view key, std::uint64_t dflt) {
+    auto t = read_text(path);
+    if (!t)
+        return dflt;
+    const std::string v = key.empty() ? *t : status_field(*t, key);
+    return v.empty() ? dflt : parse_u64(v);
+}
+
 // What the image's memory may take, under the caller's soft limits as
-// they are while it is made (the image's are set after): as ghost.ko asks
-// it, before the point of no return.
+// they are while it is made (the image's are set after), vm.max_map_count
+// and vm.overcommit_memory: as ghost.ko asks it, before the point of no
+// return.
 Result<void> check_vm_size(const image::Image& img) {
     ghost_vm_size_facts size{};
     for (const auto& v : img.vmas) {
@@ -106,6 +118,13 @@ Result<void> check_vm_size(const image::Image& img) {
         size.total_kib += kib;
         if (ghost_vma_is_data(&v.rec))
             size.data_kib += kib;
+        // A mapping with pages is made writable while they are written in
+        // (Rebuild::made_prot()), and stays charged after.
+        const std::uint32_t made = v.rec.prot | (v.runs.empty() ? 0 : PROT_WRITE);
+        if (ghost_vma_is_charged(&v.rec, made) && kib > size.charged_kib) {
+            size.charged_kib = kib;
+            size.charged_at = v.rec.start;
+        }
     }
     rlimit as{}, data{};
     ::getrlimit(RLIMIT_AS, &as);
@@ -113,6 +132,12 @@ Result<void> check_vm_size(const image::Image& img) {
     size.as_kib = as.rlim_cur >> 10;
     size.data_cur_kib = data.rlim_cur >> 10;
     size.data_max_kib = data.rlim_max >> 10;
+    size.nr_maps = img.vmas.size();
+    size.max_map_count = proc_number("/proc/sys/vm/max_map_count", {}, GHOST_DEFAULT_MAX_MAP_COUNT);
+    size.overcommit =
+        static_cast<std::uint32_t>(proc_number("/proc/sys/vm/overcommit_memory", {}, 0));
+    size.ram_swap_kib =
+        proc_number("/proc/meminfo", "MemTotal", 0) + proc_number("/proc/meminfo", "SwapTotal", 0);
     char reason[GHOST_REASON_LEN] = {};
     if (const int err = ghost_policy_vm_size(&size, reason, sizeof(reason)); err < 0)
         return Error::from_errno(-err, reason);
