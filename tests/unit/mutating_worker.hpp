@@ -79,6 +79,8 @@ std::uint64_t fnv(std::uint64_t h, const unsigned char* p, std::size_t n) {
 //           nonzero" (A's non-zero bytes in the child: 0 as the kernel
 //           gives it) and exits; the worker waits, then makes A
 //           MADV_KEEPONFORK again
+//   "sleepers": "pid C1 C2 C3 C4": four children forked now, sleeping
+//           until killed (nobody waits for them)
 //   "race": "pid bad": for 300 ms a second thread drops pages 1000-1999
 //           of A (MADV_DONTNEED, 16 at a time) while the worker reads
 //           them; bad counts bytes read that were neither the page's nor
@@ -202,6 +204,16 @@ std::uint64_t fnv(std::uint64_t h, const unsigned char* p, std::size_t n) {
             ::madvise(a + 1000 * kPage, 1000 * kPage, MADV_DONTNEED);
             stage = 3;
             std::snprintf(msg, sizeof(msg), "%d %lu\n", ::getpid(), bad);
+        } else if (line == "sleepers") {
+            int at = std::snprintf(msg, sizeof(msg), "%d", ::getpid());
+            for (int i = 0; i < 4; i++) {
+                const pid_t child = ::fork();
+                if (child == 0)
+                    for (;;)
+                        ::pause();
+                at += std::snprintf(msg + at, sizeof(msg) - at, " %d", child);
+            }
+            std::snprintf(msg + at, sizeof(msg) - at, "\n");
         } else if (line == "fdrop") {
             std::snprintf(msg, sizeof(msg), "%d dropped\n", ::getpid());
         } else if (line == "fpeek") {

@@ -16,6 +16,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <csignal>
@@ -23,6 +24,7 @@
 #include <fstream>
 #include <memory>
 #include <set>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -352,6 +354,57 @@ TEST_F(Lazy, APagerKilledBeforeItIsDoneTakesItsProcessWithIt) {
     for (int i = 0; i < 100 && mapping("ghost-pgguard", image()) > 0; i++)
         std::this_thread::sleep_for(std::chrono::milliseconds(50));
     EXPECT_LT(mapping("ghost-pgguard", image()), 0) << "the guard outlived its process";
+}
+
+// The same with descendants: each is stopped before any is killed, so that
+// a child of one killed first is not handed to init and missed, to run on
+// reading zeros where pages were pending. Several rounds: the miss was a
+// race with the parent's exit.
+TEST_F(Lazy, APagerKilledBeforeItIsDoneTakesEveryDescendantWithIt) {
+    for (int round = 0; round < 4; round++) {
+        SCOPED_TRACE("round " + std::to_string(round));
+        Worker w;
+        pid_t pid = -1;
+        restart_lazily(w, &pid);
+        ASSERT_GT(pid, 0);
+        std::istringstream kids(w.ask("sleepers"));
+        std::vector<pid_t> children;
+        for (pid_t c; kids >> c;)
+            children.push_back(c);
+        ASSERT_EQ(children.size(), 4u);
+        const pid_t pager = mapping("ghost-pager", image());
+        ASSERT_GT(pager, 0) << "no ghost-pager maps " << image();
+        ASSERT_LT(rss_anon_kib(pid), 24 * 1024) << "the pager was done already";
+        ASSERT_EQ(::kill(pager, SIGKILL), 0);
+        (void)w.send("report"); // waits for a page that cannot come now
+        int status = 0;
+        pid_t done = 0;
+        for (int i = 0; i < 100 && done == 0; i++) {
+            done = ::waitpid(pid, &status, WNOHANG);
+            if (done == 0)
+                std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        }
+        ASSERT_EQ(done, pid) << "the process runs on without its pager";
+        w.forget_restored();
+        // Reparented to init (or a subreaper) when their parent died: gone
+        // or a zombie, never sleeping on.
+        const auto running = [](pid_t c) {
+            std::ifstream st("/proc/" + std::to_string(c) + "/stat");
+            std::string line;
+            if (!std::getline(st, line))
+                return false;
+            const auto close = line.rfind(')');
+            return close != std::string::npos && close + 2 < line.size() &&
+                   line[close + 2] != 'Z' && line[close + 2] != 'X';
+        };
+        for (int i = 0; i < 40 && std::ranges::any_of(children, running); i++)
+            std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        for (const pid_t c : children) {
+            EXPECT_FALSE(running(c)) << "child " << c << " escaped the kill";
+            if (running(c))
+                ::kill(c, SIGKILL); // one of ours: the worker's child
+        }
+    }
 }
 
 // The userfaultfd a lazy restart makes serves faults taken inside system

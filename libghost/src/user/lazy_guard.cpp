@@ -6,12 +6,15 @@
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <syslog.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <cstdlib>
 #include <map>
+#include <utility>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -67,11 +70,22 @@ struct Msg {
 
 } // namespace
 
-void kill_tree(pid_t pid) {
-    ::kill(pid, SIGKILL);
+namespace {
+
+int open_pidfd(pid_t pid) {
+    return static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
+}
+
+void signal_pidfd(int pidfd, int sig) {
+    (void)::syscall(SYS_pidfd_send_signal, pidfd, sig, nullptr, 0);
+}
+
+// The children of pid, of every one of its threads, as /proc lists them.
+std::vector<pid_t> children_of(pid_t pid) {
+    std::vector<pid_t> out;
     auto tasks = list_numeric(fmt::format("/proc/{}/task", pid));
     if (!tasks)
-        return;
+        return out;
     for (const auto tid : *tasks) {
         auto kids = read_text(fmt::format("/proc/{}/task/{}/children", pid, tid));
         if (!kids)
@@ -79,14 +93,61 @@ void kill_tree(pid_t pid) {
         const char* c = kids->c_str();
         char* end = nullptr;
         for (long k; (k = std::strtol(c, &end, 10)) > 0; c = end)
-            kill_tree(static_cast<pid_t>(k));
+            out.push_back(static_cast<pid_t>(k));
     }
+    return out;
 }
 
+// pid's parent, from its status; 0 if it cannot be read.
+pid_t parent_of(pid_t pid) {
+    auto status = read_text(fmt::format("/proc/{}/status", pid));
+    return status ? static_cast<pid_t>(parse_u64(status_field(*status, "PPid"))) : 0;
+}
+
+} // namespace
+
+// Every process of the tree is stopped before any is killed: a parent
+// killed first hands its children to init before they are found (and they
+// would run on, reading zeros where pages were pending), while a stopped
+// one forks no more. The walk goes on until a pass finds no one new. Each
+// process is held by a pidfd from when it is found, its parent checked
+// after: a pid that ended and was given to another process is never
+// signalled.
+void kill_tree(pid_t pid) {
+    std::map<pid_t, UniqueFd> tree;
+    std::vector<std::pair<pid_t, pid_t>> todo{{pid, 0}}; // (pid, its parent; 0: the root)
+    for (bool more = true; more;) {
+        while (!todo.empty()) {
+            const auto [p, parent] = todo.back();
+            todo.pop_back();
+            if (tree.contains(p))
+                continue;
+            UniqueFd fd(open_pidfd(p));
+            if (!fd || (parent != 0 && parent_of(p) != parent))
+                continue; // gone, or another process's pid by now
+            signal_pidfd(fd.get(), SIGSTOP);
+            tree.emplace(p, std::move(fd));
+            for (const pid_t c : children_of(p))
+                todo.emplace_back(c, p);
+        }
+        more = false;
+        for (const auto& [p, fd] : tree)
+            for (const pid_t c : children_of(p))
+                if (!tree.contains(c)) {
+                    todo.emplace_back(c, p);
+                    more = true;
+                }
+    }
+    for (const auto& [p, fd] : tree)
+        signal_pidfd(fd.get(), SIGKILL);
+}
+
+// Logged after the kill: a system log that is slow to take the message
+// must not keep the tree running on.
 void kill_tree_saying(pid_t pid, const std::string& why) {
+    kill_tree(pid);
     ::openlog("ghost-lazy-pager", LOG_PID, LOG_USER);
     ::syslog(LOG_ERR, "%s", why.c_str());
-    kill_tree(pid);
 }
 
 Result<Guard> Guard::start(int uffd, pid_t target, int also_close) {

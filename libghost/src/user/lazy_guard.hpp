@@ -22,10 +22,10 @@
 namespace ghost::user::lazy {
 
 // SIGKILL to pid and every descendant (the forks whose memory was served
-// from the same pages).
+// from the same pages), each stopped first so that none escapes.
 void kill_tree(pid_t pid);
 
-// kill_tree(pid), first saying why in the system log (as ghost-lazy-pager):
+// kill_tree(pid), then saying why in the system log (as ghost-lazy-pager):
 // a lazy restart that cannot finish kills its process, never in silence.
 void kill_tree_saying(pid_t pid, const std::string& why);
 
