@@ -81,6 +81,8 @@ std::uint64_t fnv(std::uint64_t h, const unsigned char* p, std::size_t n) {
 //           MADV_KEEPONFORK again
 //   "sleepers": "pid C1 C2 C3 C4": four children forked now, sleeping
 //           until killed (nobody waits for them)
+//   "forks": "pid N": N = 1000 children forked one after another, each
+//           exiting at once and waited for
 //   "race": "pid bad": for 300 ms a second thread drops pages 1000-1999
 //           of A (MADV_DONTNEED, 16 at a time) while the worker reads
 //           them; bad counts bytes read that were neither the page's nor
@@ -204,6 +206,16 @@ std::uint64_t fnv(std::uint64_t h, const unsigned char* p, std::size_t n) {
             ::madvise(a + 1000 * kPage, 1000 * kPage, MADV_DONTNEED);
             stage = 3;
             std::snprintf(msg, sizeof(msg), "%d %lu\n", ::getpid(), bad);
+        } else if (line == "forks") {
+            int n = 0;
+            for (; n < 1000; n++) {
+                const pid_t child = ::fork();
+                if (child == 0)
+                    ::_exit(0);
+                if (child < 0 || ::waitpid(child, nullptr, 0) != child)
+                    break;
+            }
+            std::snprintf(msg, sizeof(msg), "%d %d\n", ::getpid(), n);
         } else if (line == "sleepers") {
             int at = std::snprintf(msg, sizeof(msg), "%d", ::getpid());
             for (int i = 0; i < 4; i++) {

@@ -368,6 +368,12 @@ Result<void> page(std::vector<std::unique_ptr<Space>>& spaces, UniqueFd restorer
     const char* pace_env = std::getenv("GHOST_LAZY_PACE_US");
     const long pace_us =
         std::clamp(pace_env ? std::strtol(pace_env, nullptr, 10) : 0L, 0L, 10L * 1000 * 1000);
+    // Faults come first, but a push step still comes at least this often:
+    // only a copy finds a fork that exited or called exec (ESRCH), and a
+    // process forking in a loop sends a message every time the pager
+    // looks, so without it every fork's userfaultfd would be kept.
+    const auto push_every = std::chrono::microseconds(std::max(pace_us, 10000L));
+    auto last_push = std::chrono::steady_clock::now();
     // Lets go of the spaces pred picks: the guard's copy of a userfaultfd
     // closes first, then the pager's; the last close unregisters the
     // mappings, and later faults there are ordinary.
@@ -428,9 +434,13 @@ Result<void> page(std::vector<std::unique_ptr<Space>>& spaces, UniqueFd restorer
         }
         let_go(
             [&](const Space& s) { return std::find(gone.begin(), gone.end(), &s) != gone.end(); });
-        if (handled > 0 || !gone.empty() || restorer)
-            continue; // faults first; no push while the rebuild goes on
-        // Nothing waiting: one step of the background push, per space.
+        if (restorer)
+            continue; // no push while the rebuild goes on
+        const auto now = std::chrono::steady_clock::now();
+        if ((handled > 0 || !gone.empty()) && now - last_push < push_every)
+            continue; // faults first
+        last_push = now;
+        // Nothing waiting, or a push step due: one step, per space.
         for (auto& s : spaces) {
             if (s->pending.empty())
                 continue;
