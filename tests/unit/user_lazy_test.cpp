@@ -123,7 +123,8 @@ class Lazy : public ::testing::Test {
         return fds;
     }
 
-    // Every process of uid (real) holding a userfaultfd, with its name.
+    // Every process with uid among its real, effective and saved uids
+    // holding a userfaultfd, with its name.
     static std::vector<std::pair<pid_t, std::string>> holders_of_uffd(uid_t uid) {
         std::vector<std::pair<pid_t, std::string>> found;
         std::error_code ec;
@@ -133,19 +134,20 @@ class Lazy : public ::testing::Test {
                 continue;
             std::ifstream st(e.path() / "status");
             std::string line, comm;
-            uid_t real = 0;
-            bool known = false;
+            bool theirs = false;
             while (std::getline(st, line)) {
                 if (line.rfind("Name:\t", 0) == 0)
                     comm = line.substr(6);
                 if (line.rfind("Uid:", 0) == 0) {
-                    real = static_cast<uid_t>(std::stoul(line.substr(4)));
-                    known = true;
+                    std::istringstream ids(line.substr(4));
+                    uid_t real = 0, eff = 0, saved = 0;
+                    ids >> real >> eff >> saved;
+                    theirs = real == uid || eff == uid || saved == uid;
                     break;
                 }
             }
             const pid_t pid = std::stoi(name);
-            if (known && real == uid && !uffd_fds(pid).empty())
+            if (theirs && !uffd_fds(pid).empty())
                 found.emplace_back(pid, comm);
         }
         return found;
@@ -459,11 +461,13 @@ TEST_F(Lazy, ExitedForksAreLetGoWhileTheProcessForksOn) {
 // holder of one is watched while the restart runs; none of the image's
 // user's but the pager and its guard may hold it, and theirs cannot be
 // taken (pidfd_getfd) by that user, who can take the restored process's
-// descriptors.
+// descriptors; nor may that user stop them (SIGSTOP), which would hold
+// such faults for as long as they liked.
 TEST_F(Lazy, OnlyThePagerHoldsTheUserfaultfd) {
     constexpr uid_t kUser = 65534;
     Worker w(kUser);
-    ASSERT_FALSE(w.ask("report").empty());
+    const std::string before = w.ask("report");
+    ASSERT_FALSE(before.empty());
     checkpoint(w);
     w.killed();
     std::atomic<bool> stop{false};
@@ -511,6 +515,31 @@ TEST_F(Lazy, OnlyThePagerHoldsTheUserfaultfd) {
         for (const int fd : uffd_fds(pid))
             EXPECT_EQ(take(pid, fd), 1) << comm << " " << pid << ": its userfaultfd " << fd
                                         << " could be taken by the image's user";
+    // As the image's user: its own process may be signalled (the check is
+    // real), the pager and its guard may not.
+    auto signal_as_user = [&](pid_t whom, int sig) {
+        const pid_t c = ::fork();
+        if (c == 0) {
+            if (::setgroups(0, nullptr) != 0 || ::setresgid(kUser, kUser, kUser) != 0 ||
+                ::setresuid(kUser, kUser, kUser) != 0)
+                ::_exit(99);
+            ::_exit(::kill(whom, sig) == 0 ? 0 : errno == EPERM ? 1 : 97);
+        }
+        int st = 0;
+        ::waitpid(c, &st, 0);
+        return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+    };
+    EXPECT_EQ(signal_as_user(*r, 0), 0) << "the image's user cannot signal its own process";
+    for (const auto& [pid, comm] : held) {
+        EXPECT_EQ(signal_as_user(pid, SIGSTOP), 1)
+            << comm << " " << pid << " could be stopped by the "
+            << "image's user";
+        ::kill(pid, SIGCONT); // had it been stopped
+    }
+    // Served all the same, a fork's pages too (the pager reads the
+    // process's smaps as its user).
+    EXPECT_EQ(w.ask("fork"), before);
+    EXPECT_EQ(w.ask("report"), before);
 }
 
 TEST_F(Lazy, RefusesAnImageOpenForWritingAndTheCallerGoesOn) {

@@ -68,10 +68,11 @@ Result<void> fill_creds(pid_t pid, std::string_view status, std::uint32_t secure
     return {};
 }
 
-Result<void> assume_image_creds(const image::Image& img) {
-    if (!img.creds)
-        return {};
-    const ghost_creds& want = *img.creds;
+namespace {
+
+// The image's credentials checked as the caller's to assume (the shared
+// rule), then want (the image's, or the pager's made from them) taken.
+Result<void> assume(const image::Image& img, const ghost_creds& want) {
     auto status = read_text("/proc/self/status");
     if (!status)
         return status.error();
@@ -83,8 +84,8 @@ Result<void> assume_image_creds(const image::Image& img) {
         !r)
         return r;
     char reason[GHOST_REASON_LEN];
-    if (const int err = ghost_creds_may_assume(&want, img.groups.data(), &me, my_groups.data(),
-                                               reason, sizeof(reason)))
+    if (const int err = ghost_creds_may_assume(&*img.creds, img.groups.data(), &me,
+                                               my_groups.data(), reason, sizeof(reason)))
         return Error::from_errno(-err, reason);
     if (ghost_creds_own_session(&want, reason, sizeof(reason)) != 0)
         return Error::from_errno(errno, reason);
@@ -122,6 +123,29 @@ Result<void> assume_image_creds(const image::Image& img) {
         return Error::from_errno(EPERM, fmt::format(GHOST_CREDS_NOT_SWITCHED_REASON, me.uid, me.gid,
                                                     want.uid, want.gid));
     return {};
+}
+
+} // namespace
+
+Result<void> assume_image_creds(const image::Image& img) {
+    if (!img.creds)
+        return {};
+    return assume(img, *img.creds);
+}
+
+Result<void> assume_pager_creds(const image::Image& img) {
+    if (!img.creds || img.creds->uid == 0)
+        return assume_image_creds(img);
+    ghost_creds want = *img.creds;
+    std::uint32_t none = kNoAccountId;
+    while (none == want.uid || none == want.euid || none == want.suid || none == want.gid ||
+           none == want.egid || none == want.sgid)
+        none--;
+    want.uid = want.suid = none;
+    want.gid = want.sgid = none;
+    want.cap_inheritable = want.cap_permitted = want.cap_effective = want.cap_ambient = 0;
+    want.securebits = 0;
+    return assume(img, want);
 }
 
 } // namespace ghost::user

@@ -6,10 +6,11 @@
 // as the restorer (root), because only a privileged creator's serves faults
 // taken inside system calls. Such a descriptor in the hands of the image's
 // user would stall the kernel at will, a known aid to exploiting races. So
-// it never is in a process the user may trace or take descriptors from: the
-// pager is forked first, takes the image's credentials, makes itself
-// non-dumpable, and only then is the descriptor made and passed to it over
-// their socket. The process being restored (the image's user's, dumpable)
+// it never is in a process the user may trace or take descriptors from, nor
+// in one they may stop (which would hold such faults as long as they
+// liked): the pager is forked first, takes the image's credentials but for
+// its real and saved ids (assume_pager_creds()), makes itself non-dumpable,
+// and only then is the descriptor made and passed to it over their socket. The process being restored (the image's user's, dumpable)
 // and its tracer keep only their end of that socket, through which the
 // tracer later names the mappings to fill.
 #include <sys/prctl.h>
@@ -113,7 +114,8 @@ std::optional<std::vector<std::uint32_t>> recv_mappings(int link, std::size_t vm
 }
 
 // The pager's life until it serves: become the image's user, out of its
-// reach; take the userfaultfd; register what the tracer names.
+// reach (assume_pager_creds()); take the userfaultfd; register what the
+// tracer names.
 [[noreturn]] void pager_main(UniqueFd link, const image::Image& img, pid_t target,
                              std::span<const Piece> all) {
     ::prctl(PR_SET_NAME, "ghost-pager", 0, 0, 0);
@@ -121,7 +123,7 @@ std::optional<std::vector<std::uint32_t>> recv_mappings(int link, std::size_t vm
     // caller dumpable again after it) and after it (suid_dumpable may be
     // 1): only CAP_SYS_PTRACE may trace it or take its descriptors.
     ::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
-    auto as_user = assume_image_creds(img);
+    auto as_user = assume_pager_creds(img);
     ::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
     // The signals of a terminal or a polite stop do not end it: the pages
     // it had not put in would read as zeros. SIGKILL still does; its guard
