@@ -69,6 +69,29 @@ static int mem_grow(struct ghost_mem *m, size_t need)
 	return 0;
 }
 
+/*
+ * A page referenced elsewhere holds an earlier image that someone still
+ * reads: lent to an import rebuilding from it without g->lock (its
+ * checksum checked, mem_take_page()), or mapped by a reader. A new image is
+ * written into a page of the ghost's own, so that neither ever sees bytes
+ * of two images.
+ */
+static int mem_own_page(struct ghost_mem *m, size_t idx)
+{
+	struct page *old = m->pages[idx], *fresh;
+
+	lockdep_assert_held(&m->lock);
+	if (page_count(old) == 1)
+		return 0;
+	fresh = ghost_alloc_page();
+	if (!fresh)
+		return -ENOMEM;
+	copy_highpage(fresh, old);	/* what this image wrote there so far */
+	m->pages[idx] = fresh;
+	ghost_free_page(old);		/* the ghost's reference only */
+	return 0;
+}
+
 static int mem_write(struct ghost_res *res, const void *buf, size_t len)
 {
 	struct ghost_mem *m = to_mem(res);
@@ -80,6 +103,9 @@ static int mem_write(struct ghost_res *res, const void *buf, size_t len)
 		size_t off = offset_in_page(m->len);
 		size_t n = min(len, PAGE_SIZE - off);
 
+		err = mem_own_page(m, m->len >> PAGE_SHIFT);
+		if (err)
+			break;
 		memcpy_to_page(m->pages[m->len >> PAGE_SHIFT], off, buf, n);
 		m->len += n;
 		buf += n;
@@ -181,22 +207,28 @@ static struct ghost_res *mem_create(u64 capacity)
 
 /*
  * The page holding byte @pos of the image and how many bytes of it from
- * there, with a reference; NULL past the end. The copy to or from user
- * space is then made without m->lock (it may fault).
+ * there, with a reference; NULL past the end. To @write, a page of the
+ * ghost's own (mem_own_page(); an ERR_PTR if none could be had). The copy
+ * to or from user space is then made without m->lock (it may fault).
  */
 static struct page *mem_page_at(struct ghost_mem *m, size_t pos, size_t limit,
-				size_t *n)
+				size_t *n, bool write)
 {
 	struct page *pg = NULL;
+	int err = 0;
 
 	mutex_lock(&m->lock);
 	if (pos < limit && pos < m->nr_pages * PAGE_SIZE) {
-		pg = m->pages[pos >> PAGE_SHIFT];
-		get_page(pg);
-		*n = min(PAGE_SIZE - offset_in_page(pos), limit - pos);
+		if (write)
+			err = mem_own_page(m, pos >> PAGE_SHIFT);
+		if (!err) {
+			pg = m->pages[pos >> PAGE_SHIFT];
+			get_page(pg);
+			*n = min(PAGE_SIZE - offset_in_page(pos), limit - pos);
+		}
 	}
 	mutex_unlock(&m->lock);
-	return pg;
+	return err ? ERR_PTR(err) : pg;
 }
 
 /* User reads of the image; g->lock (the caller's) keeps writers away. */
@@ -213,7 +245,7 @@ ssize_t ghost_mem_read_user(struct ghost_res *res, char __user *ubuf,
 	end = m->len;
 	mutex_unlock(&m->lock);
 	while (done < len &&
-	       (pg = mem_page_at(m, *pos, end, &n))) {
+	       (pg = mem_page_at(m, *pos, end, &n, false))) {
 		unsigned long left;
 		void *p;
 
@@ -246,9 +278,14 @@ ssize_t ghost_mem_write_user(struct ghost_res *res, const char __user *ubuf,
 	if (err)
 		return err;
 	while (done < len &&
-	       (pg = mem_page_at(m, start + done, start + len, &n))) {
+	       (pg = mem_page_at(m, start + done, start + len, &n, true))) {
 		unsigned long left;
 		void *p;
+
+		if (IS_ERR(pg)) {
+			err = PTR_ERR(pg);
+			break;
+		}
 
 		p = kmap_local_page(pg);
 		left = copy_from_user(p + offset_in_page(start + done),
@@ -262,7 +299,9 @@ ssize_t ghost_mem_write_user(struct ghost_res *res, const char __user *ubuf,
 	mutex_lock(&m->lock);
 	m->len = start + done;
 	mutex_unlock(&m->lock);
-	return (done || !len) ? done : -EFAULT;
+	if (done || !len)
+		return done;
+	return err ? err : -EFAULT;
 }
 
 /* Under the caller's mmap_lock: takes only m->lock. */

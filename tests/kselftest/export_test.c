@@ -751,6 +751,46 @@ TEST(memory_image_mmaps_read_only)
 	reap(pid);
 }
 
+/*
+ * A memory image mapped by a reader stays the image it was when the ghost
+ * is exported into again: the new image goes into pages of the ghost's
+ * own, as it does where an import still copies from the earlier one's. The
+ * reader never sees bytes of two images.
+ */
+TEST(a_mapped_image_stays_whole_when_the_ghost_is_exported_into_again)
+{
+	struct ghost_export e1, e2;
+	char c, *copy, *again;
+	pid_t p1 = spawn(work_idle, &c, 1), p2 = spawn(work_idle, &c, 1);
+	int g = ghost_new_mem();
+	size_t len;
+	void *m;
+
+	ASSERT_LT(0, p1);
+	ASSERT_LT(0, p2);
+	ASSERT_EQ(0, ghost_do_export(g, p1, GHOST_EXPORT_RUN, &e1)) TH_LOG("%s", e1.reason);
+	m = mmap(NULL, e1.bytes, PROT_READ, MAP_SHARED, g, 0);
+	ASSERT_NE(MAP_FAILED, m);
+	copy = malloc(e1.bytes);
+	ASSERT_NE(NULL, copy);
+	memcpy(copy, m, e1.bytes);
+
+	ASSERT_EQ(0, ghost_do_export(g, p2, GHOST_EXPORT_RUN, &e2)) TH_LOG("%s", e2.reason);
+	again = ghost_read_image(g, &len);
+	ASSERT_NE(NULL, again);
+	ASSERT_EQ(e2.bytes, len);
+	/* The second image is another process's: it differs from the first. */
+	ASSERT_TRUE(len != e1.bytes || memcmp(again, copy, len));
+	EXPECT_EQ(0, memcmp(m, copy, e1.bytes)) TH_LOG("the mapping shows the second image");
+
+	munmap(m, e1.bytes);
+	free(again);
+	free(copy);
+	close(g);
+	reap(p1);
+	reap(p2);
+}
+
 /* ---- refusals ---------------------------------------------------------- */
 
 static void expect_refused(struct __test_metadata *_metadata, void (*fn)(int),
