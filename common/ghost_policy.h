@@ -110,6 +110,21 @@ static inline int ghost_policy_target(const struct ghost_target_facts *t,
 }
 
 /*
+ * A process in a frozen or freezing cgroup v1 freezer cannot be held still
+ * by either engine until it is thawed (it sleeps in the refrigerator, in D
+ * state): refused at once, rather than waited for. @cgroup: the path of its
+ * freezer cgroup.
+ */
+static inline int ghost_policy_frozen(int pid, const char *cgroup, char *reason,
+				      size_t len)
+{
+	snprintf(reason, len,
+		 "pid %d is frozen (cgroup freezer %s): it could not be held until thawed; thaw it first",
+		 pid, cgroup);
+	return -EBUSY;
+}
+
+/*
  * Signals whose queued information v1 cannot carry: the real-time ones,
  * from the kernel's SIGRTMIN (32; glibc's SIGRTMIN is a function and
  * higher).

@@ -1,16 +1,19 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * Differences between kernel versions, in one place. The target is Debian
- * 12's 6.1; newer kernels changed a few driver-model signatures.
+ * 12's 6.1; newer kernels changed a few driver-model signatures. And
+ * between configurations: the cgroup v1 freezer.
  */
 #ifndef GHOST_COMPAT_H
 #define GHOST_COMPAT_H
 
 #include <linux/capability.h>
+#include <linux/cgroup.h>
 #include <linux/version.h>
 #include <linux/device.h>
 #include <linux/fs.h>
 #include <linux/magic.h>
+#include <linux/nsproxy.h>
 #include <linux/pid.h>
 #include <linux/string.h>
 
@@ -100,6 +103,25 @@ static inline void ghost_cap_set_u64(kernel_cap_t *c, u64 v)
 #else
 	c->cap[0] = (u32)v;
 	c->cap[1] = (u32)(v >> 32);
+#endif
+}
+
+/*
+ * The path of @task's cgroup v1 freezer cgroup, in the caller's cgroup
+ * namespace; "?" where it has none.
+ */
+static inline void ghost_freezer_path(struct task_struct *task, char *buf,
+				      size_t len)
+{
+#if IS_ENABLED(CONFIG_CGROUP_FREEZER)
+	struct cgroup_subsys_state *css = task_get_css(task, freezer_cgrp_id);
+
+	/* cgroup_path_ns() takes cgroup_mutex: a reference, not RCU */
+	if (cgroup_path_ns(css->cgroup, buf, len, current->nsproxy->cgroup_ns) < 0)
+		strscpy(buf, "?", len);
+	css_put(css);
+#else
+	strscpy(buf, "?", len);
 #endif
 }
 

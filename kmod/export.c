@@ -18,6 +18,7 @@
 #include <linux/elf.h>
 #include <linux/fdtable.h>
 #include <linux/file.h>
+#include <linux/freezer.h>
 #include <linux/magic.h>
 #include <linux/module.h>
 #include <linux/ktime.h>
@@ -191,7 +192,13 @@ int ghost_check_target(struct task_struct *task, struct task_struct *snap,
 
 	shares(task, &t.shares_mm, &t.shares_files);
 	err = ghost_policy_target(&t, reason, GHOST_REASON_LEN);
+	/* before parking it, which would wait for it in vain */
+	if (!err && freezing(task)) {
+		char path[64];
 
+		ghost_freezer_path(task, path, sizeof(path));
+		err = ghost_policy_frozen(t.pid, path, reason, GHOST_REASON_LEN);
+	}
 	return err ? err : ghost_check_attrs(task, reason);
 }
 

@@ -10,7 +10,9 @@
 #include <signal.h>
 #include <sys/epoll.h>
 #include <sys/mman.h>
+#include <sys/mount.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -807,6 +809,64 @@ static void expect_refused(struct __test_metadata *_metadata, void (*fn)(int),
 	EXPECT_NE(NULL, strstr(e.reason, words)) TH_LOG("reason: %s", e.reason);
 	EXPECT_EQ(0, kill(pid, 0)) TH_LOG("a refused export must leave the process alive");
 	reap(pid);
+}
+
+#define FREEZER "/tmp/ghost-freezer"
+
+static int write_file(const char *path, const char *text)
+{
+	int f = open(path, O_WRONLY);
+	ssize_t n = f < 0 ? -1 : write(f, text, strlen(text));
+
+	if (f >= 0)
+		close(f);
+	return n == (ssize_t)strlen(text) ? 0 : -1;
+}
+
+/*
+ * A process in a frozen cgroup v1 freezer sleeps in the refrigerator until
+ * thawed: refused at once (EBUSY, naming the cgroup), as the user engine
+ * refuses it, not waited for until the park gives up after 30 s. Thawed,
+ * it runs on.
+ */
+TEST(a_process_in_a_frozen_cgroup_is_refused_at_once)
+{
+	struct ghost_export e;
+	char c, pidtext[16], state[16] = "";
+	pid_t pid;
+	int g, err, f, i;
+
+	mkdir(FREEZER, 0700);
+	if (mount("none", FREEZER, "cgroup", 0, "freezer"))
+		SKIP(return, "no cgroup v1 freezer here: %s", strerror(errno));
+	ASSERT_EQ(0, mkdir(FREEZER "/f", 0700));
+	pid = spawn(work_idle, &c, 1);
+	ASSERT_LT(0, pid);
+	snprintf(pidtext, sizeof(pidtext), "%d", pid);
+	ASSERT_EQ(0, write_file(FREEZER "/f/tasks", pidtext));
+	ASSERT_EQ(0, write_file(FREEZER "/f/freezer.state", "FROZEN"));
+	for (i = 0; i < 100 && strncmp(state, "FROZEN", 6); i++) {
+		usleep(20000);
+		f = open(FREEZER "/f/freezer.state", O_RDONLY);
+		memset(state, 0, sizeof(state));
+		if (f >= 0 && read(f, state, sizeof(state) - 1) < 0)
+			state[0] = 0;
+		if (f >= 0)
+			close(f);
+	}
+	EXPECT_EQ(0, strncmp(state, "FROZEN", 6)) TH_LOG("freezer.state %s", state);
+
+	g = ghost_new_mem();
+	err = ghost_do_export(g, pid, GHOST_EXPORT_KILL, &e) ? errno : 0;
+	close(g);
+	ASSERT_EQ(0, write_file(FREEZER "/f/freezer.state", "THAWED"));
+	EXPECT_EQ(EBUSY, err) TH_LOG("%s", e.reason);
+	EXPECT_NE(NULL, strstr(e.reason, "is frozen (cgroup freezer /f)")) TH_LOG("%s", e.reason);
+	EXPECT_EQ(0, kill(pid, 0)) TH_LOG("the refused process is gone");
+	reap(pid);
+	rmdir(FREEZER "/f");
+	umount(FREEZER);
+	rmdir(FREEZER);
 }
 
 TEST(second_thread_is_eopnotsupp)

@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "ghost_policy.h"
 #include "sys.hpp"
 #include "user/proc.hpp"
 
@@ -66,11 +67,11 @@ std::string frozen_in(pid_t pid) {
 Result<void> check_not_stuck(pid_t pid, std::chrono::milliseconds patience) {
     if (!thread_in_d(pid))
         return {};
-    if (const auto cg = frozen_in(pid); !cg.empty())
-        return Error::from_errno(EBUSY, fmt::format("pid {} is frozen (cgroup freezer {}): it "
-                                                    "could not be held until thawed; thaw it "
-                                                    "first",
-                                                    pid, cg));
+    if (const auto cg = frozen_in(pid); !cg.empty()) {
+        char reason[GHOST_REASON_LEN];
+        const int err = ghost_policy_frozen(pid, cg.c_str(), reason, sizeof(reason));
+        return Error::from_errno(-err, reason);
+    }
     const auto until = std::chrono::steady_clock::now() + patience;
     int tid = 0;
     while ((tid = thread_in_d(pid)) != 0 && std::chrono::steady_clock::now() < until)
