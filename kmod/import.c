@@ -147,6 +147,8 @@ static int check_caller(const struct ghost_staged *st, char *reason)
 	}
 	err = ghost_check_vma_addrs(st, reason);
 	if (!err)
+		err = ghost_check_descriptors_now(st, reason);
+	if (!err)
 		err = ghost_check_posix_locks(st, reason);
 	if (err)
 		return err;

@@ -104,6 +104,7 @@ const struct staged_vma *ghost_staged_vma(const struct ghost_staged *st,
 					  u32 flag);
 const struct staged_file *ghost_staged_file(const struct ghost_staged *st,
 					    u64 file_id);
+int ghost_check_descriptors_now(const struct ghost_staged *st, char *reason);
 
 /* creds.c */
 struct ghost_import;

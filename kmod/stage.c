@@ -1203,6 +1203,39 @@ static int check_fd_limit(const struct ghost_staged *st, char *reason)
 	return -EMFILE;
 }
 
+/*
+ * Again in the final call, what staging checked of the caller's
+ * descriptors, which it may have changed since: the image's inherited ones
+ * are open at their numbers with the same file type (one closed would be
+ * missing from the restored process, without a word), and a limit admits
+ * the highest. Its table is its own (check_importer()), so nothing changes
+ * it between here and restore_files().
+ */
+int ghost_check_descriptors_now(const struct ghost_staged *st, char *reason)
+{
+	unsigned int i;
+
+	for (i = 0; i < st->nr_files; i++) {
+		const struct ghost_file *f = &st->files[i].f;
+		struct file *file;
+		bool same;
+
+		if (f->kind != GHOST_FILE_INHERIT)
+			continue;
+		file = fget(f->fd);
+		same = file && (file_inode(file)->i_mode & S_IFMT) == f->mode;
+		if (file)
+			fput(file);
+		if (!same) {
+			ghost_reason(reason,
+				     "fd %d must be inherited but is %s since the import was prepared: open it at that number",
+				     f->fd, file ? "another kind of file" : "closed");
+			return -EBADF;
+		}
+	}
+	return check_fd_limit(st, reason);
+}
+
 /* Arg and env strings, the stack and the heap must lie in the image. */
 static int check_layout(struct ghost_staged *st, char *reason)
 {

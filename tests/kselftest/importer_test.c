@@ -674,4 +674,55 @@ TEST(stopped_import_killed_leaves_nothing)
 	close(rd);
 }
 
+/* ---- the caller's descriptors, checked again in the final call ------------- */
+
+/*
+ * An inherited descriptor (the ticker's pipe at TICK_FD) open when the
+ * import was prepared but closed before the final call: refused then, the
+ * caller alive, not restored without it (its first write failed).
+ */
+TEST(an_inherited_descriptor_closed_after_prepare_is_refused)
+{
+	char c, reason[GHOST_REASON_LEN] = "";
+	int tick[2], p[2], g, st = -1;
+	pid_t pid, imp;
+
+	ASSERT_EQ(0, pipe(tick));
+	ASSERT_EQ(TICK_FD, dup2(tick[1], TICK_FD));
+	close(tick[1]);
+	pid = spawn(work_ticker, &c, 1);
+	ASSERT_LT(0, pid);
+	g = ghost_new_mem();
+	ASSERT_EQ(0, export_kill(pid, g));
+	ASSERT_EQ(0, pipe(p));
+	imp = fork();
+	ASSERT_LE(0, imp);
+	if (imp == 0) {
+		struct ghost_import im;
+
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		drop_shared_anon();
+		close(p[0]);
+		if (ghost_prepare_import(g, &im))
+			_exit(2);
+		close(TICK_FD);
+		im.flags = 0;
+		ioctl(g, GHOST_IOC_IMPORT, &im);	/* returns only if refused */
+		if (write(p[1], im.reason, sizeof(im.reason)) < 0)
+			_exit(3);
+		_exit(errno == EBADF ? 0 : 1);
+	}
+	close(p[1]);
+	if (read(p[0], reason, sizeof(reason) - 1) < 0)
+		reason[0] = 0;
+	close(p[0]);
+	ASSERT_EQ(imp, waitpid(imp, &st, 0));
+	EXPECT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0)
+		TH_LOG("status %#x (70: restored without its descriptor): %s", st, reason);
+	EXPECT_NE(NULL, strstr(reason, "fd 50 must be inherited but is closed")) TH_LOG("%s", reason);
+	close(TICK_FD);
+	close(tick[0]);
+	close(g);
+}
+
 TEST_HARNESS_MAIN
