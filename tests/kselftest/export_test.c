@@ -813,16 +813,6 @@ static void expect_refused(struct __test_metadata *_metadata, void (*fn)(int),
 
 #define FREEZER "/tmp/ghost-freezer"
 
-static int write_file(const char *path, const char *text)
-{
-	int f = open(path, O_WRONLY);
-	ssize_t n = f < 0 ? -1 : write(f, text, strlen(text));
-
-	if (f >= 0)
-		close(f);
-	return n == (ssize_t)strlen(text) ? 0 : -1;
-}
-
 /*
  * A process in a frozen cgroup v1 freezer sleeps in the refrigerator until
  * thawed: refused at once (EBUSY, naming the cgroup), as the user engine
@@ -843,8 +833,8 @@ TEST(a_process_in_a_frozen_cgroup_is_refused_at_once)
 	pid = spawn(work_idle, &c, 1);
 	ASSERT_LT(0, pid);
 	snprintf(pidtext, sizeof(pidtext), "%d", pid);
-	ASSERT_EQ(0, write_file(FREEZER "/f/tasks", pidtext));
-	ASSERT_EQ(0, write_file(FREEZER "/f/freezer.state", "FROZEN"));
+	ASSERT_EQ(0, write_text(FREEZER "/f/tasks", pidtext));
+	ASSERT_EQ(0, write_text(FREEZER "/f/freezer.state", "FROZEN"));
 	for (i = 0; i < 100 && strncmp(state, "FROZEN", 6); i++) {
 		usleep(20000);
 		f = open(FREEZER "/f/freezer.state", O_RDONLY);
@@ -859,7 +849,7 @@ TEST(a_process_in_a_frozen_cgroup_is_refused_at_once)
 	g = ghost_new_mem();
 	err = ghost_do_export(g, pid, GHOST_EXPORT_KILL, &e) ? errno : 0;
 	close(g);
-	ASSERT_EQ(0, write_file(FREEZER "/f/freezer.state", "THAWED"));
+	ASSERT_EQ(0, write_text(FREEZER "/f/freezer.state", "THAWED"));
 	EXPECT_EQ(EBUSY, err) TH_LOG("%s", e.reason);
 	EXPECT_NE(NULL, strstr(e.reason, "is frozen (cgroup freezer /f)")) TH_LOG("%s", e.reason);
 	EXPECT_EQ(0, kill(pid, 0)) TH_LOG("the refused process is gone");

@@ -134,6 +134,17 @@ static inline void *ghost_read_image(int g, size_t *len)
 	return read_all(g, len);
 }
 
+/* Writes @text to the file at @path (a sysctl, a cgroup file); 0 or -1. */
+static inline int write_text(const char *path, const char *text)
+{
+	int f = open(path, O_WRONLY);
+	ssize_t n = f < 0 ? -1 : write(f, text, strlen(text));
+
+	if (f >= 0)
+		close(f);
+	return n == (ssize_t)strlen(text) ? 0 : -1;
+}
+
 /* Pages held by ghost images, as ghost.ko counts them (-1 if unreadable). */
 static inline long ghost_pages_held(void)
 {

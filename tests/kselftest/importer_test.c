@@ -438,16 +438,6 @@ static void work_many_maps(int fd)
 		pause();
 }
 
-static int write_text(const char *path, const char *text)
-{
-	int f = open(path, O_WRONLY);
-	ssize_t n = f < 0 ? -1 : write(f, text, strlen(text));
-
-	if (f >= 0)
-		close(f);
-	return n == (ssize_t)strlen(text) ? 0 : -1;
-}
-
 /*
  * Where vm.max_map_count is lower than the image's mappings (the source's
  * limit was higher), the import is refused before its point of no return:

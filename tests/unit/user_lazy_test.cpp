@@ -81,6 +81,18 @@ class Lazy : public ::testing::Test {
         return before;
     }
 
+    // pid once it ended and was reaped (its status in *status), waiting up
+    // to 5 s; 0 if it still runs.
+    static pid_t reaped_within_5s(pid_t pid, int* status) {
+        pid_t done = 0;
+        for (int i = 0; i < 100 && done == 0; i++) {
+            done = ::waitpid(pid, status, WNOHANG);
+            if (done == 0)
+                std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        }
+        return done;
+    }
+
     // Resident anonymous memory of pid, in KiB.
     static long rss_anon_kib(pid_t pid) {
         std::ifstream st("/proc/" + std::to_string(pid) + "/status");
@@ -342,13 +354,7 @@ TEST_F(Lazy, APagerKilledBeforeItIsDoneTakesItsProcessWithIt) {
     ASSERT_EQ(::kill(pager, SIGKILL), 0);
     (void)w.send("report"); // reads every page: none can come now
     int status = 0;
-    pid_t done = 0;
-    for (int i = 0; i < 100 && done == 0; i++) {
-        done = ::waitpid(pid, &status, WNOHANG);
-        if (done == 0)
-            std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    }
-    ASSERT_EQ(done, pid) << "the process runs on without its pager";
+    ASSERT_EQ(reaped_within_5s(pid, &status), pid) << "the process runs on without its pager";
     w.forget_restored();
     EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL) << status;
     std::string partial;
@@ -380,13 +386,7 @@ TEST_F(Lazy, APagerKilledBeforeItIsDoneTakesEveryDescendantWithIt) {
         ASSERT_EQ(::kill(pager, SIGKILL), 0);
         (void)w.send("report"); // waits for a page that cannot come now
         int status = 0;
-        pid_t done = 0;
-        for (int i = 0; i < 100 && done == 0; i++) {
-            done = ::waitpid(pid, &status, WNOHANG);
-            if (done == 0)
-                std::this_thread::sleep_for(std::chrono::milliseconds(50));
-        }
-        ASSERT_EQ(done, pid) << "the process runs on without its pager";
+        ASSERT_EQ(reaped_within_5s(pid, &status), pid) << "the process runs on without its pager";
         w.forget_restored();
         // Reparented to init (or a subreaper) when their parent died: gone
         // or a zombie, never sleeping on.
