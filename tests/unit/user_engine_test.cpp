@@ -12,6 +12,7 @@
 #include <signal.h>
 #include <sys/epoll.h>
 #include <sys/mman.h>
+#include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
@@ -296,6 +297,34 @@ TEST(UserEngine, AProcessRefusedForItsDescriptorsIsNotDisturbed) {
     ::waitpid(pid, nullptr, 0);
 }
 
+// "ERRNO REASON" of a user-engine export of pid run in a child, or "" if it
+// had not answered in 20 s: an export that waited for the process would
+// hold the test too, and the child can be killed (which lets go of it).
+static std::string export_from_a_child(pid_t pid) {
+    int rep[2];
+    if (::pipe2(rep, O_CLOEXEC) != 0)
+        return {};
+    const pid_t exporter = ::fork();
+    if (exporter == 0) {
+        auto g = user_engine()->create_memory();
+        auto st = g ? (*g)->export_process(pid, ghost::Fate::Run)
+                    : ghost::Result<ghost::ExportStats>(g.error());
+        const std::string r =
+            st ? std::string("0 exported")
+               : std::to_string(st.error().code.value()) + " " + st.error().what();
+        (void)!::write(rep[1], r.data(), r.size());
+        ::_exit(0);
+    }
+    ::close(rep[1]);
+    pollfd p{rep[0], POLLIN, 0};
+    const bool answered = ::poll(&p, 1, 20000) == 1;
+    char buf[512] = {};
+    const ssize_t n = answered ? ::read(rep[0], buf, sizeof(buf) - 1) : -1;
+    ::close(rep[0]);
+    kill_wait(exporter);
+    return n > 0 ? std::string(buf, static_cast<std::size_t>(n)) : std::string();
+}
+
 // A frozen process (a cgroup v1 freezer: its threads in D) stops for a
 // tracer only once thawed, and a tracee that never stopped cannot be let
 // go: the export would wait for it forever. It is refused at once, with
@@ -323,35 +352,65 @@ TEST(UserEngine, AFrozenProcessIsRefusedNotWaitedFor) {
     for (int i = 0; i < 250 && state_of(pid) != 'D'; i++)
         std::this_thread::sleep_for(20ms);
     ASSERT_EQ(state_of(pid), 'D') << "the worker was not frozen";
-    // Exported from a child: an export that waited for the process would
-    // hold the test too; the child can be killed (which lets go of it).
-    int rep[2];
-    ASSERT_EQ(::pipe2(rep, O_CLOEXEC), 0);
-    const pid_t exporter = ::fork();
-    if (exporter == 0) {
-        auto g = user_engine()->create_memory();
-        auto st = g ? (*g)->export_process(pid, ghost::Fate::Run)
-                    : ghost::Result<ghost::ExportStats>(g.error());
-        const std::string r =
-            st ? std::string("0 exported")
-               : std::to_string(st.error().code.value()) + " " + st.error().what();
-        (void)!::write(rep[1], r.data(), r.size());
-        ::_exit(0);
-    }
-    ::close(rep[1]);
-    pollfd p{rep[0], POLLIN, 0};
-    const bool answered = ::poll(&p, 1, 20000) == 1;
-    char buf[512] = {};
-    const ssize_t n = answered ? ::read(rep[0], buf, sizeof(buf) - 1) : -1;
-    ::close(rep[0]);
-    kill_wait(exporter);
-    ASSERT_TRUE(answered && n > 0) << "the export waited for the frozen process";
-    const std::string r(buf);
+    const std::string r = export_from_a_child(pid);
+    ASSERT_FALSE(r.empty()) << "the export waited for the frozen process";
     EXPECT_EQ(r.substr(0, r.find(' ')), std::to_string(EBUSY)) << r;
     EXPECT_NE(r.find("frozen (cgroup freezer /ghost-test-"), std::string::npos) << r;
     lines.drain(); // what it wrote before it was frozen
     const unsigned long before = lines.last().count;
     put("freezer.state", "THAWED");
+    const Line a = lines.next();
+    EXPECT_EQ(a.pid, pid) << "it does not run on once thawed";
+    EXPECT_EQ(a.count, before + 1);
+}
+
+// The same in a frozen cgroup v2: the process sleeps (S) in the freezer's
+// trap, where no ptrace stop comes either. A cgroup2 hierarchy is mounted
+// for the test where none is (this host mounts only v1 controllers).
+TEST(UserEngine, AProcessInAFrozenCgroupV2IsRefusedNotWaitedFor) {
+    const std::string mnt = "/tmp/ghost-cg2-" + std::to_string(::getpid());
+    const std::string cg = mnt + "/ghost-v2-test";
+    ::mkdir(mnt.c_str(), 0700);
+    if (::mount("none", mnt.c_str(), "cgroup2", 0, nullptr) != 0) {
+        ::rmdir(mnt.c_str());
+        GTEST_SKIP() << "cannot mount a cgroup2 hierarchy: " << std::strerror(errno);
+    }
+    const auto put = [&](const std::string& file, const std::string& what) {
+        std::ofstream(cg + "/" + file) << what << std::endl;
+    };
+    Lines lines;
+    const pid_t pid = spawn(lines);
+    struct Cleanup {
+        std::function<void()> f;
+        ~Cleanup() { f(); }
+    } cleanup{[&] {
+        put("cgroup.freeze", "0");
+        kill_wait(pid);
+        ::rmdir(cg.c_str());
+        ::umount(mnt.c_str());
+        ::rmdir(mnt.c_str());
+    }};
+    ASSERT_EQ(::mkdir(cg.c_str(), 0700), 0) << std::strerror(errno);
+    ASSERT_EQ(lines.next().pid, pid);
+    put("cgroup.procs", std::to_string(pid));
+    put("cgroup.freeze", "1");
+    const auto frozen = [&] {
+        std::ifstream in(cg + "/cgroup.events");
+        for (std::string line; std::getline(in, line);)
+            if (line == "frozen 1")
+                return true;
+        return false;
+    };
+    for (int i = 0; i < 250 && !frozen(); i++)
+        std::this_thread::sleep_for(20ms);
+    ASSERT_TRUE(frozen()) << "the worker was not frozen";
+    const std::string r = export_from_a_child(pid);
+    ASSERT_FALSE(r.empty()) << "the export waited for the frozen process";
+    EXPECT_EQ(r.substr(0, r.find(' ')), std::to_string(EBUSY)) << r;
+    EXPECT_NE(r.find("frozen (cgroup freezer /ghost-v2-test)"), std::string::npos) << r;
+    lines.drain();
+    const unsigned long before = lines.last().count;
+    put("cgroup.freeze", "0");
     const Line a = lines.next();
     EXPECT_EQ(a.pid, pid) << "it does not run on once thawed";
     EXPECT_EQ(a.count, before + 1);

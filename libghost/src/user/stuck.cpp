@@ -62,9 +62,66 @@ std::string frozen_in(pid_t pid) {
     return {};
 }
 
+// Where this process sees the cgroup v2 hierarchy's root mounted, or "".
+std::string cgroup2_root() {
+    auto info = read_text("/proc/self/mountinfo");
+    if (!info)
+        return {};
+    std::size_t at = 0;
+    while (at < info->size()) {
+        auto end = info->find('\n', at);
+        if (end == std::string::npos)
+            end = info->size();
+        const std::string_view line(info->data() + at, end - at);
+        at = end + 1;
+        // "ID PARENT MAJ:MIN ROOT MOUNTPOINT OPTS... - TYPE SOURCE SUPEROPTS"
+        const auto dash = line.find(" - ");
+        if (dash == std::string_view::npos || line.substr(dash + 3, 8) != "cgroup2 ")
+            continue;
+        std::string_view f = line.substr(0, dash);
+        std::string_view field[5];
+        for (auto& x : field) {
+            const auto sp = f.find(' ');
+            x = f.substr(0, sp);
+            f = sp == std::string_view::npos ? std::string_view{} : f.substr(sp + 1);
+        }
+        if (field[3] == "/" && field[4].find('\\') == std::string_view::npos)
+            return std::string(field[4]);
+    }
+    return {};
+}
+
+// The cgroup v2 path of pid if that cgroup is frozen or being frozen
+// (cgroup.freeze), else "". Such a process sleeps interruptibly in the
+// freezer's trap, from which no ptrace stop comes either.
+std::string frozen_in_v2(pid_t pid) {
+    auto cg = read_text(fmt::format("/proc/{}/cgroup", pid));
+    if (!cg)
+        return {};
+    const auto at = cg->rfind("0::", 0) == 0 ? 0 : cg->find("\n0::");
+    if (at == std::string::npos)
+        return {};
+    const auto from = at == 0 ? 3 : at + 4;
+    const std::string path = cg->substr(from, cg->find('\n', from) - from);
+    const std::string root = cgroup2_root();
+    if (root.empty() || path == "/")
+        return {};
+    auto events = read_text(root + path + "/cgroup.events");
+    auto freeze = read_text(root + path + "/cgroup.freeze");
+    if ((events && events->find("frozen 1") != std::string::npos) ||
+        (freeze && freeze->rfind("1", 0) == 0))
+        return path;
+    return {};
+}
+
 } // namespace
 
 Result<void> check_not_stuck(pid_t pid, std::chrono::milliseconds patience) {
+    if (const auto cg = frozen_in_v2(pid); !cg.empty()) {
+        char reason[GHOST_REASON_LEN];
+        const int err = ghost_policy_frozen(pid, cg.c_str(), reason, sizeof(reason));
+        return Error::from_errno(-err, reason);
+    }
     if (!thread_in_d(pid))
         return {};
     if (const auto cg = frozen_in(pid); !cg.empty()) {

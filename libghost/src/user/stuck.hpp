@@ -12,9 +12,10 @@ namespace ghost::user {
 
 // A ptrace stop comes only when each thread returns from the kernel: a
 // thread in uninterruptible sleep (D: frozen by a cgroup v1 freezer, or
-// waiting on a hung file system) would keep the seize waiting, and a tracee
-// that never stopped cannot be let go. So a process that is frozen is
-// refused at once (EBUSY, naming its freezer cgroup), and one with a thread
+// waiting on a hung file system) would keep the seize waiting, as would a
+// process in a frozen cgroup v2 (asleep in the freezer's trap), and a tracee
+// that never stopped cannot be let go. So a process that is frozen (v1 or
+// v2) is refused at once (EBUSY, naming its cgroup), and one with a thread
 // in D on every look for `patience` is refused after it; a thread that
 // leaves D once (disk I/O) lets it through. A thread that goes into D after
 // this check still makes the seize wait.
